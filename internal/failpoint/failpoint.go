@@ -1,0 +1,30 @@
+// Package failpoint kills the process at a named point, so that crash-safety
+// tests can crash a real binary exactly where they mean to.
+//
+// A test sets STEWARD_FAILPOINT=NAME in a child's environment; when the child
+// reaches Hit(NAME) it sends itself SIGKILL. Nothing is flushed, nothing is
+// deferred: the journal must show what a real crash at that point would leave.
+// With the variable unset, Hit is one string comparison.
+package failpoint
+
+import (
+	"os"
+	"syscall"
+)
+
+// Env is the environment variable that names the armed failpoint.
+const Env = "STEWARD_FAILPOINT"
+
+var armed = os.Getenv(Env)
+
+// Hit kills the process with SIGKILL if name is the armed failpoint.
+func Hit(name string) {
+	if armed == "" || armed != name {
+		return
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL is not deliverable late; never return past the point.
+}
+
+// Armed reports the name of the armed failpoint, or "".
+func Armed() string { return armed }
