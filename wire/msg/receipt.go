@@ -1,0 +1,96 @@
+package msg
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/stewardrt/steward/wire"
+)
+
+// Receipt is the host's signed account of one definite attempt. Receipts form
+// a hash chain: Prev is ReceiptHash of the previous signed receipt (32 zero
+// bytes for the first), so removing, reordering or altering one breaks every
+// later link.
+type Receipt struct {
+	Seq            uint64 `cbor:"seq"`
+	Prev           []byte `cbor:"prev"`
+	Attempt        string `cbor:"attempt"`
+	Controller     string `cbor:"controller"`
+	Application    string `cbor:"application"`
+	Operation      string `cbor:"operation"`
+	Kind           string `cbor:"kind"`
+	RequestSHA256  []byte `cbor:"requestSha256"`
+	ResponseSHA256 []byte `cbor:"responseSha256"`
+	Status         int    `cbor:"status"`
+	Charge         uint64 `cbor:"charge"`
+	BalanceAfter   uint64 `cbor:"balanceAfter"`
+	Consent        []byte `cbor:"consent"` // the payer's signed Consent; nil for a free request
+	At             int64  `cbor:"at"`
+}
+
+// ReceiptHash is the chain link of a signed receipt: SHA-256 of its COSE bytes.
+func ReceiptHash(signed []byte) []byte {
+	h := sha256.Sum256(signed)
+	return h[:]
+}
+
+// SignReceipt signs r with the host's Ed25519 key.
+func SignReceipt(k *wire.SigningKey, r Receipt) ([]byte, error) {
+	b, err := wire.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return wire.Sign1(k, b)
+}
+
+// VerifyReceipt checks a signed receipt against the host's pinned key.
+func VerifyReceipt(signed []byte, host *wire.Keyring) (Receipt, error) {
+	payload, _, err := wire.Verify1(signed, host)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("receipt: %w", err)
+	}
+	var r Receipt
+	if err := wire.Unmarshal(payload, &r); err != nil {
+		return Receipt{}, fmt.Errorf("receipt: %w", err)
+	}
+	return r, nil
+}
+
+// Checkpoint signs the head of the receipt chain with the operator's hybrid
+// key, so that every receipt up to Seq is covered by a post-quantum signature.
+type Checkpoint struct {
+	Seq  uint64 `cbor:"seq"`  // the receipt sequence of the head
+	Head []byte `cbor:"head"` // ReceiptHash of that receipt
+	At   int64  `cbor:"at"`
+}
+
+// SignCheckpoint signs c with the operator's hybrid key.
+func SignCheckpoint(k *wire.HybridSigningKey, c Checkpoint) ([]byte, error) {
+	return signHybrid(k, c)
+}
+
+// VerifyCheckpoint checks both signatures of a checkpoint.
+func VerifyCheckpoint(signed []byte, pub *wire.HybridPublicKey) (Checkpoint, error) {
+	var c Checkpoint
+	err := verifyHybrid(signed, pub, &c, "checkpoint")
+	return c, err
+}
+
+func signHybrid(k *wire.HybridSigningKey, v any) ([]byte, error) {
+	b, err := wire.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return wire.SignHybrid(k, b)
+}
+
+func verifyHybrid(signed []byte, pub *wire.HybridPublicKey, v any, what string) error {
+	payload, err := wire.VerifyHybrid(signed, pub)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := wire.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}

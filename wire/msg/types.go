@@ -1,0 +1,54 @@
+package msg
+
+// Frame types. A request of type X is answered by the type named beside it,
+// or by TypeRefused.
+const (
+	TypeDispatch       = "dispatch"
+	TypeDispatchResult = "dispatch-result"
+	TypeInspect        = "inspect"
+	TypeInspectResult  = "inspect-result"
+	TypeReserve        = "reserve"
+	TypeConsent        = "consent"
+	TypeSettle         = "settle"
+	TypeSettled        = "settled"
+	TypeRefused        = "refused"
+)
+
+// Roles announced in the wire hello and bound into the channel id.
+const (
+	RoleHost               = "host"
+	RoleControllerTool     = "controller-tool"
+	RoleControllerDispatch = "controller-dispatch"
+)
+
+// Channel purposes.
+const (
+	PurposeDispatch = "dispatch"
+	PurposeCustody  = "custody"
+)
+
+// Refusal answers a request that was refused. Reason is one line naming what
+// was refused and why; Code is a stable machine-readable word.
+type Refusal struct {
+	Code   string `cbor:"code"`
+	Reason string `cbor:"reason"`
+}
+
+// Refusal codes.
+const (
+	CodeNoGrant      = "no-grant"      // no grant covers this application and operation
+	CodeFrozen       = "frozen"        // the purse is frozen
+	CodeInsufficient = "insufficient"  // balance below the charge
+	CodeDailyLimit   = "daily-limit"   // the grant's daily count is spent
+	CodeNoConsent    = "no-consent"    // the controller refused or failed to consent
+	CodeDuplicate    = "duplicate"     // this attempt id was already dispatched
+	CodeBadRequest   = "bad-request"   // the request failed validation
+	CodeJournal      = "journal"       // a journal append failed; nothing was done
+	CodeUnknown      = "unknown"       // the attempt is not known
+	CodeInternal     = "internal"      // an internal fault; nothing was sent
+	CodeConflict     = "conflict"      // same request id, different arguments
+	CodeUncertain    = "uncertain"     // an earlier attempt is uncertain
+	CodeUnavailable  = "unavailable"   // the route or application cannot be reached
+)
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
