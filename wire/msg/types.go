@@ -36,19 +36,19 @@ type Refusal struct {
 
 // Refusal codes.
 const (
-	CodeNoGrant      = "no-grant"      // no grant covers this application and operation
-	CodeFrozen       = "frozen"        // the purse is frozen
-	CodeInsufficient = "insufficient"  // balance below the charge
-	CodeDailyLimit   = "daily-limit"   // the grant's daily count is spent
-	CodeNoConsent    = "no-consent"    // the controller refused or failed to consent
-	CodeDuplicate    = "duplicate"     // this attempt id was already dispatched
-	CodeBadRequest   = "bad-request"   // the request failed validation
-	CodeJournal      = "journal"       // a journal append failed; nothing was done
-	CodeUnknown      = "unknown"       // the attempt is not known
-	CodeInternal     = "internal"      // an internal fault; nothing was sent
-	CodeConflict     = "conflict"      // same request id, different arguments
-	CodeUncertain    = "uncertain"     // an earlier attempt is uncertain
-	CodeUnavailable  = "unavailable"   // the route or application cannot be reached
+	CodeNoGrant      = "no-grant"     // no grant covers this application and operation
+	CodeFrozen       = "frozen"       // the purse is frozen
+	CodeInsufficient = "insufficient" // balance below the charge
+	CodeDailyLimit   = "daily-limit"  // the grant's daily count is spent
+	CodeNoConsent    = "no-consent"   // the controller refused or failed to consent
+	CodeDuplicate    = "duplicate"    // this attempt id was already dispatched
+	CodeBadRequest   = "bad-request"  // the request failed validation
+	CodeJournal      = "journal"      // a journal append failed; nothing was done
+	CodeUnknown      = "unknown"      // the attempt is not known
+	CodeInternal     = "internal"     // an internal fault; nothing was sent
+	CodeConflict     = "conflict"     // same request id, different arguments
+	CodeUncertain    = "uncertain"    // an earlier attempt is uncertain
+	CodeUnavailable  = "unavailable"  // the route or application cannot be reached
 )
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
