@@ -1,6 +1,6 @@
 module github.com/stewardrt/steward
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cloudflare/circl v1.6.5
