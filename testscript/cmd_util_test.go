@@ -1,0 +1,208 @@
+package testscript_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// defaultWait bounds every wait in a journey. The daemons start in well under
+// a second; the bound is generous because -race on two cores is slow, and it is
+// a deadline, not a sleep: the wait ends as soon as the condition holds.
+const defaultWait = 30 * time.Second
+
+// pollEvery is how often a bounded wait re-checks its condition.
+const pollEvery = 5 * time.Millisecond
+
+// cmdWaitfor implements `waitfor socket|file PATH [TIMEOUT]`.
+//
+// socket: PATH is a Unix socket that accepts a connection (the connection is
+// closed at once; a daemon sees a client that went away). file: PATH exists
+// and is not empty. It fails if the deadline passes first. With `!` it checks
+// that PATH is absent (a removed socket or file), with the same deadline.
+func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: waitfor socket|file PATH [TIMEOUT]")
+	}
+	kind, path := args[0], ts.MkAbs(args[1])
+	limit := defaultWait
+	if len(args) == 3 {
+		d, err := time.ParseDuration(args[2])
+		ts.Check(err)
+		limit = d
+	}
+	var ready func() error
+	switch kind {
+	case "socket":
+		ready = func() error {
+			fi, err := os.Lstat(path)
+			if err != nil {
+				return err
+			}
+			if fi.Mode()&os.ModeSocket == 0 {
+				return fmt.Errorf("%s is not a socket", path)
+			}
+			c, err := net.DialTimeout("unix", path, time.Second)
+			if err != nil {
+				return err
+			}
+			return c.Close()
+		}
+	case "file":
+		ready = func() error {
+			fi, err := os.Stat(path)
+			if err != nil {
+				return err
+			}
+			if fi.Size() == 0 {
+				return fmt.Errorf("%s is empty", path)
+			}
+			return nil
+		}
+	default:
+		ts.Fatalf("waitfor: unknown kind %q (socket or file)", kind)
+	}
+	if neg {
+		ready = func() error {
+			if _, err := os.Lstat(path); err == nil {
+				return fmt.Errorf("%s still exists", path)
+			}
+			return nil
+		}
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		err := ready()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfor %s %s: not ready after %v: %v", kind, args[1], limit, err)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// cmdRepeat implements `repeat VAR TEXT N`: sets VAR to TEXT repeated N times,
+// so a journey can build an argument exactly at a bound and one past it.
+func cmdRepeat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: repeat VAR TEXT N")
+	}
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	ts.Setenv(args[0], strings.Repeat(args[1], n))
+}
+
+// cmdJSONEnv implements `jsonenv FILE VAR=PATH...`: reads a JSON object from
+// FILE ("stdout" for the last command's output: its last non-empty line) and
+// sets each VAR to the value at the dotted PATH (strings as they are, other
+// values as compact JSON). A missing path fails the journey.
+func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: jsonenv FILE VAR=PATH...")
+	}
+	text := ts.ReadFile(args[0])
+	if args[0] == "stdout" || args[0] == "stderr" {
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		text = lines[len(lines)-1]
+	}
+	var doc any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("jsonenv: %s: %v", args[0], err)
+	}
+	for _, a := range args[1:] {
+		name, path, ok := strings.Cut(a, "=")
+		if !ok {
+			ts.Fatalf("jsonenv: %q is not VAR=PATH", a)
+		}
+		v, err := jsonPath(doc, path)
+		if err != nil {
+			ts.Fatalf("jsonenv: %s: %v", args[0], err)
+		}
+		ts.Setenv(name, v)
+	}
+}
+
+// jsonPath walks a dotted path of object keys and array indexes.
+func jsonPath(doc any, path string) (string, error) {
+	cur := doc
+	for _, key := range strings.Split(path, ".") {
+		switch node := cur.(type) {
+		case map[string]any:
+			next, ok := node[key]
+			if !ok {
+				return "", fmt.Errorf("no key %q in path %q", key, path)
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(node) {
+				return "", fmt.Errorf("no index %q in path %q", key, path)
+			}
+			cur = node[i]
+		default:
+			return "", fmt.Errorf("path %q goes through a %T", path, cur)
+		}
+	}
+	if s, ok := cur.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(cur)
+	return string(b), err
+}
+
+// cmdHTTPUnix implements `httpunix SOCKET METHOD PATH [BODY]`: one HTTP/1.1
+// request to an application over its Unix socket. It prints `status N` and the
+// body on the next line. Any status is a success of the command; the journey
+// checks it with `stdout`.
+func cmdHTTPUnix(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 {
+		ts.Fatalf("usage: httpunix SOCKET METHOD PATH [BODY]")
+	}
+	sock := ts.MkAbs(args[0])
+	client := &http.Client{
+		Timeout: defaultWait,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+		},
+	}
+	defer client.CloseIdleConnections()
+	var body io.Reader
+	if len(args) == 4 {
+		body = strings.NewReader(args[3])
+	}
+	req, err := http.NewRequest(args[1], "http://app"+args[2], body)
+	ts.Check(err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(bufio.NewReader(resp.Body))
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "status %d\n%s\n", resp.StatusCode, strings.TrimRight(string(b), "\n"))
+}
+
+// errUnknownCondition is the error for a condition no journey defines.
+type errUnknownCondition string
+
+func (e errUnknownCondition) Error() string { return "unknown condition " + string(e) }
+
+func itoa(i int) string { return strconv.Itoa(i) }

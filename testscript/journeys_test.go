@@ -1,0 +1,49 @@
+package testscript_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestJourneys runs every acceptance journey in testdata/*.txtar against the
+// real commands, each journey in its own temporary directory with its own
+// daemons.
+func TestJourneys(t *testing.T) {
+	testscript.Run(t, journeyParams("testdata"))
+}
+
+// journeyParams is the journeys' environment: the custom commands, the
+// conditions and the per-journey setup.
+func journeyParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			// steward-dev without --state picks a directory under the
+			// user's state dir: keep it inside the journey.
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
+			env.Setenv("UID", itoa(os.Getuid()))
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "root":
+				return os.Geteuid() == 0, nil
+			}
+			return false, errUnknownCondition(cond)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfor":  cmdWaitfor,
+			"repeat":   cmdRepeat,
+			"jsonenv":  cmdJSONEnv,
+			"httpunix": cmdHTTPUnix,
+			"mcp-call": cmdMCPCall,
+			"mcp-list": cmdMCPList,
+			"mcp-raw":  cmdMCPRaw,
+		},
+	}
+}
