@@ -1,0 +1,130 @@
+package systemd
+
+// Accounts. They are static system accounts declared in the sysusers.d file
+// that Render produces; each user gets a primary group of the same name.
+const (
+	// OperatorUser is the account of `steward-operator serve` (the host).
+	OperatorUser = "steward-operator"
+	// ControllerUser is the account of `steward-controller serve`.
+	ControllerUser = "steward-controller"
+	// AgentsGroup is the group whose members may connect to the MCP socket
+	// (the controller still checks each peer against its allow-list).
+	AgentsGroup = "steward-agents"
+)
+
+// Unit names, as installed under /etc/systemd/system.
+const (
+	OperatorService            = "steward-operator.service"
+	ControllerService          = "steward-controller.service"
+	ControllerReverseSocket    = "steward-controller-reverse.socket"
+	ControllerForegroundSocket = "steward-controller-foreground.socket"
+	ControllerMCPSocket        = "steward-controller-mcp.socket"
+)
+
+// File descriptor names of the controller's socket-activated listeners, as
+// Listeners returns them (FileDescriptorName= in each .socket unit).
+const (
+	FDReverse    = "reverse"
+	FDForeground = "foreground"
+	FDMCP        = "mcp"
+)
+
+// Directories and socket paths of DESIGN.md section 2.
+const (
+	OperatorStateDir     = "/var/lib/steward-operator"
+	ControllerStateDir   = "/var/lib/steward-controller"
+	RuntimeDir           = "/run/steward"
+	HostRuntimeDir       = "/run/steward/host"
+	ControllerRuntimeDir = "/run/steward/controller"
+	ReverseSocketPath    = "/run/steward/controller/reverse.sock"
+	ForegroundSocketPath = "/run/steward/controller/foreground.sock"
+	MCPSocketPath        = "/run/steward/controller/mcp.sock"
+
+	// DefaultOperatorStore is the operator's store, inside its StateDirectory.
+	DefaultOperatorStore = OperatorStateDir + "/store"
+	// DefaultControllerConfig is the controller's installed config, inside
+	// its StateDirectory.
+	DefaultControllerConfig = ControllerStateDir + "/config.json"
+
+	// RouteSocketMode is the mode of each /run/steward/host/ROUTE.sock the
+	// host creates (owner steward-operator, group steward-controller through
+	// the directory's setgid bit).
+	RouteSocketMode = 0o660
+)
+
+// Paths of the rendered files, relative to the root of the tree they are
+// installed into ("/" for a real install). Render's map is keyed by these.
+const (
+	UnitDir      = "etc/systemd/system"
+	SysusersFile = "etc/sysusers.d/steward.conf"
+	TmpfilesFile = "etc/tmpfiles.d/steward.conf"
+)
+
+// Dir is one directory steward needs, with its owner, group and mode.
+type Dir struct {
+	Path  string // absolute
+	User  string
+	Group string
+	// Mode holds the permission bits including setuid/setgid/sticky, as
+	// chmod(2) takes them (for example 0o2750).
+	Mode uint32
+	// Runtime directories live under /run: they are recreated at every boot
+	// from the tmpfiles.d file and removed by uninstall. The others are
+	// state directories (systemd's StateDirectory=), kept unless purged.
+	Runtime bool
+}
+
+// Dirs lists steward's directories, parents before children.
+//
+// Why these modes:
+//   - /run/steward/host is 2750 steward-operator:steward-controller. The host
+//     binds one socket per route there; the controller (primary group
+//     steward-controller) may traverse it and nobody else may. The setgid bit
+//     makes every socket created inside belong to group steward-controller
+//     from the moment it exists, so the host only has to create it with mode
+//     0660 (umask 0117 around bind, or bind in a private directory and
+//     rename in), never chown or chmod it after listen.
+//   - /run/steward/controller is 0751 steward-controller:steward-operator,
+//     not the 0750 of DESIGN.md: the MCP socket inside must be reachable by
+//     agents (group steward-agents), who are in neither group. Others may
+//     traverse but not list it; every socket inside is guarded by its own
+//     owner and mode (see Sockets) and by SO_PEERCRED.
+//   - RuntimeDirectory= cannot express either: systemd makes a runtime
+//     directory owned by the service's own User= and Group=, and each of
+//     these directories must belong to the other account's group. So they
+//     come from tmpfiles.d (created at boot before any socket or service),
+//     and the host unit lists /run/steward/host in ReadWritePaths=.
+func Dirs() []Dir {
+	return []Dir{
+		{Path: RuntimeDir, User: "root", Group: "root", Mode: 0o755, Runtime: true},
+		{Path: HostRuntimeDir, User: OperatorUser, Group: ControllerUser, Mode: 0o2750, Runtime: true},
+		{Path: ControllerRuntimeDir, User: ControllerUser, Group: OperatorUser, Mode: 0o751, Runtime: true},
+		{Path: OperatorStateDir, User: OperatorUser, Group: OperatorUser, Mode: 0o700},
+		{Path: ControllerStateDir, User: ControllerUser, Group: ControllerUser, Mode: 0o700},
+	}
+}
+
+// Socket is one socket-activated listener of the controller.
+type Socket struct {
+	Unit   string // the .socket unit
+	FDName string // its FileDescriptorName=, the key in Listeners' map
+	Path   string
+	User   string
+	Group  string
+	Mode   uint32
+}
+
+// Sockets lists the controller's listening sockets. systemd creates each
+// from its .socket unit with this owner and mode before the controller
+// starts, so the controller never creates or chmods them itself, and the
+// foreground socket can be root's alone although the controller accepts on it.
+func Sockets() []Socket {
+	return []Socket{
+		{Unit: ControllerReverseSocket, FDName: FDReverse, Path: ReverseSocketPath,
+			User: ControllerUser, Group: OperatorUser, Mode: 0o660},
+		{Unit: ControllerForegroundSocket, FDName: FDForeground, Path: ForegroundSocketPath,
+			User: "root", Group: "root", Mode: 0o600},
+		{Unit: ControllerMCPSocket, FDName: FDMCP, Path: MCPSocketPath,
+			User: ControllerUser, Group: AgentsGroup, Mode: 0o660},
+	}
+}
