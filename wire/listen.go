@@ -1,0 +1,285 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Connection caps used when ListenConfig leaves them zero.
+const (
+	DefaultMaxConns  = 128
+	DefaultMaxPerUID = 32
+)
+
+// refuseTimeout bounds writing a refusal to a connection being turned away.
+const refuseTimeout = 2 * time.Second
+
+// ListenConfig describes one listening socket.
+type ListenConfig struct {
+	Path      string                              // absolute socket path
+	Mode      os.FileMode                         // socket file mode, set at bind time (0: 0600)
+	Allow     func(PeerCred) error                // admits a peer by its SO_PEERCRED; required
+	MaxConns  int                                 // open connections in total (0: DefaultMaxConns)
+	MaxPerUID int                                 // open connections per peer UID (0: DefaultMaxPerUID)
+	Refuse    func(c *net.UnixConn, reason error) // answers a refused connection before it is closed; required
+	Logger    *slog.Logger                        // where refusals are logged (nil: slog.Default())
+}
+
+// Listener accepts connections on a Unix socket and admits only those whose
+// peer credentials pass Allow and fit under the caps. Every other connection
+// is answered through Refuse, logged, and closed: never a silent close.
+type Listener struct {
+	ln     *net.UnixListener
+	cfg    ListenConfig
+	log    *slog.Logger
+	unlink *os.FileInfo // the socket file Listen created, removed by Close if still ours
+
+	mu     sync.Mutex
+	total  int
+	perUID map[uint32]int
+}
+
+func (cfg *ListenConfig) fill() error {
+	if cfg.Allow == nil {
+		return fmt.Errorf("wire: listen %s: ListenConfig.Allow is nil; every socket must check its peer", cfg.Path)
+	}
+	if cfg.Refuse == nil {
+		return fmt.Errorf("wire: listen %s: ListenConfig.Refuse is nil; a refused peer must be told why", cfg.Path)
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxPerUID == 0 {
+		cfg.MaxPerUID = DefaultMaxPerUID
+	}
+	if cfg.MaxConns < 0 || cfg.MaxPerUID < 0 {
+		return fmt.Errorf("wire: listen %s: negative connection cap", cfg.Path)
+	}
+	if cfg.Mode == 0 {
+		cfg.Mode = 0o600
+	}
+	return nil
+}
+
+// NewListener wraps a listener made elsewhere, e.g. passed in by systemd
+// socket activation (whose unit sets the socket's mode). cfg.Path is used
+// only in messages. It panics if cfg.Allow or cfg.Refuse is nil.
+func NewListener(l *net.UnixListener, cfg ListenConfig) *Listener {
+	if err := cfg.fill(); err != nil {
+		panic(err)
+	}
+	return newListener(l, cfg)
+}
+
+func newListener(l *net.UnixListener, cfg ListenConfig) *Listener {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Listener{ln: l, cfg: cfg, log: log, perUID: make(map[uint32]int)}
+}
+
+// Listen creates the socket at cfg.Path with cfg.Mode from the start: it
+// binds in a fresh 0700 directory beside the path, sets the mode there,
+// listens, and only then links the socket to its name, so no one can ever
+// connect to it with a wider mode. An existing file at the path is removed
+// only if it is a stale socket (nobody listening) owned by this user.
+func Listen(cfg ListenConfig) (*Listener, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(cfg.Path) {
+		return nil, fmt.Errorf("wire: listen %s: not an absolute path", cfg.Path)
+	}
+	if err := removeStale(cfg.Path); err != nil {
+		return nil, err
+	}
+	ln, fi, err := bindPrivate(cfg.Path, cfg.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("wire: listen %s: %w", cfg.Path, err)
+	}
+	l := newListener(ln, cfg)
+	l.unlink = &fi
+	return l, nil
+}
+
+// removeStale removes a socket left by a dead listener of ours.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wire: listen %s: %w", path, err)
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("wire: listen %s: a %v that is not a socket is in the way", path, fi.Mode().Type())
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("wire: listen %s: a socket owned by uid %d is in the way", path, uid)
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("wire: listen %s: another process is listening on it", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("wire: listen %s: probing the existing socket: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("wire: listen %s: removing stale socket: %w", path, err)
+	}
+	return nil
+}
+
+// bindPrivate does socket, bind (in a private directory), chmod, listen, then
+// links the socket into place without replacing anything.
+func bindPrivate(path string, mode os.FileMode) (ln *net.UnixListener, fi os.FileInfo, err error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".bind-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	if len(tmp) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, nil, fmt.Errorf("private bind path %s is too long for a Unix socket address", tmp)
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socket: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close() // net.FileListener holds its own duplicate
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: tmp}); err != nil {
+		return nil, nil, fmt.Errorf("bind: %w", err)
+	}
+	if err := os.Chmod(tmp, mode); err != nil { // before listen, inside the 0700 directory
+		return nil, nil, fmt.Errorf("chmod: %w", err)
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return nil, nil, fmt.Errorf("link into place: %w", err)
+	}
+	if fi, err = os.Lstat(path); err != nil {
+		os.Remove(path)
+		return nil, nil, err
+	}
+	l, err := net.FileListener(f)
+	if err != nil {
+		os.Remove(path)
+		return nil, nil, fmt.Errorf("file listener: %w", err)
+	}
+	return l.(*net.UnixListener), fi, nil
+}
+
+// Path returns the socket path given in the config.
+func (l *Listener) Path() string { return l.cfg.Path }
+
+// Accept returns the next admitted connection. A connection whose peer is
+// not allowed, or that would pass MaxConns or MaxPerUID, is answered with
+// Refuse (the reason wraps ErrWrongPeer or ErrTooManyConns), logged, and
+// closed, and Accept waits for the next one.
+func (l *Listener) Accept() (*PeerConn, error) {
+	for {
+		c, err := l.ln.AcceptUnix()
+		if err != nil {
+			return nil, fmt.Errorf("wire: accept on %s: %w", l.cfg.Path, err)
+		}
+		cred, err := PeerCredOf(c)
+		if err != nil {
+			l.refuse(c, cred, err)
+			continue
+		}
+		if err := l.cfg.Allow(cred); err != nil {
+			l.refuse(c, cred, fmt.Errorf("%w: uid %d gid %d pid %d is not allowed on %s: %w", ErrWrongPeer, cred.UID, cred.GID, cred.PID, l.cfg.Path, err))
+			continue
+		}
+		if err := l.take(cred.UID); err != nil {
+			l.refuse(c, cred, err)
+			continue
+		}
+		return &PeerConn{UnixConn: c, Cred: cred, l: l}, nil
+	}
+}
+
+// take reserves a connection slot for uid.
+func (l *Listener) take(uid uint32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total >= l.cfg.MaxConns {
+		return fmt.Errorf("%w: %d connections open on %s, the cap is MaxConns %d", ErrTooManyConns, l.total, l.cfg.Path, l.cfg.MaxConns)
+	}
+	if n := l.perUID[uid]; n >= l.cfg.MaxPerUID {
+		return fmt.Errorf("%w: uid %d has %d connections open on %s, the cap is MaxPerUID %d", ErrTooManyConns, uid, n, l.cfg.Path, l.cfg.MaxPerUID)
+	}
+	l.total++
+	l.perUID[uid]++
+	return nil
+}
+
+func (l *Listener) release(uid uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.perUID[uid]--; l.perUID[uid] == 0 {
+		delete(l.perUID, uid)
+	}
+}
+
+func (l *Listener) refuse(c *net.UnixConn, cred PeerCred, reason error) {
+	l.log.Warn("wire: refused connection", "path", l.cfg.Path, "uid", cred.UID, "gid", cred.GID, "pid", cred.PID, "reason", reason.Error())
+	c.SetDeadline(time.Now().Add(refuseTimeout))
+	l.cfg.Refuse(c, reason)
+	c.Close()
+}
+
+// Close stops listening and removes the socket file if Listen created it and
+// it is still the same file.
+func (l *Listener) Close() error {
+	err := l.ln.Close()
+	if l.unlink != nil {
+		if fi, serr := os.Lstat(l.cfg.Path); serr == nil && os.SameFile(fi, *l.unlink) {
+			os.Remove(l.cfg.Path)
+		}
+	}
+	return err
+}
+
+// PeerConn is an admitted connection with its peer's credentials. Closing it
+// releases its connection slot, exactly once.
+type PeerConn struct {
+	*net.UnixConn
+	Cred PeerCred
+
+	l    *Listener
+	once sync.Once
+}
+
+// Close closes the connection and releases its slot.
+func (c *PeerConn) Close() error {
+	err := c.UnixConn.Close()
+	c.once.Do(func() { c.l.release(c.Cred.UID) })
+	return err
+}
+
+// RefuseFrame returns a ListenConfig.Refuse for frame sockets: it sends a
+// refused{reason} frame signed by key, with seq 0 and an empty channel, the
+// frame ClientHandshake reports as ErrRefused.
+func RefuseFrame(key *SigningKey) func(*net.UnixConn, error) {
+	return func(c *net.UnixConn, reason error) {
+		if err := writeRefusal(c, key, reason); err != nil {
+			slog.Debug("wire: writing refusal frame", "err", err)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// MaxInFlight bounds the requests Serve runs at once on one channel. Past it
+// Serve stops reading until one finishes: a request is delayed, never dropped.
+const MaxInFlight = 256
+
+// Handler answers one request. Its reply is sent with the request's id.
+type Handler interface {
+	ServeFrame(ctx context.Context, req *Envelope) (replyType string, replyBody any)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Envelope) (string, any)
+
+// ServeFrame calls f.
+func (f HandlerFunc) ServeFrame(ctx context.Context, req *Envelope) (string, any) { return f(ctx, req) }
+
+// Serve reads requests from c and runs each in its own goroutine, at most
+// MaxInFlight at once, replying with the request's id. It returns the first
+// of: the channel's read error (io.EOF when the peer closed cleanly), a reply
+// that could not be sent (the channel is closed then: a caller must never
+// wait for a reply that was dropped), or ctx's cause when ctx ends. It closes
+// c and waits for running handlers before returning; handlers see their
+// context cancelled.
+func Serve(ctx context.Context, c *Channel, h Handler) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var (
+		once  sync.Once
+		first error
+	)
+	fail := func(err error) {
+		once.Do(func() {
+			first = err
+			cancel(err)
+			c.Close()
+		})
+	}
+	stop := context.AfterFunc(ctx, func() { fail(context.Cause(ctx)) })
+	defer stop()
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, MaxInFlight)
+	for {
+		req, err := c.Recv()
+		if err != nil {
+			fail(err)
+			break
+		}
+		if req.ID == "" {
+			fail(fmt.Errorf("%w: serve: %q request without an id", ErrMalformed, req.T))
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t, body := h.ServeFrame(ctx, req)
+			if err := c.Send(t, req.ID, body); err != nil {
+				if rerr := c.recvFailure(); rerr != nil {
+					err = rerr // the send failed because the read side already had
+				}
+				fail(fmt.Errorf("wire: serve: reply %q to id %q: %w", t, req.ID, err))
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
