@@ -29,7 +29,7 @@ func Sign1(k *SigningKey, payload []byte) ([]byte, error) {
 	return msg, nil
 }
 
-// sign1ToBeSigned encodes ["Signature1", protected, h”, payload].
+// sign1ToBeSigned encodes ["Signature1", protected, empty external_aad, payload].
 func sign1ToBeSigned(protected, payload []byte) []byte {
 	b := make([]byte, 0, 1+1+len(sign1Context)+headLen(uint64(len(protected)))+len(protected)+1+
 		headLen(uint64(len(payload)))+len(payload))

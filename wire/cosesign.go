@@ -34,8 +34,8 @@ func SignHybrid(k *HybridSigningKey, payload []byte) ([]byte, error) {
 	return msg, nil
 }
 
-// signToBeSigned encodes ["Signature", h” (body protected), sign_protected,
-// h” (external_aad), payload].
+// signToBeSigned encodes ["Signature", empty body protected, sign_protected,
+// empty external_aad, payload].
 func signToBeSigned(signProtected, payload []byte) []byte {
 	b := make([]byte, 0, 16+len(signProtected)+len(payload)+2*9)
 	b = appendHead(b, majorArray, 5)
