@@ -23,7 +23,7 @@ const (
 	MaxExampleBytes     = 4096 // arguments and result of one example, each
 	// MaxListReplyBytes bounds a whole discovery answer; it is the reply
 	// frame bound of DESIGN.md section 8 less room for the envelope.
-	MaxListReplyBytes = 1 << 20 - 4096
+	MaxListReplyBytes = 1<<20 - 4096
 )
 
 // ParseListQuery parses the raw query of GET PREFIX/operations, the way an

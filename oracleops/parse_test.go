@@ -27,19 +27,19 @@ func TestParseListQuery(t *testing.T) {
 	}
 	for raw, want := range map[string]string{
 		"query=" + strings.Repeat("%C3%A9", 128) + "x": "query: 257 bytes exceeds the bound of 256",
-		"limit=51":                  "limit: 51 exceeds the bound of 50",
-		"limit=0":                   "limit: 0 is below the minimum of 1",
-		"limit=-1":                  `limit: "-1" is not a decimal number`,
-		"limit=07":                  `limit: "07" has a leading zero`,
-		"limit=":                    "limit: empty",
-		"offset=1000001":            "offset: 1000001 exceeds the bound of 1000000",
-		"offset=99999999999999999":  "offset: 99999999999999999 exceeds the bound of 1000000",
-		"availability=":             "availability: empty",
-		"availability=all":          `availability: "all" is not one of live_direct, text_only, unavailable, any`,
-		"limit=1&limit=2":           `query string: parameter "limit" given 2 times`,
-		"page=2":                    `query string: unknown parameter "page"`,
-		"query=%ff":                 "query: not valid UTF-8",
-		"query=%zz":                 `query string: invalid URL escape "%zz"`,
+		"limit=51":                 "limit: 51 exceeds the bound of 50",
+		"limit=0":                  "limit: 0 is below the minimum of 1",
+		"limit=-1":                 `limit: "-1" is not a decimal number`,
+		"limit=07":                 `limit: "07" has a leading zero`,
+		"limit=":                   "limit: empty",
+		"offset=1000001":           "offset: 1000001 exceeds the bound of 1000000",
+		"offset=99999999999999999": "offset: 99999999999999999 exceeds the bound of 1000000",
+		"availability=":            "availability: empty",
+		"availability=all":         `availability: "all" is not one of live_direct, text_only, unavailable, any`,
+		"limit=1&limit=2":          `query string: parameter "limit" given 2 times`,
+		"page=2":                   `query string: unknown parameter "page"`,
+		"query=%ff":                "query: not valid UTF-8",
+		"query=%zz":                `query string: invalid URL escape "%zz"`,
 	} {
 		if _, err := ParseListQuery(raw); err == nil || err.Error() != want {
 			t.Errorf("%q: got %v, want %q", raw, err, want)
