@@ -1,0 +1,269 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// batch is a run of consecutive frames written with one write and made
+// durable with one fdatasync. The goroutine that created it is its leader;
+// the others follow and wait for done.
+type batch struct {
+	buf     []byte
+	off     int64  // where buf goes in its segment
+	newSeg  uint64 // when non-zero, the leader creates this segment first
+	newSize int64  // preallocation of the new segment
+	records uint64
+	lastSeq uint64
+	head    [hashSize]byte
+	config  []byte // config in force after the batch, when it binds or rebinds
+	rebinds int
+	turn    chan struct{} // closed when the batches before it are done
+	done    chan struct{} // closed when the batch is durable or failed
+	err     error         // read after done
+}
+
+// Append adds a record of kind with body encoded as deterministic CBOR and
+// returns its sequence number once it is on disk (fdatasync). Concurrent
+// callers are group-committed: every batch of waiting records costs one
+// write and one fdatasync. kind is 1 to MaxKindBytes of A-Za-z0-9._:/-
+// ("bind" and "rebind" are reserved); the body must pass the decoding
+// limits (MaxNestedLevels-1 levels, MaxArrayElements, MaxMapPairs) and the
+// payload must fit MaxRecordBytes, else nothing is written. A body passed
+// as cbor.RawMessage is written as given (checked only for well-formedness).
+//
+// An I/O failure poisons the journal: that Append and every later one
+// return the failure; nothing is retried. A record whose write succeeded
+// but whose fdatasync failed may still be found in the log after a restart.
+func (j *Journal) Append(kind string, body any) (uint64, error) {
+	if !validKind(kind) {
+		return 0, fmt.Errorf("journal: kind %q is not 1 to %d of A-Za-z0-9._:/-: %w", kind, MaxKindBytes, ErrInvalidRecord)
+	}
+	if kind == kindBind || kind == kindRebind {
+		return 0, fmt.Errorf("journal: kind %q is reserved: %w", kind, ErrInvalidRecord)
+	}
+	b, err := encMode.Marshal(body)
+	if err != nil {
+		return 0, fmt.Errorf("journal: encode %s body: %v: %w", kind, err, ErrInvalidRecord)
+	}
+	if len(b) > MaxRecordBytes {
+		return 0, fmt.Errorf("journal: %s body of %d bytes exceeds MaxRecordBytes (%d): %w", kind, len(b), MaxRecordBytes, ErrRecordTooLarge)
+	}
+	if err := bodyMode.Wellformed(b); err != nil {
+		return 0, fmt.Errorf("journal: %s body is outside the record limits (%d nesting levels, %d array elements, %d map pairs): %v: %w",
+			kind, MaxNestedLevels-1, MaxArrayElements, MaxMapPairs, err, ErrInvalidRecord)
+	}
+	return j.submit(kind, b, nil)
+}
+
+// usable reports why no record can be appended now, or nil. Called with mu held.
+func (j *Journal) usable() error {
+	switch {
+	case j.closed:
+		return ErrClosed
+	case j.opts.ReadOnly:
+		return fmt.Errorf("journal: %s: %w", j.dir, ErrReadOnly)
+	}
+	return j.err
+}
+
+// submit frames a record into the open batch (or a new one) and waits until
+// it is durable. setConfig, for bind and rebind records, is the canonical
+// config in force after the record; a rebind's body is built here because
+// its before config is the one in force at its place in the log.
+func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
+	j.mu.Lock()
+	if err := j.usable(); err != nil {
+		j.mu.Unlock()
+		return 0, err
+	}
+	if kind == kindRebind {
+		var err error
+		if body, err = rebindRecordBody(j.tailConfig, setConfig); err != nil {
+			j.mu.Unlock()
+			return 0, fmt.Errorf("journal: encode rebind record: %w", err)
+		}
+	}
+	seq := j.tailSeq + 1
+	at := time.Now().UnixMilli()
+	n := payloadSize(seq, kind, at, len(body))
+	if n > MaxRecordBytes {
+		j.mu.Unlock()
+		return 0, fmt.Errorf("journal: %s record of %d bytes exceeds MaxRecordBytes (%d): %w", kind, n, MaxRecordBytes, ErrRecordTooLarge)
+	}
+	frame := int64(headerSize + n)
+	b, leader := j.batchFor(frame)
+	start := len(b.buf)
+	b.buf = append(b.buf, 0, 0, 0, 0, 0, 0, 0, 0)
+	b.buf = appendPayload(b.buf, seq, &j.tailHead, kind, at, body)
+	payload := b.buf[start+headerSize:]
+	putHeader(b.buf[start:], payload)
+	j.tailHead = sha256.Sum256(payload)
+	j.tailSeq = seq
+	j.tailOff += frame
+	b.records++
+	b.lastSeq = seq
+	b.head = j.tailHead
+	if setConfig != nil {
+		b.config = setConfig
+		j.tailConfig = setConfig
+		if kind == kindRebind {
+			b.rebinds++
+		}
+	}
+	if leader && !j.flushing {
+		j.flushing = true
+		j.lead(b)
+		err := b.err
+		j.mu.Unlock()
+		return seq, err
+	}
+	j.mu.Unlock()
+	crashPoint("queued")
+	if leader {
+		<-b.turn
+		j.mu.Lock()
+		j.lead(b)
+		err := b.err
+		j.mu.Unlock()
+		return seq, err
+	}
+	<-b.done
+	return seq, b.err
+}
+
+// batchFor returns the batch a frame of the given size joins, and whether
+// the caller created it (and so leads it). A frame that does not fit the
+// current segment starts a batch that first creates the next segment,
+// sized to hold at least the frame. Called with mu held.
+func (j *Journal) batchFor(frame int64) (*batch, bool) {
+	if j.tailOff+frame > j.tailSegSize {
+		size := max(j.opts.SegmentSize, frame)
+		b := j.newBatch(0)
+		b.newSeg, b.newSize = j.tailSeq+1, size
+		j.queue = append(j.queue, b)
+		j.tailOff, j.tailSegSize = 0, size
+		return b, true
+	}
+	if n := len(j.queue); n > 0 {
+		return j.queue[n-1], false
+	}
+	b := j.newBatch(j.tailOff)
+	j.queue = append(j.queue, b)
+	return b, true
+}
+
+func (j *Journal) newBatch(off int64) *batch {
+	b := &batch{off: off, turn: make(chan struct{}), done: make(chan struct{})}
+	if n := len(j.free); n > 0 {
+		b.buf = j.free[n-1][:0]
+		j.free = j.free[:n-1]
+	}
+	return b
+}
+
+// lead writes and syncs b, which must be the first queued batch, publishes
+// the outcome and passes the turn to the next batch. Called with mu held;
+// mu is released during the I/O so that the next batch can fill.
+func (j *Journal) lead(b *batch) {
+	copy(j.queue, j.queue[1:])
+	j.queue[len(j.queue)-1] = nil
+	j.queue = j.queue[:len(j.queue)-1]
+	err := j.err
+	j.mu.Unlock()
+	if err == nil {
+		err = j.write(b)
+	}
+	j.mu.Lock()
+	switch {
+	case j.err != nil:
+		b.err = j.err
+	case err != nil:
+		j.err = fmt.Errorf("journal: %s refuses appends after an I/O failure: %w", j.dir, err)
+		j.log.Error("journal: I/O failure; the journal is poisoned and refuses every later append",
+			"dir", j.dir, "err", err)
+		b.err = j.err
+	default:
+		j.lastSeq, j.head = b.lastSeq, b.head
+		if b.config != nil {
+			j.config, j.binding = b.config, sha256.Sum256(b.config)
+			j.rebinds += b.rebinds
+		}
+		s := &j.segs[len(j.segs)-1]
+		s.records += b.records
+		s.last = b.lastSeq
+		s.end = b.off + int64(len(b.buf))
+	}
+	close(b.done)
+	if cap(b.buf) <= 4<<20 && len(j.free) < 4 {
+		j.free = append(j.free, b.buf[:0])
+	}
+	b.buf = nil
+	if len(j.queue) > 0 {
+		close(j.queue[0].turn)
+	} else {
+		j.flushing = false
+		j.idle.Broadcast()
+	}
+}
+
+// write creates the batch's segment if it starts one, then writes the batch
+// with one pwrite and makes it durable with one fdatasync. It runs in the
+// leader without mu.
+func (j *Journal) write(b *batch) error {
+	if b.newSeg != 0 {
+		f, err := createSegment(j.dir, b.newSeg, b.newSize, j.log)
+		if err != nil {
+			return err
+		}
+		if j.seg != nil {
+			j.seg.Close() // fully synced; nothing can be lost by closing it
+		}
+		j.seg, j.segPath = f, filepath.Join(j.dir, segName(b.newSeg))
+		j.mu.Lock()
+		j.segs = append(j.segs, segment{name: segName(b.newSeg), first: b.newSeg, size: b.newSize})
+		j.mu.Unlock()
+		crashPoint("segment-created")
+	}
+	fd := int(j.seg.Fd())
+	if err := faultPoint("write"); err != nil {
+		return fmt.Errorf("journal: write %s at offset %d: %w", j.segPath, b.off, err)
+	}
+	if err := pwriteFull(fd, b.buf, b.off); err != nil {
+		return fmt.Errorf("journal: write %s at offset %d: %w", j.segPath, b.off, err)
+	}
+	crashPoint("after-write")
+	err := faultPoint("sync")
+	if err == nil {
+		err = unix.Fdatasync(fd)
+	}
+	if err != nil {
+		return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
+	}
+	crashPoint("after-sync")
+	return nil
+}
+
+// pwriteFull writes all of b at off with one pwrite; a short write is an
+// error (the space is preallocated, so it means the device failed).
+func pwriteFull(fd int, b []byte, off int64) error {
+	for {
+		n, err := unix.Pwrite(fd, b, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n != len(b) {
+			return fmt.Errorf("short write of %d of %d bytes: %w", n, len(b), io.ErrShortWrite)
+		}
+		return nil
+	}
+}

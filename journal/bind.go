@@ -1,0 +1,123 @@
+package journal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+)
+
+const (
+	kindBind   = "bind"
+	kindRebind = "rebind"
+)
+
+// bindBody is the body of record 1: it binds the log to its owner, format
+// and config.
+type bindBody struct {
+	Owner   string `cbor:"owner"`
+	Format  string `cbor:"format"`
+	Binding []byte `cbor:"binding"` // SHA-256 of Config
+	Config  []byte `cbor:"config"`  // canonical JSON
+}
+
+// rebindBody is the body of a rebind record: it retains the config before
+// and after, so that a changed binding is always explained by the log.
+type rebindBody struct {
+	Before  []byte `cbor:"before"`  // canonical JSON in force until this record
+	After   []byte `cbor:"after"`   // canonical JSON in force from this record
+	Binding []byte `cbor:"binding"` // SHA-256 of After
+}
+
+// chain is the verification state a scan carries from record to record.
+type chain struct {
+	next    uint64         // seq the next record must have
+	prev    [hashSize]byte // SHA-256 of the last payload
+	owner   string         // from the bind record
+	format  string         // from the bind record
+	config  []byte         // canonical config in force
+	binding [hashSize]byte // SHA-256 of config
+	rebinds int            // rebind records seen
+}
+
+func newChain() chain { return chain{next: 1} }
+
+// isCanonicalConfig checks that c is canonical JSON and that binding is its hash.
+func checkConfig(c, binding []byte) error {
+	canon, err := CanonicalJSON(c)
+	if err != nil {
+		return fmt.Errorf("config is not valid JSON: %v", err)
+	}
+	if !bytes.Equal(canon, c) {
+		return fmt.Errorf("config is not in canonical form")
+	}
+	if sum := sha256.Sum256(c); !bytes.Equal(binding, sum[:]) {
+		return fmt.Errorf("binding %x is not the SHA-256 of the config", binding)
+	}
+	return nil
+}
+
+// apply verifies the meaning of a record that already passed the frame and
+// chain checks: record 1 is a valid bind, later records are no bind, and a
+// rebind continues from the config in force. It returns a reason on failure.
+func (c *chain) apply(r *Record) error {
+	if r.Seq == 1 {
+		if r.Kind != kindBind {
+			return fmt.Errorf("record 1 is kind %q, want %q", r.Kind, kindBind)
+		}
+		var b bindBody
+		if err := decMode.Unmarshal(r.Body, &b); err != nil {
+			return fmt.Errorf("bind body: %v", err)
+		}
+		if b.Owner == "" || b.Format == "" {
+			return fmt.Errorf("bind record without owner or format")
+		}
+		if err := checkConfig(b.Config, b.Binding); err != nil {
+			return fmt.Errorf("bind record: %v", err)
+		}
+		c.owner, c.format, c.config = b.Owner, b.Format, b.Config
+		copy(c.binding[:], b.Binding)
+		return nil
+	}
+	switch r.Kind {
+	case kindBind:
+		return fmt.Errorf("bind record at seq %d", r.Seq)
+	case kindRebind:
+		var b rebindBody
+		if err := decMode.Unmarshal(r.Body, &b); err != nil {
+			return fmt.Errorf("rebind body: %v", err)
+		}
+		if !bytes.Equal(b.Before, c.config) {
+			return fmt.Errorf("rebind record's before config is not the config in force")
+		}
+		if err := checkConfig(b.After, b.Binding); err != nil {
+			return fmt.Errorf("rebind record: %v", err)
+		}
+		c.config = b.After
+		copy(c.binding[:], b.Binding)
+		c.rebinds++
+	}
+	return nil
+}
+
+// Rebind appends a rebind record that retains the current and the new
+// canonical config, and makes SHA-256(canonical(after)) the binding. It
+// returns after the record is on disk, like Append.
+func (j *Journal) Rebind(after []byte) (uint64, error) {
+	canon, err := CanonicalJSON(after)
+	if err != nil {
+		return 0, fmt.Errorf("journal: rebind: %w", err)
+	}
+	return j.submit(kindRebind, nil, canon)
+}
+
+// rebindRecordBody encodes the body of a rebind from before to after.
+func rebindRecordBody(before, after []byte) ([]byte, error) {
+	sum := sha256.Sum256(after)
+	return encMode.Marshal(rebindBody{Before: before, After: after, Binding: sum[:]})
+}
+
+// bindRecordBody encodes the body of record 1.
+func bindRecordBody(owner, format string, config []byte) ([]byte, error) {
+	sum := sha256.Sum256(config)
+	return encMode.Marshal(bindBody{Owner: owner, Format: format, Binding: sum[:], Config: config})
+}

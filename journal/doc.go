@@ -1,0 +1,95 @@
+// Package journal is steward's one durable log: an fsync'd, hash-chained,
+// append-only sequence of records in a directory, used by the operator host,
+// the controller and the reference appliance. The rule everywhere is journal
+// first, then act, then reply: Append returns only after the record is on
+// disk.
+//
+// # Directory
+//
+// A journal directory is mode 0700, owned by the process account and never a
+// symlink. It holds:
+//
+//	lock                          flock(LOCK_EX|LOCK_NB) by the one owner
+//	0000000000000001.seg          segments, named by their first sequence
+//	0000000000004711.seg          number in 16 decimal digits
+//	0000000000004711.seg.torn-96  evidence: a torn tail moved aside at offset 96
+//	                              (".<k>" appended for the k-th distinct one)
+//	0000000000004712.seg.tmp      a segment being created (removed at Open)
+//
+// A segment is created under a temporary name, preallocated with fallocate
+// (mode 0) to the segment size, fsync'd, renamed into place without
+// replacing anything and the directory fsync'd; a crash leaves either no
+// segment or a complete zero-filled one. Because the space is preallocated,
+// an append never changes the file size, and fdatasync has no size metadata
+// to flush. A segment rotates when the next record would not fit; a record
+// larger than the segment size gets a segment of its own size.
+//
+// # Records
+//
+// A segment is a sequence of frames from offset 0, followed by zeros to the
+// end of the preallocation:
+//
+//	+----------------+----------------+---------------------+
+//	| length (u32le) | CRC-32C (u32le)| payload (length B)  |
+//	+----------------+----------------+---------------------+
+//
+// The CRC is CRC-32C (Castagnoli) of the payload. A length of 0 (a header of
+// zeros) marks the end of the log; fewer than 8 bytes left at the end of a
+// segment, all zero, end it too. length is at most MaxRecordBytes.
+//
+// The payload is the RFC 8949 core deterministic CBOR encoding of Record, a
+// map of five pairs in key order at, seq, body, kind, prev:
+//
+//	seq   uint   1, 2, 3, ... with no gap, across segments
+//	prev  bytes  SHA-256 of the previous record's payload; 32 zero bytes for record 1
+//	kind  text   1 to 64 of A-Za-z0-9._:/-
+//	at    int    unix milliseconds when the record was framed
+//	body  any    deterministic CBOR chosen by the caller
+//
+// Payloads are decoded strictly: no duplicate keys, no unknown fields, no
+// indefinite lengths, nesting at most 16 levels, arrays and maps at most 4096
+// elements, and the bytes must be exactly the deterministic re-encoding of
+// the decoded record. The log is a hash chain: Head is the hash of the last
+// payload, which the next record's prev must equal.
+//
+// # Binding
+//
+// Record 1 has kind "bind" and body {owner, format, binding, config}: config
+// is the owner's config as canonical JSON bytes (see CanonicalJSON) and
+// binding is its SHA-256. A "rebind" record has body {before, after,
+// binding}: the config in force before it, the one in force from it, and
+// SHA-256(after). Open refuses (ErrBindingMismatch) a config, owner or format
+// that does not match what the log says is in force.
+//
+// # Group commit
+//
+// Appends frame their record into the open batch under a mutex (sequence,
+// prev and CRC are assigned there, in log order). The goroutine that opened
+// a batch leads it: when the batch before it is done, it writes the whole
+// batch with one pwrite and makes it durable with one fdatasync, while the
+// next batch fills. A write or fdatasync failure poisons the journal: every
+// waiting and later append fails with it; nothing is retried (after a failed
+// fdatasync the page cache state is unknown).
+//
+// # Opening and recovery
+//
+// Open scans every segment and verifies every frame, the sequence, the chain
+// and the bind/rebind records. In the last segment a bad frame (incomplete,
+// checksum-failing or undecodable, or non-zero bytes after an end marker) is
+// a torn tail if no valid frame (the payload's first bytes, a length within
+// bounds and a matching CRC) starts anywhere after it: the bytes from the bad
+// frame to the end of non-zero data are written to the evidence file
+// "<segment>.torn-<offset>", fsync'd with the directory, then zeroed in the
+// segment and fdatasync'd, so the log ends at the last good record. The
+// recovery is logged (slog) and reported by Recoveries and Summary; later
+// opens report it from the evidence file. A bad frame that valid frames
+// follow, any bad frame or non-zero byte past the end in a segment that is
+// not the last, a broken chain or sequence and a misplaced or inconsistent
+// bind or rebind are corruption: Open refuses with a *CorruptError naming the
+// segment and offset, and changes nothing.
+//
+// A crash can tear only the batch being written, which has not been
+// acknowledged. If the kernel persisted a later page of that batch but not
+// an earlier one, valid frames can follow the tear; Open then refuses as
+// corrupt rather than guess, and the operator decides.
+package journal

@@ -1,0 +1,55 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrLocked is returned by Open when another Journal (in this process
+	// or another) holds the directory's lock.
+	ErrLocked = errors.New("journal: locked by another opener")
+
+	// ErrBindingMismatch is returned by Open when the given config, owner
+	// or format differs from what the log is bound to.
+	ErrBindingMismatch = errors.New("journal: binding mismatch")
+
+	// ErrCorrupt is matched (errors.Is) by every *CorruptError.
+	ErrCorrupt = errors.New("journal: corrupt")
+
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("journal: closed")
+
+	// ErrReadOnly is returned by Append and Rebind on a journal opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("journal: opened read-only")
+
+	// ErrRecordTooLarge is returned by Append and Rebind when the payload
+	// would exceed MaxRecordBytes. Nothing is written.
+	ErrRecordTooLarge = errors.New("journal: record too large")
+
+	// ErrInvalidRecord is returned by Append for a kind outside the kind
+	// rules (or a reserved kind) or a body beyond the decoding limits.
+	// Nothing is written.
+	ErrInvalidRecord = errors.New("journal: invalid record")
+
+	// ErrInvalidJSON is returned by CanonicalJSON (and so by Open, Rebind
+	// and BindingOf) for input that is not valid JSON or has duplicate keys.
+	ErrInvalidJSON = errors.New("journal: invalid JSON")
+)
+
+// CorruptError reports damage that is not a torn tail: a bad record that
+// valid records follow, damage in a segment that is not the last, a broken
+// hash chain or sequence. Open refuses such a log; nothing is repaired.
+type CorruptError struct {
+	Segment string // path of the segment file
+	Offset  int64  // byte offset of the damaged record in the segment
+	Reason  string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("journal: corrupt log: %s at offset %d: %s", e.Segment, e.Offset, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }

@@ -1,0 +1,163 @@
+package journal
+
+import (
+	"log/slog"
+	"os"
+	"sync"
+)
+
+// Options configure Open.
+type Options struct {
+	// Owner names who owns the log, e.g. "steward-operator". Required to
+	// create a journal; on an existing one a non-empty Owner must match the
+	// bind record (else ErrBindingMismatch), an empty one is not checked.
+	Owner string
+	// Format names the record language, e.g. "steward-host-journal-v1".
+	// Required and checked like Owner.
+	Format string
+	// Config is the owner's config as JSON. Creating a journal binds
+	// SHA-256(CanonicalJSON(Config)) ("{}" when nil); opening an existing
+	// one refuses with ErrBindingMismatch when that hash differs from the
+	// current binding. nil on an existing journal skips the check (for
+	// read-only tools and enrollment).
+	Config []byte
+	// SegmentSize is the preallocated size at which segments rotate;
+	// DefaultSegmentSize when 0. A record larger than a segment gets a
+	// segment of its own size.
+	SegmentSize int64
+	// ReadOnly opens for inspection: no lock is taken, nothing is written,
+	// created, moved or removed; a torn tail is reported, not repaired.
+	ReadOnly bool
+	// Logger receives recovery and failure reports; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Journal is an open, verified, fsync'd hash-chained append log. Its
+// methods are safe for concurrent use.
+type Journal struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	lock *os.File // holds the flock; nil when read-only
+
+	mu     sync.Mutex
+	idle   sync.Cond // on mu; broadcast when a flush sequence ends
+	closed bool
+	err    error // set by the first I/O failure; every later append returns it
+
+	// Durable state: records on disk and acknowledged.
+	segs       []segment
+	lastSeq    uint64
+	head       [hashSize]byte
+	owner      string
+	format     string
+	config     []byte
+	binding    [hashSize]byte
+	rebinds    int
+	recoveries []Recovery
+
+	// Tail state: where the next record goes, counting queued batches.
+	tailSeq     uint64
+	tailHead    [hashSize]byte
+	tailConfig  []byte
+	tailOff     int64
+	tailSegSize int64
+
+	queue    []*batch // batches waiting to be written, in log order
+	flushing bool     // a leader is writing; queued batches wait their turn
+	free     [][]byte // batch buffers for reuse
+
+	// Owned by the flushing leader (and by Open and Close).
+	seg     *os.File
+	segPath string
+}
+
+// Dir returns the journal's directory.
+func (j *Journal) Dir() string { return j.dir }
+
+// Binding returns the current binding: SHA-256 of the canonical config of
+// the bind record or of the last rebind.
+func (j *Journal) Binding() [32]byte {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.binding
+}
+
+// Config returns the current canonical config bytes, from the bind record
+// or the last rebind.
+func (j *Journal) Config() []byte {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]byte(nil), j.config...)
+}
+
+// Owner returns the owner named by the bind record.
+func (j *Journal) Owner() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.owner
+}
+
+// Format returns the format named by the bind record.
+func (j *Journal) Format() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.format
+}
+
+// LastSeq returns the sequence number of the last durable record (0 for an
+// empty log).
+func (j *Journal) LastSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lastSeq
+}
+
+// Head returns SHA-256 of the last durable record's payload (zero for an
+// empty log): the value the next record's Prev will hold.
+func (j *Journal) Head() [32]byte {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.head
+}
+
+// Recoveries returns the torn tails moved aside at this open, those found
+// (and, read-only, left in place) at this open, and earlier ones known from
+// their evidence files.
+func (j *Journal) Recoveries() []Recovery {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]Recovery(nil), j.recoveries...)
+}
+
+// Close waits for appends already accepted to finish, then closes the
+// segment and releases the lock. Later calls return ErrClosed.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return ErrClosed
+	}
+	j.closed = true
+	for j.flushing {
+		j.idle.Wait()
+	}
+	j.mu.Unlock()
+	return j.release()
+}
+
+// release closes the files Open opened.
+func (j *Journal) release() error {
+	var err error
+	if j.seg != nil {
+		err = j.seg.Close()
+		j.seg = nil
+	}
+	if j.lock != nil {
+		if cerr := j.lock.Close(); err == nil {
+			err = cerr
+		}
+		j.lock = nil
+	}
+	return err
+}

@@ -1,0 +1,269 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Open opens the journal in dir, creating dir (0700) and the log if absent.
+// It locks the directory (a second opener gets ErrLocked), scans and
+// verifies every record (CRC-32C, strict decoding, sequence, hash chain,
+// bind and rebind records), moves a torn tail aside to an evidence file, and
+// checks the owner, format and config binding. Damage other than a torn tail
+// refuses to open with a *CorruptError. With opts.ReadOnly nothing is
+// locked or written and a torn tail is only reported.
+func Open(dir string, opts Options) (*Journal, error) {
+	if opts.SegmentSize == 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.SegmentSize < 0 {
+		return nil, fmt.Errorf("journal: SegmentSize %d is negative", opts.SegmentSize)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var canon []byte
+	if opts.Config != nil {
+		var err error
+		if canon, err = CanonicalJSON(opts.Config); err != nil {
+			return nil, fmt.Errorf("journal: config for %s: %w", dir, err)
+		}
+	}
+	if err := prepareDir(dir, opts.ReadOnly); err != nil {
+		return nil, err
+	}
+	j := &Journal{dir: dir, opts: opts, log: log}
+	j.idle.L = &j.mu
+	if !opts.ReadOnly {
+		if err := j.takeLock(); err != nil {
+			return nil, err
+		}
+	}
+	if err := j.load(); err != nil {
+		j.release()
+		return nil, err
+	}
+	if err := j.bind(canon); err != nil {
+		j.release()
+		return nil, err
+	}
+	return j, nil
+}
+
+// prepareDir creates dir 0700 if absent and refuses a symlink, a
+// non-directory, a directory group or others can reach, or (read-write) one
+// owned by another uid.
+func prepareDir(dir string, readOnly bool) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) && !readOnly {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return fmt.Errorf("journal: create directory: %w", err)
+		}
+		// Mkdir's mode is filtered by the umask; make it exactly 0700.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("journal: chmod new directory: %w", err)
+		}
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("journal: %s is a symlink; a journal directory must be a real directory", dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("journal: %s is not a directory", dir)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("journal: %s has mode %04o: group or others have access; want 0700", dir, perm)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !readOnly && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("journal: %s is owned by uid %d, not by this process's uid %d", dir, st.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// takeLock flocks the lock file inside the directory. flock locks belong to
+// the open file description, so a second Open in the same process is
+// refused just like another process.
+func (j *Journal) takeLock() error {
+	path := filepath.Join(j.dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: open lock file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("journal: %s is open by another owner (flock on %s held): %w", j.dir, path, ErrLocked)
+		}
+		return fmt.Errorf("journal: flock %s: %w", path, err)
+	}
+	j.lock = f
+	return nil
+}
+
+// load lists the directory, verifies every segment in order and sets the
+// durable and tail state; it moves a torn tail aside (read-write) or
+// reports it (read-only).
+func (j *Journal) load() error {
+	entries, err := os.ReadDir(j.dir)
+	if err != nil {
+		return fmt.Errorf("journal: list %s: %w", j.dir, err)
+	}
+	var segs []segment
+	var evidence, tmps []string
+	for _, e := range entries {
+		name := e.Name()
+		switch first, ok := parseSegName(name); {
+		case ok && first == 0:
+			return &CorruptError{Segment: filepath.Join(j.dir, name), Reason: "segment named for seq 0"}
+		case ok:
+			segs = append(segs, segment{name: name, first: first})
+		case strings.HasSuffix(name, segSuffix+tmpSuffix):
+			tmps = append(tmps, name)
+		case strings.Contains(name, segSuffix+tornInfix):
+			evidence = append(evidence, name)
+		}
+	}
+	sort.Slice(segs, func(a, b int) bool { return segs[a].first < segs[b].first })
+
+	ch := newChain()
+	var torn *tornTail
+	for i := range segs {
+		last := i == len(segs)-1
+		path := filepath.Join(j.dir, segs[i].name)
+		flag := os.O_RDONLY
+		if last && !j.opts.ReadOnly {
+			flag = os.O_RDWR
+		}
+		f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("journal: open segment: %w", err)
+		}
+		t, err := scanSegment(j.dir, f, &segs[i], &ch, last)
+		if err == nil && !last && segs[i].records == 0 {
+			err = &CorruptError{Segment: path, Reason: "segment holds no records but is not the last"}
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if last && !j.opts.ReadOnly {
+			j.seg, j.segPath = f, path
+		} else {
+			f.Close()
+		}
+		torn = t
+	}
+
+	var moved string
+	if torn != nil {
+		if j.opts.ReadOnly {
+			j.log.Warn("journal: torn tail found (read-only: left in place)",
+				"dir", j.dir, "segment", torn.segment, "offset", torn.offset, "bytes", len(torn.data), "reason", torn.reason)
+			j.recoveries = append(j.recoveries, Recovery{Segment: torn.segment, Offset: torn.offset,
+				Bytes: int64(len(torn.data)), Reason: torn.reason, State: RecoveryUnrepaired})
+		} else {
+			r, err := j.moveAside(torn)
+			if err != nil {
+				return err
+			}
+			moved = r.Evidence
+			j.recoveries = append(j.recoveries, r)
+		}
+	}
+	earlier, err := earlierRecoveries(j.dir, evidence, moved)
+	if err != nil {
+		return err
+	}
+	j.recoveries = append(earlier, j.recoveries...)
+
+	if !j.opts.ReadOnly {
+		for _, t := range tmps {
+			// A crash while creating a segment leaves its zero-filled
+			// temporary file; it never held a record.
+			if err := os.Remove(filepath.Join(j.dir, t)); err != nil {
+				return fmt.Errorf("journal: remove unfinished segment: %w", err)
+			}
+			j.log.Warn("journal: removed unfinished segment file left by a crash", "dir", j.dir, "file", t)
+		}
+		if len(tmps) > 0 {
+			if err := syncDir(j.dir); err != nil {
+				return err
+			}
+		}
+	}
+
+	j.segs = segs
+	j.lastSeq, j.head = ch.next-1, ch.prev
+	j.owner, j.format, j.config, j.binding, j.rebinds = ch.owner, ch.format, ch.config, ch.binding, ch.rebinds
+	j.tailSeq, j.tailHead, j.tailConfig = j.lastSeq, j.head, j.config
+	if n := len(segs); n > 0 {
+		last := &segs[n-1]
+		if !j.opts.ReadOnly && last.size < j.opts.SegmentSize {
+			// A segment shorter than its preallocation (copied, or cut
+			// short): preallocate it again so appends do not grow it.
+			if err := preallocate(j.seg, j.opts.SegmentSize, j.log); err != nil {
+				return err
+			}
+			if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
+				return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
+			}
+			last.size = j.opts.SegmentSize
+		}
+		j.tailOff, j.tailSegSize = last.end, last.size
+	}
+	return nil
+}
+
+// bind writes record 1 for a new log, or checks owner, format and binding
+// of an existing one. canon is the canonical Options.Config or nil.
+func (j *Journal) bind(canon []byte) error {
+	if j.lastSeq == 0 {
+		if j.opts.ReadOnly {
+			return nil
+		}
+		if j.opts.Owner == "" || j.opts.Format == "" {
+			return fmt.Errorf("journal: creating the log in %s needs Options.Owner and Options.Format", j.dir)
+		}
+		if canon == nil {
+			canon = []byte("{}")
+		}
+		body, err := bindRecordBody(j.opts.Owner, j.opts.Format, canon)
+		if err != nil {
+			return fmt.Errorf("journal: encode bind record: %w", err)
+		}
+		if _, err := j.submit(kindBind, body, canon); err != nil {
+			return err
+		}
+		return nil
+	}
+	if j.opts.Owner != "" && j.opts.Owner != j.owner {
+		return fmt.Errorf("journal: %s belongs to owner %q, not %q: %w", j.dir, j.owner, j.opts.Owner, ErrBindingMismatch)
+	}
+	if j.opts.Format != "" && j.opts.Format != j.format {
+		return fmt.Errorf("journal: %s holds format %q, not %q: %w", j.dir, j.format, j.opts.Format, ErrBindingMismatch)
+	}
+	if canon != nil {
+		if got := sha256.Sum256(canon); got != j.binding {
+			return fmt.Errorf("journal: %s is bound to config %x but the given config hashes to %x (change it with an explicit rebind): %w",
+				j.dir, j.binding, got, ErrBindingMismatch)
+		}
+	}
+	return nil
+}

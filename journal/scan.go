@@ -1,0 +1,251 @@
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// tornTail is a damaged last record with nothing valid after it: bytes from
+// offset to end (the end of non-zero data) that Open moves aside.
+type tornTail struct {
+	segment string // file name
+	offset  int64
+	end     int64
+	reason  string
+	data    []byte // the bytes [offset, end)
+}
+
+// scanner verifies one segment file record by record.
+type scanner struct {
+	dir     string
+	f       *os.File
+	seg     *segment
+	ch      *chain
+	last    bool // the last segment: a bad record may be a torn tail
+	payload []byte
+	scratch []byte
+}
+
+func (s *scanner) corrupt(off int64, format string, args ...any) error {
+	return &CorruptError{Segment: filepath.Join(s.dir, s.seg.name), Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+// scanSegment reads seg from start to end, verifying every frame (length,
+// CRC-32C, strict decoding), the sequence and hash chain and the meaning of
+// bind and rebind records, then that only zeros follow the last record. It
+// fills seg's counts. A bad frame in the last segment goes to tail analysis;
+// anywhere else it is corruption.
+func scanSegment(dir string, f *os.File, seg *segment, ch *chain, last bool) (*tornTail, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("journal: stat %s: %w", f.Name(), err)
+	}
+	seg.size = st.Size()
+	s := &scanner{dir: dir, f: f, seg: seg, ch: ch, last: last}
+	if seg.first != ch.next {
+		return nil, s.corrupt(0, "segment is named for seq %d but the log continues at seq %d", seg.first, ch.next)
+	}
+	return s.run()
+}
+
+func (s *scanner) run() (*tornTail, error) {
+	size := s.seg.size
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), 256<<10)
+	var hdr [headerSize]byte
+	off := int64(0)
+	for {
+		rem := size - off
+		if rem == 0 {
+			break
+		}
+		if rem < headerSize {
+			if _, err := io.ReadFull(r, hdr[:rem]); err != nil {
+				return nil, s.ioErr(err)
+			}
+			if !allZero(hdr[:rem]) {
+				return s.bad(off, "incomplete header at the end of the segment")
+			}
+			break
+		}
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return nil, s.ioErr(err)
+		}
+		n := binary.LittleEndian.Uint32(hdr[0:4])
+		sum := binary.LittleEndian.Uint32(hdr[4:8])
+		if n == 0 {
+			if sum != 0 {
+				return s.bad(off, "zero length with a non-zero checksum")
+			}
+			nz, err := firstNonZero(r, off+headerSize)
+			if err != nil {
+				return nil, s.ioErr(err)
+			}
+			if nz >= 0 {
+				return s.bad(off, fmt.Sprintf("the log ends here but byte %d is not zero", nz))
+			}
+			break
+		}
+		if n > MaxRecordBytes {
+			return s.bad(off, fmt.Sprintf("length %d exceeds MaxRecordBytes (%d)", n, MaxRecordBytes))
+		}
+		if int64(n) > rem-headerSize {
+			return s.bad(off, fmt.Sprintf("record of %d bytes runs past the end of the segment", n))
+		}
+		if cap(s.payload) < int(n) {
+			s.payload = make([]byte, n)
+		}
+		payload := s.payload[:n]
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return nil, s.ioErr(err)
+		}
+		if got := crc32.Checksum(payload, castagnoli); got != sum {
+			return s.bad(off, fmt.Sprintf("checksum mismatch (stored %08x, computed %08x)", sum, got))
+		}
+		rec, err := decodeRecord(payload, &s.scratch)
+		if err != nil {
+			return s.bad(off, err.Error())
+		}
+		if rec.Seq != s.ch.next {
+			return nil, s.corrupt(off, "record has seq %d, want %d", rec.Seq, s.ch.next)
+		}
+		if !bytes.Equal(rec.Prev, s.ch.prev[:]) {
+			return nil, s.corrupt(off, "record %d: prev %x is not the hash of record %d", rec.Seq, rec.Prev, rec.Seq-1)
+		}
+		if err := s.ch.apply(&rec); err != nil {
+			return nil, s.corrupt(off, "record %d: %v", rec.Seq, err)
+		}
+		s.ch.prev = sha256.Sum256(payload)
+		s.ch.next++
+		s.seg.records++
+		s.seg.last = rec.Seq
+		off += headerSize + int64(n)
+		s.seg.end = off
+	}
+	return nil, nil
+}
+
+func (s *scanner) ioErr(err error) error {
+	return fmt.Errorf("journal: read %s: %w", filepath.Join(s.dir, s.seg.name), err)
+}
+
+// bad handles a frame at off that is incomplete, fails its checksum or does
+// not decode. Outside the last segment that is corruption. In the last
+// segment it is a torn tail unless a valid frame follows it.
+func (s *scanner) bad(off int64, reason string) (*tornTail, error) {
+	if !s.last {
+		return nil, s.corrupt(off, "%s (not the last segment)", reason)
+	}
+	return s.analyzeTail(off, reason)
+}
+
+// tailSlack is how far past the last non-zero byte a following record is
+// looked for: a valid record ends in its 32-byte prev hash, which is zero
+// only for record 1.
+const tailSlack = headerSize + hashSize
+
+// analyzeTail decides between a torn tail and corruption for a bad frame at
+// x in the last segment. It finds the end E of non-zero data and looks for a
+// valid frame (payload magic, bounded length, matching CRC-32C) starting
+// anywhere in (x, E). If there is one, acknowledged-looking records follow
+// the damage and the log is corrupt; otherwise the bytes [x, E) are a torn
+// tail.
+func (s *scanner) analyzeTail(x int64, reason string) (*tornTail, error) {
+	end, err := lastNonZero(s.f, x, s.seg.size)
+	if err != nil {
+		return nil, s.ioErr(err)
+	}
+	if end <= x {
+		// Only reachable if the file changed under us; nothing is torn.
+		return nil, s.corrupt(x, "%s, but the bytes are zero on a second read", reason)
+	}
+	hi := min(s.seg.size, end+tailSlack)
+	buf := make([]byte, hi-x)
+	if _, err := s.f.ReadAt(buf, x); err != nil {
+		return nil, s.ioErr(err)
+	}
+	if y, ok := findFrame(buf, 1); ok {
+		return nil, s.corrupt(x, "%s, and a valid record follows at offset %d", reason, x+int64(y))
+	}
+	return &tornTail{segment: s.seg.name, offset: x, end: end, reason: reason, data: buf[:end-x]}, nil
+}
+
+// findFrame returns the first offset y >= from in buf where a frame with the
+// payload magic, a length within bounds and a matching CRC-32C starts.
+func findFrame(buf []byte, from int) (int, bool) {
+	for y := from; y+headerSize+len(payloadMagic) <= len(buf); y++ {
+		i := bytes.Index(buf[y+headerSize:], payloadMagic)
+		if i < 0 {
+			return 0, false
+		}
+		y += i
+		n := int64(binary.LittleEndian.Uint32(buf[y:]))
+		if n < int64(len(payloadMagic)) || n > MaxRecordBytes || int64(y)+headerSize+n > int64(len(buf)) {
+			continue
+		}
+		payload := buf[y+headerSize : int64(y)+headerSize+n]
+		if crc32.Checksum(payload, castagnoli) == binary.LittleEndian.Uint32(buf[y+4:]) {
+			return y, true
+		}
+	}
+	return 0, false
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstNonZero reads r to its end and returns the offset of its first
+// non-zero byte (r starts at base), or -1.
+func firstNonZero(r io.Reader, base int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	off := base
+	for {
+		n, err := r.Read(buf)
+		for i := 0; i < n; i++ {
+			if buf[i] != 0 {
+				return off + int64(i), nil
+			}
+		}
+		off += int64(n)
+		if err == io.EOF {
+			return -1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// lastNonZero returns the offset just past the last non-zero byte of f in
+// [lo, hi), or lo if all are zero. It reads backwards in chunks, since the
+// damage is normally near the start of a mostly zero preallocation.
+func lastNonZero(f *os.File, lo, hi int64) (int64, error) {
+	const chunk = 1 << 20
+	buf := make([]byte, chunk)
+	for hi > lo {
+		n := min(int64(chunk), hi-lo)
+		b := buf[:n]
+		if _, err := f.ReadAt(b, hi-n); err != nil {
+			return 0, err
+		}
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != 0 {
+				return hi - n + int64(i) + 1, nil
+			}
+		}
+		hi -= n
+	}
+	return lo, nil
+}
