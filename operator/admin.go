@@ -1,0 +1,454 @@
+package operator
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// ControllerView is a pinned controller, as `controller list` shows it.
+type ControllerView struct {
+	Name        string `json:"name"`
+	UID         uint32 `json:"uid"`
+	ToolKID     string `json:"toolKid"`
+	DispatchKID string `json:"dispatchKid"`
+}
+
+// PurseView is a purse, as `purse show` prints it.
+type PurseView struct {
+	Controller string `json:"controller"`
+	Funded     uint64 `json:"funded"`
+	Charged    uint64 `json:"charged"` // reservations not released, settled or uncertain
+	Balance    uint64 `json:"balance"`
+	Holds      uint64 `json:"holds"` // admitted, waiting for the payer's consent
+	Frozen     bool   `json:"frozen"`
+}
+
+// AddController pins a controller: its name, OS account UID and the public
+// keys of its roles (msg.ControllerKeys CBOR). Its purse starts empty.
+func (s *Store) AddController(name string, uid uint32, keys []byte) (ControllerView, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	rec := recControllerAdd{Name: name, UID: uid, Keys: keys}
+	s.mu.Lock()
+	c, err := s.st.checkControllerAdd(rec)
+	s.mu.Unlock()
+	if err != nil {
+		return ControllerView{}, err
+	}
+	if _, err := s.append(kindControllerAdd, rec); err != nil {
+		return ControllerView{}, err
+	}
+	s.mu.Lock()
+	s.st.addController(c)
+	s.mu.Unlock()
+	return controllerView(c), nil
+}
+
+func controllerView(c *controller) ControllerView {
+	return ControllerView{Name: c.name, UID: c.uid, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String()}
+}
+
+// Controllers lists the pinned controllers in the order they were added.
+func (s *Store) Controllers() []ControllerView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ControllerView, 0, len(s.st.ctrlOrder))
+	for _, n := range s.st.ctrlOrder {
+		out = append(out, controllerView(s.st.controllers[n]))
+	}
+	return out
+}
+
+// FundPurse adds amount credits to a controller's purse.
+func (s *Store) FundPurse(name string, amount uint64) (PurseView, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	if amount == 0 {
+		return PurseView{}, refusedf("fund amount must be at least 1")
+	}
+	s.mu.Lock()
+	c, err := s.st.controller(name)
+	if err == nil && c.purse.funded > math.MaxInt64-amount {
+		err = refusedf("purse %s: funding %d would pass the bound of %d credits", name, amount, uint64(math.MaxInt64))
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return PurseView{}, err
+	}
+	// A balance change is applied before its append (see doc.go, the ledger).
+	s.st.ledger++
+	rec := recPurseFund{Controller: name, Amount: amount, Ledger: s.st.ledger}
+	c.purse.funded += amount
+	s.mu.Unlock()
+	if _, err := s.append(kindPurseFund, rec); err != nil {
+		s.mu.Lock()
+		c.purse.funded -= amount
+		s.mu.Unlock()
+		return PurseView{}, err
+	}
+	return s.PurseShow(name)
+}
+
+// Freeze stops a purse: it admits nothing until thawed. Freezing a frozen
+// purse changes nothing and is not an error: it is the kill switch.
+func (s *Store) Freeze(name string) (PurseView, error) { return s.setFrozen(name, true) }
+
+// Thaw lets a frozen purse admit requests again.
+func (s *Store) Thaw(name string) (PurseView, error) { return s.setFrozen(name, false) }
+
+func (s *Store) setFrozen(name string, frozen bool) (PurseView, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.Lock()
+	c, err := s.st.controller(name)
+	same := err == nil && c.purse.frozen == frozen
+	s.mu.Unlock()
+	if err != nil {
+		return PurseView{}, err
+	}
+	if !same {
+		kind := kindPurseThaw
+		if frozen {
+			kind = kindPurseFreeze
+		}
+		if _, err := s.append(kind, recPurse{Controller: name}); err != nil {
+			return PurseView{}, err
+		}
+		s.mu.Lock()
+		c.purse.frozen = frozen
+		s.mu.Unlock()
+	}
+	return s.PurseShow(name)
+}
+
+// PurseShow returns a controller's purse.
+func (s *Store) PurseShow(name string) (PurseView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.st.controller(name)
+	if err != nil {
+		return PurseView{}, err
+	}
+	p := c.purse
+	return PurseView{Controller: name, Funded: p.funded, Charged: p.charged, Balance: p.balance(), Holds: p.holds, Frozen: p.frozen}, nil
+}
+
+// GrantSpec is what `grant issue` asks for.
+type GrantSpec struct {
+	Controller     string    `json:"controller"`
+	Application    string    `json:"application"`
+	Operations     []string  `json:"operations"` // path.Match patterns; none means all
+	Price          uint64    `json:"price"`
+	DiscoveryPrice uint64    `json:"discoveryPrice"`
+	PerDay         uint64    `json:"perDay"`
+	NotBefore      time.Time `json:"notBefore"` // zero: now
+	NotAfter       time.Time `json:"notAfter"`
+}
+
+// GrantView is a grant as `grant list` shows it.
+type GrantView struct {
+	ID             string   `json:"id"`
+	Controller     string   `json:"controller"`
+	Application    string   `json:"application"`
+	Operations     []string `json:"operations"`
+	Price          uint64   `json:"price"`
+	DiscoveryPrice uint64   `json:"discoveryPrice"`
+	PerDay         uint64   `json:"perDay"`
+	UsedToday      uint64   `json:"usedToday"`
+	NotBefore      string   `json:"notBefore"`
+	NotAfter       string   `json:"notAfter"`
+	Revoked        bool     `json:"revoked"`
+}
+
+// IssueGrant signs a new grant with the operator's hybrid key and journals it.
+func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
+	if s.key == nil {
+		return GrantView{}, fmt.Errorf("store %s is open read-only", s.dir)
+	}
+	now := s.now()
+	if spec.NotBefore.IsZero() {
+		spec.NotBefore = now
+	}
+	if !spec.NotAfter.After(now) {
+		return GrantView{}, refusedf("grant not-after %s is not in the future", spec.NotAfter.UTC().Format(time.RFC3339))
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return GrantView{}, err
+	}
+	g := msg.Grant{
+		ID: "g-" + hex.EncodeToString(id[:]), Controller: spec.Controller, Application: spec.Application,
+		Operations: spec.Operations, Price: spec.Price, DiscoveryPrice: spec.DiscoveryPrice, PerDay: spec.PerDay,
+		NotBefore: spec.NotBefore.UnixMilli(), NotAfter: spec.NotAfter.UnixMilli(),
+	}
+	signed, err := msg.SignGrant(s.key, g)
+	if err != nil {
+		return GrantView{}, err
+	}
+	return s.ImportGrant(signed)
+}
+
+// ImportGrant journals a grant already signed with the operator's key,
+// refusing one that does not verify (a byte changed) or does not fit.
+func (s *Store) ImportGrant(signed []byte) (GrantView, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.Lock()
+	g, err := s.st.checkGrant(signed, s.pub)
+	s.mu.Unlock()
+	if err != nil {
+		return GrantView{}, err
+	}
+	if _, err := s.append(kindGrantIssue, recGrantIssue{Grant: signed}); err != nil {
+		return GrantView{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.addGrant(g, signed)
+	return s.grantView(s.st.grants[g.ID]), nil
+}
+
+// RevokeGrant revokes a grant: from the append on, it admits nothing.
+func (s *Store) RevokeGrant(id string) error {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.Lock()
+	g, ok := s.st.grants[id]
+	revoked := ok && g.revoked
+	s.mu.Unlock()
+	if !ok {
+		return refusedf("no grant %s", id)
+	}
+	if revoked {
+		return refusedf("grant %s is already revoked", id)
+	}
+	if _, err := s.append(kindGrantRevoke, recGrantRevoke{ID: id}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	g.revoked = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Grants lists every grant, revoked and expired ones included.
+func (s *Store) Grants() []GrantView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]GrantView, 0, len(s.st.grantOrder))
+	for _, id := range s.st.grantOrder {
+		out = append(out, s.grantView(s.st.grants[id]))
+	}
+	return out
+}
+
+// SignedGrant returns a grant's signed bytes.
+func (s *Store) SignedGrant(id string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.st.grants[id]
+	if !ok {
+		return nil, refusedf("no grant %s", id)
+	}
+	return bytes.Clone(g.signed), nil
+}
+
+func (s *Store) grantView(g *grant) GrantView {
+	ops := g.g.Operations
+	if ops == nil {
+		ops = []string{}
+	}
+	return GrantView{
+		ID: g.g.ID, Controller: g.g.Controller, Application: g.g.Application, Operations: ops,
+		Price: g.g.Price, DiscoveryPrice: g.g.DiscoveryPrice, PerDay: g.g.PerDay,
+		UsedToday: g.usedOn(utcDay(s.now())),
+		NotBefore: time.UnixMilli(g.g.NotBefore).UTC().Format(time.RFC3339),
+		NotAfter:  time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339),
+		Revoked:   g.revoked,
+	}
+}
+
+// RouteRequest is the REQUEST.json of `route register`.
+type RouteRequest struct {
+	Controller string       `json:"controller"`
+	Upstream   string       `json:"upstream"`
+	Forward    string       `json:"forward"`
+	Reverse    string       `json:"reverse"`
+	Prefix     string       `json:"prefix"`
+	Timeouts   msg.Timeouts `json:"timeouts"`
+	Replaces   string       `json:"replaces,omitempty"` // hex RouteID of the selected revision
+}
+
+// maxRouteRequest bounds a REQUEST.json file.
+const maxRouteRequest = 64 << 10
+
+// ParseRouteRequest decodes a REQUEST.json strictly (unknown fields refused).
+func ParseRouteRequest(b []byte) (RouteRequest, error) {
+	if len(b) > maxRouteRequest {
+		return RouteRequest{}, refusedf("route request of %d bytes exceeds the bound of %d", len(b), maxRouteRequest)
+	}
+	var r RouteRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return RouteRequest{}, refusedf("route request: %v", err)
+	}
+	if dec.More() {
+		return RouteRequest{}, refusedf("route request: trailing data")
+	}
+	return r, nil
+}
+
+// RouteView is one route's selected revision.
+type RouteView struct {
+	Route       string       `json:"route"`
+	Revision    uint64       `json:"revision"`
+	Revisions   int          `json:"revisions"`
+	ID          string       `json:"id"`
+	Replaces    string       `json:"replaces"`
+	Application string       `json:"application"`
+	Controller  string       `json:"controller"`
+	Upstream    string       `json:"upstream"`
+	Forward     string       `json:"forward"`
+	Reverse     string       `json:"reverse"`
+	Prefix      string       `json:"prefix"`
+	Timeouts    msg.Timeouts `json:"timeouts"`
+	IssuedAt    string       `json:"issuedAt"`
+}
+
+// RegisterRoute signs and journals a new revision of route name for app.
+func (s *Store) RegisterRoute(name, app string, req RouteRequest) (RouteView, error) {
+	if s.key == nil {
+		return RouteView{}, fmt.Errorf("store %s is open read-only", s.dir)
+	}
+	replaces, err := hex.DecodeString(req.Replaces)
+	if err != nil {
+		return RouteView{}, refusedf("route %s: replaces %q is not hex", name, req.Replaces)
+	}
+	if len(replaces) == 0 {
+		replaces = nil
+	}
+	s.mu.Lock()
+	rev := uint64(1)
+	if r := s.st.routes[name]; r != nil {
+		rev = uint64(len(r.revs)) + 1
+	}
+	s.mu.Unlock()
+	rec := msg.RouteRecord{
+		Route: name, Revision: rev, Replaces: replaces, Application: app,
+		Protocol: msg.ProtocolOracleOperationsV1, Controller: req.Controller,
+		Upstream: req.Upstream, Forward: req.Forward, Reverse: req.Reverse, Prefix: req.Prefix,
+		Timeouts: req.Timeouts, IssuedAt: s.now().UnixMilli(),
+	}
+	signed, err := msg.SignRoute(s.key, rec)
+	if err != nil {
+		return RouteView{}, err
+	}
+	return s.ImportRoute(signed)
+}
+
+// ImportRoute journals a route record already signed with the operator's
+// key, refusing one that does not verify, forks or cycles the route's
+// history, or passes a bound.
+func (s *Store) ImportRoute(signed []byte) (RouteView, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.Lock()
+	rec, id, err := s.st.checkRoute(signed, s.pub)
+	s.mu.Unlock()
+	if err != nil {
+		return RouteView{}, err
+	}
+	if _, err := s.append(kindRouteRegister, recRouteRegister{Record: signed}); err != nil {
+		return RouteView{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.addRoute(rec, signed, id)
+	return routeView(s.st.routes[rec.Route]), nil
+}
+
+func routeView(r *route) RouteView {
+	sel := r.selected()
+	rec := sel.rec
+	return RouteView{
+		Route: rec.Route, Revision: rec.Revision, Revisions: len(r.revs), ID: hex.EncodeToString(sel.id),
+		Replaces: hex.EncodeToString(rec.Replaces), Application: rec.Application, Controller: rec.Controller,
+		Upstream: rec.Upstream, Forward: rec.Forward, Reverse: rec.Reverse, Prefix: rec.Prefix,
+		Timeouts: rec.Timeouts, IssuedAt: time.UnixMilli(rec.IssuedAt).UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// Routes lists the selected revision of every route.
+func (s *Store) Routes() []RouteView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]RouteView, 0, len(s.st.routeOrder))
+	for _, n := range s.st.routeOrder {
+		out = append(out, routeView(s.st.routes[n]))
+	}
+	return out
+}
+
+// Route returns every revision of one route, oldest first.
+func (s *Store) Route(name string) ([]RouteView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.st.routes[name]
+	if !ok {
+		return nil, refusedf("no route %s", name)
+	}
+	out := make([]RouteView, 0, len(r.revs))
+	for i := range r.revs {
+		v := routeView(&route{name: name, revs: r.revs[:i+1]})
+		v.Revisions = len(r.revs)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// SignedRoute returns the signed bytes of a route's selected revision.
+func (s *Store) SignedRoute(name string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.st.routes[name]
+	if !ok {
+		return nil, refusedf("no route %s", name)
+	}
+	return bytes.Clone(r.selected().signed), nil
+}
+
+// BuildBundle signs a bundle for a controller: the host's public keys and
+// account, and the selected routes of that controller. Nothing secret.
+func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, error) {
+	if s.key == nil {
+		return nil, fmt.Errorf("store %s is open read-only", s.dir)
+	}
+	s.mu.Lock()
+	if _, err := s.st.controller(controllerName); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.now().UnixMilli()}
+	for _, n := range s.st.routeOrder {
+		if sel := s.st.routes[n].selected(); sel.rec.Controller == controllerName {
+			b.Routes = append(b.Routes, sel.signed)
+		}
+	}
+	s.mu.Unlock()
+	if len(b.Routes) == 0 {
+		return nil, refusedf("controller %s has no selected route", controllerName)
+	}
+	return msg.SignBundle(s.key, b)
+}
+
+// HostKeyring returns a keyring of the host's Ed25519 key (receipts, frames).
+func (s *Store) HostKeyring() *wire.Keyring { return s.hostRing }

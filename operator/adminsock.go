@@ -1,0 +1,247 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Admin socket protocol: roles, purpose and frame types.
+const (
+	RoleAdmin        = "operator-admin"
+	RoleAdminClient  = "operator-admin-client"
+	PurposeAdmin     = "admin"
+	TypeAdmin        = "admin"
+	TypeAdminResult  = "admin-result"
+	codeRefusedInput = "refused-input"
+)
+
+// Admin operations.
+const (
+	OpControllerAdd = "controller-add"
+	OpPurseFund     = "purse-fund"
+	OpPurseFreeze   = "purse-freeze"
+	OpPurseThaw     = "purse-thaw"
+	OpGrantIssue    = "grant-issue"
+	OpGrantRevoke   = "grant-revoke"
+	OpRouteRegister = "route-register"
+)
+
+// AdminRequest is one administrative mutation, run by Store.Do directly or
+// by the running daemon for a command that found the journal locked.
+type AdminRequest struct {
+	Op     string        `cbor:"op"`
+	Name   string        `cbor:"name"` // controller, grant id or route
+	App    string        `cbor:"app"`
+	UID    uint32        `cbor:"uid"`
+	Amount uint64        `cbor:"amount"`
+	Keys   []byte        `cbor:"keys"`
+	Grant  *AdminGrant   `cbor:"grant"`
+	Route  *RouteRequest `cbor:"route"`
+}
+
+// AdminGrant is a GrantSpec with times in unix ms (for CBOR).
+type AdminGrant struct {
+	Controller     string   `cbor:"controller"`
+	Application    string   `cbor:"application"`
+	Operations     []string `cbor:"operations"`
+	Price          uint64   `cbor:"price"`
+	DiscoveryPrice uint64   `cbor:"discoveryPrice"`
+	PerDay         uint64   `cbor:"perDay"`
+	NotBefore      int64    `cbor:"notBefore"`
+	NotAfter       int64    `cbor:"notAfter"`
+}
+
+// AdminReply is the result of an AdminRequest; one member is set.
+type AdminReply struct {
+	Controller *ControllerView `cbor:"controller"`
+	Purse      *PurseView      `cbor:"purse"`
+	Grant      *GrantView      `cbor:"grant"`
+	Route      *RouteView      `cbor:"route"`
+}
+
+// Admin runs administrative requests: a *Store, or the daemon's admin socket.
+type Admin interface {
+	Do(AdminRequest) (AdminReply, error)
+	Close() error
+}
+
+// Do runs one administrative request on the store.
+func (s *Store) Do(req AdminRequest) (AdminReply, error) {
+	var rep AdminReply
+	switch req.Op {
+	case OpControllerAdd:
+		v, err := s.AddController(req.Name, req.UID, req.Keys)
+		if err != nil {
+			return rep, err
+		}
+		rep.Controller = &v
+	case OpPurseFund, OpPurseFreeze, OpPurseThaw:
+		var v PurseView
+		var err error
+		switch req.Op {
+		case OpPurseFund:
+			v, err = s.FundPurse(req.Name, req.Amount)
+		case OpPurseFreeze:
+			v, err = s.Freeze(req.Name)
+		default:
+			v, err = s.Thaw(req.Name)
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Purse = &v
+	case OpGrantIssue:
+		if req.Grant == nil {
+			return rep, refusedf("grant issue without a grant")
+		}
+		g := req.Grant
+		spec := GrantSpec{Controller: g.Controller, Application: g.Application, Operations: g.Operations,
+			Price: g.Price, DiscoveryPrice: g.DiscoveryPrice, PerDay: g.PerDay, NotAfter: time.UnixMilli(g.NotAfter)}
+		if g.NotBefore != 0 {
+			spec.NotBefore = time.UnixMilli(g.NotBefore)
+		}
+		v, err := s.IssueGrant(spec)
+		if err != nil {
+			return rep, err
+		}
+		rep.Grant = &v
+	case OpGrantRevoke:
+		if err := s.RevokeGrant(req.Name); err != nil {
+			return rep, err
+		}
+	case OpRouteRegister:
+		if req.Route == nil {
+			return rep, refusedf("route register without a request")
+		}
+		v, err := s.RegisterRoute(req.Name, req.App, *req.Route)
+		if err != nil {
+			return rep, err
+		}
+		rep.Route = &v
+	default:
+		return rep, refusedf("unknown admin operation %q", req.Op)
+	}
+	return rep, nil
+}
+
+func (h *Host) listenAdmin() (*wire.Listener, error) {
+	uid := uint32(os.Geteuid())
+	return wire.Listen(wire.ListenConfig{
+		Path: adminSocketPath(h.s.dir), Mode: 0o600,
+		Allow: func(pc wire.PeerCred) error {
+			if pc.UID != uid {
+				return fmt.Errorf("%w: peer uid %d is not the daemon's uid %d", wire.ErrWrongPeer, pc.UID, uid)
+			}
+			return nil
+		},
+		MaxConns: 8, MaxPerUID: 8, Refuse: wire.RefuseFrame(h.key),
+	})
+}
+
+func (h *Host) adminChannelConfig() wire.ChannelConfig {
+	return wire.ChannelConfig{
+		Key: h.key, Role: RoleAdmin, PeerRole: RoleAdminClient, PeerKeys: h.s.hostRing,
+		Path: adminSocketPath(h.s.dir), Purpose: PurposeAdmin,
+		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
+	}
+}
+
+func (h *Host) adminHandler() wire.Handler {
+	return wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
+		if req.T != TypeAdmin {
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on the admin socket", req.T)}
+		}
+		var ar AdminRequest
+		if err := req.Decode(&ar); err != nil {
+			return msg.TypeRefused, msg.Refusal{Code: codeRefusedInput, Reason: err.Error()}
+		}
+		rep, err := h.s.Do(ar)
+		if err != nil {
+			code := msg.CodeInternal
+			if errors.Is(err, ErrRefused) {
+				code = codeRefusedInput
+			}
+			return msg.TypeRefused, msg.Refusal{Code: code, Reason: err.Error()}
+		}
+		h.log.Info("steward-operator: admin", "op", ar.Op, "name", ar.Name)
+		return TypeAdminResult, rep
+	})
+}
+
+// adminClient is an Admin that reaches the running daemon.
+type adminClient struct{ cl *wire.Client }
+
+// DialAdmin connects to the daemon's admin socket in store dir, signing with
+// the operator key (read from the store: the caller is the operator).
+func DialAdmin(ctx context.Context, dir string) (Admin, error) {
+	key, err := wire.ReadHybridKey(dir + "/" + keyFile)
+	if err != nil {
+		return nil, err
+	}
+	uid := uint32(os.Geteuid())
+	path := adminSocketPath(dir)
+	conn, err := wire.Dial(ctx, path, uid, uid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDaemonRunning, err)
+	}
+	ch, err := wire.ClientHandshake(conn, wire.ChannelConfig{
+		Key: key.Ed25519(), Role: RoleAdminClient, PeerRole: RoleAdmin, PeerKeys: wire.NewKeyring(key.Public().Ed25519()),
+		Path: path, Purpose: PurposeAdmin, SendLimit: wire.MaxRequestFrame, RecvLimit: wire.MaxReplyFrame,
+	})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &adminClient{cl: wire.NewClient(ch)}, nil
+}
+
+func (a *adminClient) Do(req AdminRequest) (AdminReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env, err := a.cl.Call(ctx, TypeAdmin, req)
+	if err != nil {
+		return AdminReply{}, err
+	}
+	switch env.T {
+	case TypeAdminResult:
+		var rep AdminReply
+		err := env.Decode(&rep)
+		return rep, err
+	case msg.TypeRefused:
+		var ref msg.Refusal
+		if err := env.Decode(&ref); err != nil {
+			return AdminReply{}, err
+		}
+		reason := strings.TrimPrefix(ref.Reason, ErrRefused.Error()+": ")
+		if ref.Code == codeRefusedInput {
+			return AdminReply{}, fmt.Errorf("%w: %s", ErrRefused, reason)
+		}
+		return AdminReply{}, fmt.Errorf("the daemon: %s", reason)
+	default:
+		return AdminReply{}, fmt.Errorf("unexpected %q reply on the admin socket", env.T)
+	}
+}
+
+func (a *adminClient) Close() error { return a.cl.Close() }
+
+// OpenAdmin opens the store for administration: directly when no daemon
+// holds it, else through the running daemon's admin socket. Either way the
+// same Store methods run.
+func OpenAdmin(ctx context.Context, dir string) (Admin, error) {
+	s, err := Open(dir)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, journal.ErrLocked) {
+		return nil, err
+	}
+	return DialAdmin(ctx, dir)
+}

@@ -1,0 +1,230 @@
+package operator
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Failpoints of the dispatch path (see doc.go for the state each leaves).
+const (
+	FailAfterReserve  = "host-after-reserve"
+	FailAfterMarkSend = "host-after-mark-send"
+	FailAfterSend     = "host-after-send"
+	FailAfterOutcome  = "host-after-outcome"
+)
+
+// maxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
+const maxAttemptID = 80
+
+// reserveTimeout bounds the payer-consent round trip on the reverse channel.
+const reserveTimeout = 10 * time.Second
+
+func refused(d *msg.Dispatch, code, format string, args ...any) msg.DispatchResult {
+	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeRefused,
+		Refusal: &msg.Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}}
+}
+
+// dispatch runs DESIGN.md section 5 steps 4 to 6 for one request on route rt.
+func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch) msg.DispatchResult {
+	req, err := checkDispatch(rt, d)
+	if err != nil {
+		return refused(d, msg.CodeBadRequest, "%v", err)
+	}
+	adm, ref := h.s.admit(rt.Controller, d, h.s.now())
+	if ref != nil {
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeRefused, Refusal: ref}
+	}
+	// From here on the attempt holds its place: every exit either journals
+	// a reserve record or drops the admission.
+	var consent []byte
+	if adm.charge > 0 {
+		consent, err = h.consent(ctx, rt, d, adm)
+		if err != nil {
+			h.s.drop(adm)
+			return refused(d, msg.CodeNoConsent, "payer consent for attempt %s: %v", d.Attempt, err)
+		}
+	}
+	// Journal first: the reservation and mark-send, one record.
+	if err := h.s.commitReserve(adm, d, consent); err != nil {
+		return refused(d, msg.CodeJournal, "journal: %v; nothing was sent or charged", err)
+	}
+	failpoint.Hit(FailAfterReserve)
+
+	dl := deliver(rt, req)
+	switch {
+	case !dl.sent:
+		if err := h.s.commitNotSent(adm, dl.detail); err != nil {
+			h.log.Error("steward-operator: not-sent record", "attempt", d.Attempt, "err", err)
+			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeUncertain,
+				Detail: "delivery failed before sending (" + dl.detail + ") but the release could not be journaled: " + err.Error()}
+		}
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeNotSent, Detail: dl.detail}
+	case dl.err != "":
+		h.s.commitUncertain(adm, dl.err, h.log)
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeUncertain, Detail: dl.err}
+	}
+
+	body := dl.body
+	if d.Kind == msg.KindList && dl.status == http.StatusOK && len(adm.grant.Operations) > 0 {
+		body, err = filterList(body, &adm.grant)
+		if err != nil {
+			// Never pass an unfiltered listing: it would show operations the
+			// grant does not cover.
+			dl.status = http.StatusBadGateway
+			body = []byte(`{"error":{"code":"fault","message":"steward: the application's listing could not be filtered by the grant"}}`)
+		}
+	}
+	receipt, err := h.s.commitOutcome(adm, d, consent, dl.status, body)
+	if err != nil {
+		h.s.commitUncertain(adm, "the answer could not be journaled: "+err.Error(), h.log)
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeUncertain,
+			Detail: "the application answered but the outcome could not be journaled: " + err.Error()}
+	}
+	failpoint.Hit(FailAfterOutcome)
+	h.settle(rt, adm.ctrl, d.Attempt, receipt)
+	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeDefinite, Status: dl.status, Body: body, Receipt: receipt}
+}
+
+// checkDispatch validates a dispatch against its route and rebuilds the
+// request with oracleops: the bytes delivered are exactly the bytes the
+// controller hashed, and the hash is recomputed here.
+func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (oracleops.Request, error) {
+	if err := validAttemptID(d.Attempt); err != nil {
+		return oracleops.Request{}, err
+	}
+	if d.Application != rt.Application {
+		return oracleops.Request{}, fmt.Errorf("route %s serves application %s, not %s", rt.Route, rt.Application, d.Application)
+	}
+	var (
+		req oracleops.Request
+		err error
+	)
+	switch d.Kind {
+	case msg.KindList:
+		raw, ok := strings.CutPrefix(d.Path, rt.Prefix+"/operations?")
+		if !ok {
+			return req, fmt.Errorf("list path must start with %s/operations?", rt.Prefix)
+		}
+		q, perr := oracleops.ParseListQuery(raw)
+		if perr != nil {
+			return req, perr
+		}
+		if q.Query != d.Query || d.Operation != "" {
+			return req, fmt.Errorf("list: the dispatch's query or operation does not match its path")
+		}
+		req, err = oracleops.BuildList(rt.Prefix, q)
+	case msg.KindDescribe:
+		req, err = oracleops.BuildDescribe(rt.Prefix, d.Operation)
+	case msg.KindInvoke:
+		b, perr := oracleops.ParseInvokeBody(d.Body)
+		if perr != nil {
+			return req, perr
+		}
+		if b.OperationID != d.Operation || b.RequestID != d.RequestID || b.ConversationID != d.ConversationID {
+			return req, fmt.Errorf("invoke: the body's operationId, requestId or conversationId does not match the dispatch")
+		}
+		req, err = oracleops.BuildInvoke(rt.Prefix, b)
+	default:
+		return req, fmt.Errorf("unknown kind %q", d.Kind)
+	}
+	if err != nil {
+		return req, err
+	}
+	if req.Method != d.Method || req.Path != d.Path || string(req.Body) != string(d.Body) {
+		return req, fmt.Errorf("%s: the request is not in its one canonical form", d.Kind)
+	}
+	sum := req.SHA256()
+	if string(sum[:]) != string(d.RequestSHA256) {
+		return req, fmt.Errorf("requestSha256 %s does not match the request (%s)", trunc(hex.EncodeToString(d.RequestSHA256), 64), hex.EncodeToString(sum[:]))
+	}
+	return req, nil
+}
+
+func validAttemptID(s string) error {
+	if len(s) == 0 || len(s) > maxAttemptID {
+		return fmt.Errorf("attempt id of %d bytes: must be 1 to %d", len(s), maxAttemptID)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("attempt id: byte %d is not one of A-Za-z0-9_-", i)
+		}
+	}
+	return nil
+}
+
+// consent asks the controller for the payer's signed consent to adm's
+// charge and verifies it against the controller's pinned dispatch key.
+func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch, adm *admission) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	defer cancel()
+	cl, err := h.reverseClient(ctx, rt, adm.ctrl)
+	if err != nil {
+		return nil, err
+	}
+	r := msg.Reserve{
+		Attempt: d.Attempt, Controller: adm.ctrl.name, Application: d.Application,
+		Operation: d.Operation, RequestSHA256: d.RequestSHA256, Charge: adm.charge,
+	}
+	env, err := cl.Call(ctx, msg.TypeReserve, r)
+	if err != nil {
+		return nil, err
+	}
+	switch env.T {
+	case msg.TypeConsent:
+		var rep msg.ConsentReply
+		if err := env.Decode(&rep); err != nil {
+			return nil, err
+		}
+		if _, err := msg.VerifyConsent(rep.Consent, adm.ctrl.dispRing, r); err != nil {
+			return nil, err
+		}
+		return rep.Consent, nil
+	case msg.TypeRefused:
+		var ref msg.Refusal
+		if err := env.Decode(&ref); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the controller refused: %s", ref.Error())
+	default:
+		return nil, fmt.Errorf("unexpected %q reply to reserve", env.T)
+	}
+}
+
+// settle sends the receipt on the reverse channel, in the background: the
+// receipt is already durable in the outcome record and in the dispatch
+// reply, so a failed settle is logged, never retried.
+func (h *Host) settle(rt *msg.RouteRecord, c *controller, attemptID string, receipt []byte) {
+	if !h.enter() {
+		return
+	}
+	rtc := *rt
+	go func() {
+		defer h.leave()
+		ctx, cancel := context.WithTimeout(context.Background(), reserveTimeout)
+		defer cancel()
+		cl, err := h.reverseClient(ctx, &rtc, c)
+		if err == nil {
+			e, cerr := cl.Call(ctx, msg.TypeSettle, msg.Settle{Attempt: attemptID, Receipt: receipt})
+			switch {
+			case cerr != nil:
+				err = cerr
+			case e.T != msg.TypeSettled:
+				var ref msg.Refusal
+				_ = e.Decode(&ref)
+				err = fmt.Errorf("%q reply: %s", e.T, ref.Reason)
+			}
+		}
+		if err != nil {
+			h.log.Warn("steward-operator: settle not delivered (the receipt is durable)", "attempt", attemptID, "err", err)
+		}
+	}()
+}

@@ -1,0 +1,97 @@
+// Package operator is the operator's side of steward: the store that holds
+// the operator's authority (controllers, purses, grants, route records) and
+// the host daemon that admits, delivers, charges and receipts every call.
+//
+// # Store layout
+//
+//	STORE/              0700
+//	  operator.key      the operator's hybrid signing key (Ed25519 + ML-DSA-65,
+//	                    COSE_Key, 0600; wire.WriteHybridKey)
+//	  operator.pub      its public COSE_KeySet (0644), for verifiers
+//	  journal/          the host journal (package journal): Owner
+//	                    "steward-operator", Format "steward-host-journal-v1",
+//	                    Config {"operatorKid":"<hex kid of the Ed25519 half>"}
+//	  admin.sock        while `serve` runs: the administrative socket (0600)
+//
+// All operator state lives in the journal. Open rebuilds the in-memory state
+// by iterating it; nothing else is kept on disk.
+//
+// # Journal record kinds (bodies are deterministic CBOR maps)
+//
+//	controller-add  {name, uid, keys}            keys: msg.ControllerKeys CBOR
+//	purse-fund      {controller, amount, ledger}
+//	purse-freeze    {controller}
+//	purse-thaw      {controller}
+//	grant-issue     {grant}                      grant: signed msg.Grant (COSE_Sign)
+//	grant-revoke    {id}
+//	route-register  {record}                     record: signed msg.RouteRecord
+//	reserve         {attempt, controller, grant, application, operation, kind,
+//	                 requestSha256, charge, consent, day, ledger}
+//	                 the reservation and mark-send of one attempt, in ONE record:
+//	                 once it is durable, delivery may begin; it is written once
+//	                 per attempt and never repeated. consent is the payer's
+//	                 signed msg.Consent (nil for a free request); day is the
+//	                 UTC day number (unix ms / 86,400,000) the daily count uses.
+//	not-sent        {attempt, detail, ledger}    delivery failed before the
+//	                 first byte was written: the reservation is released.
+//	uncertain       {attempt, detail}            delivery failed after the first
+//	                 byte: the attempt keeps its reservation. (A reserve with no
+//	                 later not-sent or outcome record is uncertain too: that is
+//	                 what a crash leaves.)
+//	outcome         {attempt, status, body, receipt, ledger}
+//	                 the application's answer and the signed receipt, one record
+//	                 (the receipt is signed before the append, so outcome and
+//	                 receipt share one fdatasync).
+//	checkpoint      {checkpoint}                 signed msg.Checkpoint over the
+//	                 receipt chain head.
+//
+// # The ledger
+//
+// A purse's balance is its funds minus the charges of reserve records that
+// no not-sent record released. Every record that moves a balance (purse-fund,
+// reserve, not-sent) carries a store-wide ledger number, assigned when the
+// change is applied in memory, just before its append; an outcome carries
+// the ledger number current when its receipt was signed. Concurrent appends
+// are group-committed, so journal order and ledger order may differ within a
+// batch: `receipts verify` replays balance changes in ledger order, and
+// checks that each receipt's BalanceAfter equals the controller's balance
+// over exactly the changes numbered at or below its outcome's ledger number.
+// A balance change applied in memory but whose append failed poisons the
+// journal (package journal), so no later record can be durable.
+//
+// Admission uses the balance less tentative holds (reservations waiting for
+// the payer's consent), so concurrent requests cannot overdraw a purse.
+//
+// # Attempt states (inspect)
+//
+//	not-seen            no reserve record
+//	delivery-requested  reserve record durable, delivery in progress now
+//	not-sent            not-sent record
+//	definite            outcome record (status, body and receipt answered)
+//	uncertain           reserve with an uncertain record, or with neither an
+//	                    outcome nor a not-sent record after a restart
+//
+// # Failpoints (internal/failpoint) and the state each leaves
+//
+//	host-after-reserve    the reserve record is durable, nothing sent: after a
+//	                      restart the attempt is uncertain (the host cannot
+//	                      tell this point from a crash mid-write) and keeps its
+//	                      reservation; the purse is charged once.
+//	host-after-mark-send  just before the first request byte is written: the
+//	                      same durable state, the same answer (uncertain).
+//	host-after-send       the request bytes are written, no answer read:
+//	                      uncertain, reservation kept; the application may
+//	                      have executed the request.
+//	host-after-outcome    the outcome record is durable, settle not sent and
+//	                      the dispatch not answered: definite, with the
+//	                      recorded status, body and receipt; charged once.
+//
+// # Admin socket
+//
+// While `serve` runs it holds the journal lock, and administrative commands
+// (fund, freeze, thaw, grant issue/revoke, controller add, route register)
+// reach it over STORE/admin.sock: a wire listener (mode 0600 in the 0700
+// store) that admits only the daemon's own UID, speaking signed frames (the
+// operator key's Ed25519 half on both sides, roles "operator-admin-client"
+// and "operator-admin"). The same Store methods run in either case.
+package operator

@@ -1,0 +1,286 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Connection caps of a forward listener.
+const (
+	maxForwardConns  = 64
+	maxForwardPerUID = 16
+)
+
+// ServeOptions configure the host daemon.
+type ServeOptions struct {
+	// Ready is called once the journal is open and every socket is bound
+	// (the cmd main passes systemd readiness here).
+	Ready func()
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Host is the running host daemon over one open Store.
+type Host struct {
+	s   *Store
+	log *slog.Logger
+	key *wire.SigningKey // the operator key's Ed25519 half: frames and receipts
+
+	revMu   sync.Mutex
+	reverse map[string]*wire.Client // by reverse socket path
+
+	// Every dispatch and settle runs between enter and leave, so that a
+	// shutdown waits for them before it closes the journal.
+	workMu  sync.Mutex
+	closing bool
+	work    sync.WaitGroup
+
+	wake chan struct{} // wakes the checkpointer
+}
+
+// Serve runs the host daemon on the store in dir until ctx ends, then shuts
+// down cleanly: listeners closed, in-flight calls finished, a last
+// checkpoint, the journal closed.
+func Serve(ctx context.Context, dir string, opts ServeOptions) error {
+	s, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &Host{s: s, log: log, key: s.key.Ed25519(), reverse: map[string]*wire.Client{}, wake: make(chan struct{}, 1)}
+	s.wake = h.poke
+
+	var listeners []*wire.Listener
+	closeAll := func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}
+	s.mu.Lock()
+	var routes []msg.RouteRecord
+	for _, n := range s.st.routeOrder {
+		routes = append(routes, s.st.routes[n].selected().rec)
+	}
+	s.mu.Unlock()
+	for _, rt := range routes {
+		l, err := h.listenRoute(rt)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		listeners = append(listeners, l)
+	}
+	al, err := h.listenAdmin()
+	if err != nil {
+		closeAll()
+		return err
+	}
+	listeners = append(listeners, al)
+
+	srvCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var loops sync.WaitGroup
+	for i, rt := range routes {
+		l, rt := listeners[i], rt
+		loops.Add(1)
+		go func() { defer loops.Done(); h.acceptLoop(srvCtx, l, h.routeHandler(rt), h.routeChannelConfig(rt)) }()
+	}
+	loops.Add(1)
+	go func() { defer loops.Done(); h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig()) }()
+	ckDone := make(chan struct{})
+	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
+
+	log.Info("steward-operator: serving", "store", dir, "routes", len(routes))
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+	<-ctx.Done()
+	log.Info("steward-operator: shutting down")
+	closeAll()
+	cancel()
+	loops.Wait()
+	h.workMu.Lock()
+	h.closing = true
+	h.workMu.Unlock()
+	h.work.Wait()
+	<-ckDone
+	if err := h.checkpoint(); err != nil {
+		log.Error("steward-operator: last checkpoint", "err", err)
+	}
+	h.revMu.Lock()
+	for _, c := range h.reverse {
+		c.Close()
+	}
+	h.revMu.Unlock()
+	return nil
+}
+
+// enter registers one unit of work; false when the host is shutting down.
+func (h *Host) enter() bool {
+	h.workMu.Lock()
+	defer h.workMu.Unlock()
+	if h.closing {
+		return false
+	}
+	h.work.Add(1)
+	return true
+}
+
+func (h *Host) leave() { h.work.Done() }
+
+func (h *Host) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Host) listenRoute(rt msg.RouteRecord) (*wire.Listener, error) {
+	h.s.mu.Lock()
+	c, ok := h.s.st.controllers[rt.Controller]
+	h.s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("route %s: no controller %s", rt.Route, rt.Controller)
+	}
+	uid := c.uid
+	l, err := wire.Listen(wire.ListenConfig{
+		Path: rt.Forward, Mode: 0o660,
+		Allow: func(pc wire.PeerCred) error {
+			if pc.UID != uid {
+				return fmt.Errorf("%w: peer uid %d is not controller %s's uid %d", wire.ErrWrongPeer, pc.UID, rt.Controller, uid)
+			}
+			return nil
+		},
+		MaxConns: maxForwardConns, MaxPerUID: maxForwardPerUID,
+		Refuse: wire.RefuseFrame(h.key),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", rt.Route, err)
+	}
+	return l, nil
+}
+
+func (h *Host) routeChannelConfig(rt msg.RouteRecord) wire.ChannelConfig {
+	h.s.mu.Lock()
+	c := h.s.st.controllers[rt.Controller]
+	h.s.mu.Unlock()
+	return wire.ChannelConfig{
+		Key: h.key, Role: msg.RoleHost, PeerRole: msg.RoleControllerTool, PeerKeys: c.toolRing,
+		Path: rt.Forward, Purpose: msg.PurposeDispatch,
+		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
+	}
+}
+
+// acceptLoop accepts admitted connections until the listener closes.
+func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler, cfg wire.ChannelConfig) {
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		pc, err := l.Accept()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				h.log.Error("steward-operator: accept", "socket", cfg.Path, "err", err)
+			}
+			return
+		}
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			defer pc.Close()
+			ch, err := wire.ServerHandshake(pc, cfg)
+			if err != nil {
+				h.log.Warn("steward-operator: handshake refused", "socket", cfg.Path, "uid", pc.Cred.UID, "err", err)
+				return
+			}
+			err = wire.Serve(ctx, ch, hd)
+			if err != nil && ctx.Err() == nil && !isEOF(err) {
+				h.log.Warn("steward-operator: channel closed", "socket", cfg.Path, "err", err)
+			}
+		}()
+	}
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
+}
+
+// routeHandler answers dispatch and inspect on one route's forward channel.
+func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
+	return wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
+		switch req.T {
+		case msg.TypeDispatch:
+			var d msg.Dispatch
+			if err := req.Decode(&d); err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "dispatch: " + err.Error()}
+			}
+			if !h.enter() {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host is shutting down"}
+			}
+			defer h.leave()
+			return msg.TypeDispatchResult, h.dispatch(ctx, &rt, &d)
+		case msg.TypeInspect:
+			var in msg.Inspect
+			if err := req.Decode(&in); err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "inspect: " + err.Error()}
+			}
+			res, err := h.s.Inspect(rt.Controller, in.Attempt)
+			if err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: err.Error()}
+			}
+			return msg.TypeInspectResult, res
+		default:
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a forward socket", req.T)}
+		}
+	})
+}
+
+// reverseClient returns the channel to a route's reverse socket, dialling
+// it when there is none or the last one failed.
+func (h *Host) reverseClient(ctx context.Context, rt *msg.RouteRecord, c *controller) (*wire.Client, error) {
+	h.revMu.Lock()
+	defer h.revMu.Unlock()
+	if cl := h.reverse[rt.Reverse]; cl != nil {
+		select {
+		case <-cl.Done():
+			delete(h.reverse, rt.Reverse)
+		default:
+			return cl, nil
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Duration(rt.Timeouts.ConnectMs)*time.Millisecond)
+	defer cancel()
+	conn, err := wire.Dial(dctx, rt.Reverse, c.uid, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := wire.ClientHandshake(conn, wire.ChannelConfig{
+		Key: h.key, Role: msg.RoleHost, PeerRole: msg.RoleControllerDispatch, PeerKeys: c.dispRing,
+		Path: rt.Reverse, Purpose: msg.PurposeCustody,
+		SendLimit: wire.MaxRequestFrame, RecvLimit: wire.MaxReplyFrame,
+	})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	cl := wire.NewClient(ch)
+	h.reverse[rt.Reverse] = cl
+	return cl, nil
+}
+
+// adminSocketPath is the admin socket of a store.
+func adminSocketPath(dir string) string { return filepath.Join(dir, adminSocket) }

@@ -1,0 +1,288 @@
+package operator
+
+import (
+	"fmt"
+
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// state is the operator's state rebuilt from the journal. Store.mu guards it.
+type state struct {
+	controllers map[string]*controller
+	ctrlOrder   []string
+	grants      map[string]*grant
+	grantOrder  []string
+	routes      map[string]*route
+	routeOrder  []string
+	forwards    map[string]string // forward socket path -> route name (selected revisions)
+	attempts    map[string]*attempt
+	ledger      uint64 // last ledger number used
+
+	// The receipt chain: signed is the last receipt signed (in memory),
+	// durable the highest sequence up to which every receipt is durable.
+	signedSeq   uint64
+	signedHead  []byte
+	durableSeq  uint64
+	durableHead []byte
+	pending     map[uint64][]byte // durable receipts above durableSeq, by seq
+	checkpoint  uint64            // receipt seq of the last durable checkpoint
+}
+
+func newState() *state {
+	return &state{
+		controllers: map[string]*controller{},
+		grants:      map[string]*grant{},
+		routes:      map[string]*route{},
+		forwards:    map[string]string{},
+		attempts:    map[string]*attempt{},
+		signedHead:  make([]byte, 32),
+		durableHead: make([]byte, 32),
+		pending:     map[uint64][]byte{},
+	}
+}
+
+// controller is a pinned controller and its purse.
+type controller struct {
+	name     string
+	uid      uint32
+	keys     []byte // msg.ControllerKeys CBOR, as added
+	tool     *wire.PublicKey
+	dispatch *wire.PublicKey
+	toolRing *wire.Keyring
+	dispRing *wire.Keyring
+	purse    purse
+}
+
+// purse is a controller's credit. balance() is what the ledger says;
+// holds are reservations admitted but not yet journaled (waiting for the
+// payer's consent).
+type purse struct {
+	funded  uint64
+	charged uint64 // charges of reserve records not released
+	holds   uint64
+	frozen  bool
+}
+
+func (p *purse) balance() uint64 { return p.funded - p.charged }
+
+func (p *purse) available() uint64 {
+	b := p.balance()
+	if p.holds > b {
+		return 0
+	}
+	return b - p.holds
+}
+
+// grant is a verified, operator-signed grant and its daily use.
+type grant struct {
+	g       msg.Grant
+	signed  []byte
+	revoked bool
+	day     int64  // the UTC day count counts
+	count   uint64 // admitted requests on day (holds included)
+}
+
+// route is every revision of one route; the selected one is the last.
+type route struct {
+	name string
+	revs []routeRev
+}
+
+type routeRev struct {
+	rec    msg.RouteRecord
+	signed []byte
+	id     []byte
+}
+
+func (r *route) selected() *routeRev { return &r.revs[len(r.revs)-1] }
+
+// attempt is the host's memory of one dispatch attempt.
+type attempt struct {
+	id         string
+	controller string
+	grant      string
+	charge     uint64
+	day        int64
+	state      string // a msg.State*, or stateAdmitting before anything is durable
+	outcomeSeq uint64 // journal seq of the outcome record, when definite
+	detail     string
+}
+
+// stateAdmitting marks an attempt being admitted: nothing durable yet, so
+// inspect answers not-seen, but a second dispatch with its id is a duplicate.
+const stateAdmitting = "admitting"
+
+// applyControllerAdd checks and applies a controller-add record.
+func (st *state) checkControllerAdd(r recControllerAdd) (*controller, error) {
+	if err := validName("controller", r.Name); err != nil {
+		return nil, err
+	}
+	if _, ok := st.controllers[r.Name]; ok {
+		return nil, refusedf("controller %s is already pinned", r.Name)
+	}
+	var ck msg.ControllerKeys
+	if err := wire.Unmarshal(r.Keys, &ck); err != nil {
+		return nil, refusedf("controller keys: %v", err)
+	}
+	tool, err := wire.ParsePublicKey(ck.Tool)
+	if err != nil {
+		return nil, refusedf("controller keys: tool key: %v", err)
+	}
+	disp, err := wire.ParsePublicKey(ck.Dispatch)
+	if err != nil {
+		return nil, refusedf("controller keys: dispatch key: %v", err)
+	}
+	for _, k := range [][]byte{ck.Controller, ck.Provider} {
+		if _, err := wire.ParsePublicKey(k); err != nil {
+			return nil, refusedf("controller keys: %v", err)
+		}
+	}
+	return &controller{
+		name: r.Name, uid: r.UID, keys: r.Keys, tool: tool, dispatch: disp,
+		toolRing: wire.NewKeyring(tool), dispRing: wire.NewKeyring(disp),
+	}, nil
+}
+
+func (st *state) addController(c *controller) {
+	st.controllers[c.name] = c
+	st.ctrlOrder = append(st.ctrlOrder, c.name)
+}
+
+func (st *state) controller(name string) (*controller, error) {
+	c, ok := st.controllers[name]
+	if !ok {
+		return nil, refusedf("no controller named %s", name)
+	}
+	return c, nil
+}
+
+// checkGrant verifies a signed grant for the store.
+func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant, error) {
+	g, err := msg.VerifyGrant(signed, pub)
+	if err != nil {
+		return g, refusedf("%v", err)
+	}
+	if err := validName("grant id", g.ID); err != nil {
+		return g, err
+	}
+	if _, ok := st.grants[g.ID]; ok {
+		return g, refusedf("grant %s already exists", g.ID)
+	}
+	if _, ok := st.controllers[g.Controller]; !ok {
+		return g, refusedf("grant %s: no controller named %s", g.ID, g.Controller)
+	}
+	if err := validName("application", g.Application); err != nil {
+		return g, err
+	}
+	if err := validPatterns(g.Operations); err != nil {
+		return g, err
+	}
+	if g.PerDay == 0 {
+		return g, refusedf("grant %s: per-day count must be at least 1", g.ID)
+	}
+	if g.NotAfter <= g.NotBefore {
+		return g, refusedf("grant %s: not-after is not after not-before", g.ID)
+	}
+	return g, nil
+}
+
+func (st *state) addGrant(g msg.Grant, signed []byte) {
+	st.grants[g.ID] = &grant{g: g, signed: signed}
+	st.grantOrder = append(st.grantOrder, g.ID)
+}
+
+// checkRoute verifies a signed route revision against the route's history
+// and the bounds: it must replace exactly the selected revision (no forks),
+// never a record already in the history (no cycles), at most
+// msg.MaxRouteRevisions a route and msg.MaxSelectedRoutes routes.
+func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
+	rec, err := msg.VerifyRoute(signed, pub)
+	if err != nil {
+		return rec, nil, refusedf("%v", err)
+	}
+	id := msg.RouteID(signed)
+	if err := validName("route", rec.Route); err != nil {
+		return rec, nil, err
+	}
+	if err := validRouteRecord(rec); err != nil {
+		return rec, nil, err
+	}
+	c, ok := st.controllers[rec.Controller]
+	if !ok {
+		return rec, nil, refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
+	}
+	_ = c
+	for _, name := range st.routeOrder {
+		for _, rv := range st.routes[name].revs {
+			if string(rv.id) == string(id) {
+				return rec, nil, refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
+			}
+		}
+	}
+	r := st.routes[rec.Route]
+	if r == nil {
+		if len(rec.Replaces) != 0 {
+			return rec, nil, refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
+		}
+		if len(st.routes) >= msg.MaxSelectedRoutes {
+			return rec, nil, refusedf("route %s: %d routes are selected, the bound is %d", rec.Route, len(st.routes), msg.MaxSelectedRoutes)
+		}
+		if rec.Revision != 1 {
+			return rec, nil, refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
+		}
+	} else {
+		sel := r.selected()
+		if string(rec.Replaces) != string(sel.id) {
+			for i, rv := range r.revs {
+				if string(rv.id) == string(rec.Replaces) {
+					return rec, nil, refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.revs))
+				}
+			}
+			return rec, nil, refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.id[:8])
+		}
+		if len(r.revs) >= msg.MaxRouteRevisions {
+			return rec, nil, refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.revs), msg.MaxRouteRevisions)
+		}
+		if rec.Revision != uint64(len(r.revs))+1 {
+			return rec, nil, refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.revs)+1)
+		}
+	}
+	if other, ok := st.forwards[rec.Forward]; ok && other != rec.Route {
+		return rec, nil, refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
+	}
+	return rec, id, nil
+}
+
+func (st *state) addRoute(rec msg.RouteRecord, signed, id []byte) {
+	r := st.routes[rec.Route]
+	if r == nil {
+		r = &route{name: rec.Route}
+		st.routes[rec.Route] = r
+		st.routeOrder = append(st.routeOrder, rec.Route)
+	} else {
+		delete(st.forwards, r.selected().rec.Forward)
+	}
+	r.revs = append(r.revs, routeRev{rec: rec, signed: signed, id: id})
+	st.forwards[rec.Forward] = rec.Route
+}
+
+// markDurable records that receipt seq (hash head) is durable and advances
+// the contiguous durable head.
+func (st *state) markDurable(seq uint64, head []byte) {
+	st.pending[seq] = head
+	for {
+		h, ok := st.pending[st.durableSeq+1]
+		if !ok {
+			return
+		}
+		delete(st.pending, st.durableSeq+1)
+		st.durableSeq++
+		st.durableHead = h
+	}
+}
+
+// recordError names a journal record that Open could not apply.
+func recordError(seq uint64, kind string, err error) error {
+	return fmt.Errorf("host journal record %d (%s): %w", seq, kind, err)
+}
