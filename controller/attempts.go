@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// ErrNotResolvable is wrapped when an attempt cannot be resolved: the host
+// still reports it uncertain, or it is not open.
+var ErrNotResolvable = errors.New("attempt not resolvable")
+
+// Inspection is what the controller and the host know of one attempt.
+type Inspection struct {
+	Attempt   Attempt `json:"attempt"`
+	HostState string  `json:"hostState"`            // as the host reports it (msg.State*)
+	Status    int     `json:"status,omitempty"`     // the host's recorded answer, when definite
+	ReceiptID string  `json:"receiptId,omitempty"`  // hex SHA-256 of the host's signed receipt
+	Detail    string  `json:"detail,omitempty"`     // the host's detail line
+	Resolved  string  `json:"resolved,omitempty"`   // set by Resolve: definite, abandoned or released
+}
+
+// findAttempt returns an attempt's begin: from the open set, or from the
+// journal for one that has ended.
+func (c *Controller) findAttempt(id string) (Attempt, beginRecord, error) {
+	c.led.mu.Lock()
+	e := c.led.open[id]
+	if e != nil {
+		a, b := e.public(), e.begin
+		c.led.mu.Unlock()
+		return a, b, nil
+	}
+	c.led.mu.Unlock()
+	var b beginRecord
+	var seq uint64
+	err := c.j.Iterate(1, func(r journal.Record) error {
+		if r.Kind != kindBegin {
+			return nil
+		}
+		var x beginRecord
+		if err := decodeBody(r, &x); err != nil {
+			return err
+		}
+		if x.Attempt == id {
+			b, seq = x, r.Seq
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return Attempt{}, b, err
+	}
+	if seq == 0 {
+		return Attempt{}, b, fmt.Errorf("attempt %s: not in the controller journal", id)
+	}
+	e = &attemptEntry{begin: b, beginSeq: seq, state: "ended"}
+	return e.public(), b, nil
+}
+
+// Inspect asks the host, over the attempt's forward channel, what it
+// recorded of the attempt.
+func (c *Controller) Inspect(ctx context.Context, id string) (Inspection, error) {
+	a, b, err := c.findAttempt(id)
+	if err != nil {
+		return Inspection{}, err
+	}
+	ir, err := c.askHost(ctx, b)
+	if err != nil {
+		return Inspection{Attempt: a}, err
+	}
+	return inspection(a, ir), nil
+}
+
+func inspection(a Attempt, ir msg.InspectResult) Inspection {
+	ins := Inspection{Attempt: a, HostState: ir.State, Status: ir.Status, Detail: ir.Detail}
+	if ir.Receipt != nil {
+		ins.ReceiptID = fmt.Sprintf("%x", msg.ReceiptHash(ir.Receipt))
+	}
+	return ins
+}
+
+func (c *Controller) askHost(ctx context.Context, b beginRecord) (msg.InspectResult, error) {
+	f := c.fwd[b.Application]
+	if f == nil {
+		return msg.InspectResult{}, fmt.Errorf("attempt %s: application %q is no longer configured", b.Attempt, b.Application)
+	}
+	env, _, err := f.call(ctx, msg.TypeInspect, msg.Inspect{Attempt: b.Attempt})
+	if err != nil {
+		return msg.InspectResult{}, fmt.Errorf("attempt %s: asking the host: %w", b.Attempt, err)
+	}
+	switch env.T {
+	case msg.TypeInspectResult:
+		var ir msg.InspectResult
+		if err := env.Decode(&ir); err != nil {
+			return ir, fmt.Errorf("attempt %s: host answer: %w", b.Attempt, err)
+		}
+		if ir.Attempt != b.Attempt {
+			return ir, fmt.Errorf("attempt %s: the host answered for attempt %s", b.Attempt, ir.Attempt)
+		}
+		return ir, nil
+	case msg.TypeRefused:
+		var r msg.Refusal
+		if err := env.Decode(&r); err != nil {
+			return msg.InspectResult{}, fmt.Errorf("attempt %s: host refusal: %w", b.Attempt, err)
+		}
+		return msg.InspectResult{}, fmt.Errorf("attempt %s: the host refused inspection: %w", b.Attempt, &r)
+	default:
+		return msg.InspectResult{}, fmt.Errorf("attempt %s: unexpected host frame %q", b.Attempt, env.T)
+	}
+}
+
+// Resolve records what the host says of an uncertain attempt: definite
+// (its answer becomes the replay answer for the requestId), not-seen
+// (abandoned) or not-sent (released). Nothing is released on the host's
+// side and nothing is retried. An attempt the host reports uncertain or
+// delivery-requested stays uncertain: Resolve refuses it.
+func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, error) {
+	c.led.mu.Lock()
+	e := c.led.open[id]
+	if e == nil || e.state != StateUncertain {
+		state := "ended"
+		if e != nil {
+			state = e.state
+		}
+		c.led.mu.Unlock()
+		return Inspection{}, fmt.Errorf("%w: attempt %s is %s, not uncertain", ErrNotResolvable, id, state)
+	}
+	a, b := e.public(), e.begin
+	c.led.mu.Unlock()
+	ir, err := c.askHost(ctx, b)
+	if err != nil {
+		return Inspection{Attempt: a}, err
+	}
+	ins := inspection(a, ir)
+	rec := resolveRecord{Attempt: id, By: by, Detail: ir.Detail}
+	switch ir.State {
+	case msg.StateDefinite:
+		if err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status); err != nil {
+			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %v", ErrNotResolvable, id, err)
+		}
+		rec.State, rec.Status, rec.Body, rec.Receipt = ResolvedDefinite, ir.Status, ir.Body, ir.Receipt
+	case msg.StateNotSeen:
+		rec.State = ResolvedAbandoned
+	case msg.StateNotSent:
+		rec.State = ResolvedReleased
+	default:
+		return ins, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain (the operator resolves it on the host)", ErrNotResolvable, id, ir.State)
+	}
+	seq, err := c.j.Append(kindResolve, rec)
+	if err != nil {
+		return ins, fmt.Errorf("attempt %s: journaling the resolution: %w", id, err)
+	}
+	c.led.mu.Lock()
+	c.led.applyResolve(rec, seq)
+	c.led.mu.Unlock()
+	c.log.Info("attempt resolved", "attempt", id, "state", rec.State, "by", by)
+	ins.Resolved = rec.State
+	return ins, nil
+}

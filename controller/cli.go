@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/stewardrt/steward/journal"
+)
+
+// ListAttempts reads the journal of the config at cfgPath read-only (the
+// daemon may be running) and returns the attempts that are uncertain:
+// sent, or possibly sent, and never answered.
+func ListAttempts(cfgPath string) ([]Attempt, error) {
+	cfg, _, err := LoadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	j, err := journal.Open(cfg.JournalDir(), journal.Options{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("controller journal: %w", err)
+	}
+	defer j.Close()
+	l := newLedger()
+	if err := l.rebuild(j); err != nil {
+		return nil, err
+	}
+	return l.uncertain(), nil
+}
+
+// InspectAttempt asks the host what it recorded of an attempt. While the
+// daemon runs (it holds the journal lock) the request goes through its
+// foreground socket; otherwise the journal is opened here.
+func InspectAttempt(ctx context.Context, cfgPath, id string, log *slog.Logger) (Inspection, error) {
+	return attemptOp(ctx, cfgPath, id, FgInspect, log)
+}
+
+// ResolveAttempt records what the host says of an uncertain attempt (see
+// Controller.Resolve), through the daemon when it runs.
+func ResolveAttempt(ctx context.Context, cfgPath, id string, log *slog.Logger) (Inspection, error) {
+	return attemptOp(ctx, cfgPath, id, FgResolve, log)
+}
+
+func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (Inspection, error) {
+	c, err := open(cfgPath, log)
+	if errors.Is(err, journal.ErrLocked) {
+		cfg, _, cerr := LoadConfig(cfgPath)
+		if cerr != nil {
+			return Inspection{}, cerr
+		}
+		rep, ferr := ForegroundCall(ctx, cfg.Sockets.Foreground, ForegroundRequest{Op: op, ID: id})
+		if ferr != nil {
+			return Inspection{}, fmt.Errorf("the controller daemon is running; through its foreground socket: %w", ferr)
+		}
+		var ins Inspection
+		if err := json.Unmarshal(rep.Result, &ins); err != nil {
+			return Inspection{}, fmt.Errorf("foreground %s: %w", op, err)
+		}
+		return ins, nil
+	}
+	if err != nil {
+		return Inspection{}, err
+	}
+	defer c.Close()
+	if op == FgResolve {
+		return c.Resolve(ctx, id, "cli")
+	}
+	return c.Inspect(ctx, id)
+}
+
+// JournalSummary is what `journal inspect` shows.
+type JournalSummary struct {
+	Dir       string             `json:"dir"`
+	Owner     string             `json:"owner"`
+	Format    string             `json:"format"`
+	Binding   string             `json:"binding"`
+	LastSeq   uint64             `json:"lastSeq"`
+	Head      string             `json:"head"`
+	Recovered []journal.Recovery `json:"recoveries,omitempty"`
+	Uncertain []Attempt          `json:"uncertain"`
+}
+
+// InspectJournal summarizes the controller journal read-only.
+func InspectJournal(cfgPath string) (JournalSummary, error) {
+	cfg, _, err := LoadConfig(cfgPath)
+	if err != nil {
+		return JournalSummary{}, err
+	}
+	j, err := journal.Open(cfg.JournalDir(), journal.Options{ReadOnly: true})
+	if err != nil {
+		return JournalSummary{}, fmt.Errorf("controller journal: %w", err)
+	}
+	defer j.Close()
+	l := newLedger()
+	if err := l.rebuild(j); err != nil {
+		return JournalSummary{}, err
+	}
+	b, h := j.Binding(), j.Head()
+	return JournalSummary{
+		Dir: cfg.JournalDir(), Owner: j.Owner(), Format: j.Format(),
+		Binding: fmt.Sprintf("%x", b), LastSeq: j.LastSeq(), Head: fmt.Sprintf("%x", h),
+		Recovered: j.Recoveries(), Uncertain: l.uncertain(),
+	}, nil
+}

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/stewardrt/steward/journal"
+)
+
+// Controller is the controller's state: its config, the host it trusts, its
+// keys, its journal and the index rebuilt from it. Serve runs it as a
+// daemon; the attempts commands use it with the daemon stopped.
+type Controller struct {
+	cfg    *Config
+	raw    []byte
+	bind   *Binding
+	keys   *Keys
+	j      *journal.Journal
+	led    *ledger
+	fwd    map[string]*forward // by application
+	log    *slog.Logger
+	limits sync.Map     // application -> int: its limits.request_bytes, once seen
+	gate   sync.RWMutex // read-held by each dispatch; write-held from shutdown on
+}
+
+// JournalDir is where a config's journal lives.
+func (c *Config) JournalDir() string { return filepath.Join(c.StateDir, "journal") }
+
+// open loads everything but the sockets: config, bundle, keys and the
+// journal (bound to the config bytes), and rebuilds the index.
+func open(cfgPath string, log *slog.Logger) (*Controller, error) {
+	cfg, raw, err := LoadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	bind, err := cfg.LoadBundle()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	keys, err := LoadKeys(cfg.KeyDir)
+	if err != nil {
+		return nil, err
+	}
+	j, err := openJournal(cfg, raw)
+	if err != nil {
+		return nil, err
+	}
+	c := newController(cfg, raw, bind, keys, j, log)
+	if err := c.led.rebuild(j); err != nil {
+		j.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journal.Journal, log *slog.Logger) *Controller {
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: newLedger(), fwd: map[string]*forward{}, log: log}
+	for app, r := range bind.Routes {
+		c.fwd[app] = &forward{route: r, c: c}
+	}
+	return c
+}
+
+// ErrBinding is wrapped when the config does not match the journal's binding.
+var ErrBinding = errors.New("config binding mismatch")
+
+// openJournal opens the controller journal bound to the config bytes. A
+// mismatch names both bindings and how to enroll, in one line.
+func openJournal(cfg *Config, raw []byte) (*journal.Journal, error) {
+	dir := cfg.JournalDir()
+	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: raw})
+	if errors.Is(err, journal.ErrBindingMismatch) {
+		want, berr := journal.BindingOf(raw)
+		if berr != nil {
+			return nil, berr
+		}
+		var have [32]byte
+		if ro, rerr := journal.Open(dir, journal.Options{ReadOnly: true}); rerr == nil {
+			have = ro.Binding()
+			ro.Close()
+		}
+		return nil, fmt.Errorf("%w: config binding %x does not match the journal's %x: enroll the new config with steward-installer controller-enroll", ErrBinding, want, have)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controller journal: %w", err)
+	}
+	return j, nil
+}
+
+// Close waits for the dispatches in flight, then closes the forward
+// channels and the journal.
+func (c *Controller) Close() error {
+	c.gate.Lock() // never unlocked: no dispatch starts after Close
+
+	for _, f := range c.fwd {
+		f.close()
+	}
+	return c.j.Close()
+}
+
+// newID returns 128 random bits in hex: attempt and foreground ids.
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,91 @@
+// Package controller is the controller: what agents talk to. It holds no
+// authority of its own: it journals every call, consents to pay only for
+// calls it journaled, and reaches applications only through the host
+// (DESIGN.md sections 1, 2, 5 and 7).
+//
+// # Config
+//
+// JSON, decoded with unknown fields refused, one object:
+//
+//	{"name": "dev", "stateDir": "/var/lib/steward-controller", "keyDir": "/etc/steward-controller/keys",
+//	 "bundle": "/etc/steward-controller/host.bundle",
+//	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "..."},
+//	 "agents": {"uids": [1000], "gids": [995]},
+//	 "foregroundUids": [0],
+//	 "allowedApplicationLifetimeRoutes": ["appliance"],
+//	 "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]}}
+//
+// foregroundUids defaults to [0]. At most MaxServices services, each a
+// different application speaking oracle-operations-v1, and each matched to
+// exactly one route of the bundle whose name is allowed. The config file's
+// bytes are the journal's binding (journal.CanonicalJSON): a changed config
+// refuses to start until it is enrolled (steward-installer controller-enroll).
+//
+// # Keys
+//
+// KEYDIR holds controller.key, tool.key, dispatch.key and provider.key
+// (wire COSE_Key files, 0600 in a 0700 directory) and controller.pub, the
+// msg.ControllerKeys (CBOR) that `steward-operator controller add` pins.
+// The tool key signs the forward channel (dispatch, inspect); the dispatch
+// key signs the reverse channel and every payer consent.
+//
+// # Journal
+//
+// STATEDIR/journal, owner "steward-controller", format
+// "steward-controller-journal-v1". Record kinds and bodies (CBOR):
+//
+//	begin      {attempt, tool, application, operation, requestId, conversationId,
+//	            arguments (canonical JSON), kind, method, path, body, requestSha256,
+//	            route, foreground}
+//	result     {attempt, outcome, status, body, receipt, refusal, detail}
+//	resolve    {attempt, state (definite|abandoned|released), by, status, body, receipt, detail}
+//	fg-submit  {id, tool, arguments}
+//	fg-result  {id, result (ToolResult JSON)}
+//	fg-ack     {id}
+//
+// begin is durable before anything is sent; result is durable before the
+// agent is answered. A payer consent gets no fsync of its own: the set of
+// consented attempts lives in memory, and after a restart every begin
+// without a result is uncertain (pending inspection) and is never consented
+// to again. The receipt's durable copy is the result record, taken from the
+// dispatch reply; a settle on the reverse channel is verified against the
+// pinned host key and checked against it, and a mismatch is logged loudly.
+//
+// At start the journal is iterated to rebuild the index: the open
+// (pending or uncertain) attempts, and per application the latest attempt
+// of each requestId with its request hash, state and the sequence number
+// of the record that holds its definite answer (read back from disk on a
+// replay, so answers are not kept in memory).
+//
+// # Idempotence
+//
+// For oracle_call, the requestId of an application decides: the same
+// request hash with a definite earlier answer replays it (nothing
+// dispatched or charged, replayed: true); a different hash is a conflict;
+// an uncertain earlier attempt refuses until it is resolved with
+// `steward-controller attempts resolve`. A refused, not-sent, abandoned or
+// released earlier attempt never reached the application: a new attempt
+// may be made. Nothing is retried automatically.
+//
+// # Sockets
+//
+// The MCP socket (0660) admits a peer whose SO_PEERCRED UID or GID is on the
+// agent allow-list; another gets one JSON-RPC error line and is closed.
+// The reverse socket admits only the host's UID (from the bundle) and
+// speaks signed frames (package wire). The foreground socket (0600)
+// admits foregroundUids by SO_PEERCRED alone and speaks unsigned frames:
+// a 4-byte big-endian length and deterministic CBOR of ForegroundRequest
+// (at most wire.MaxRequestFrame bytes) answered by ForegroundReply (at
+// most wire.MaxReplyFrame bytes). Its operations are submit, result, ack,
+// attempts, inspect and resolve.
+//
+// # Proxy
+//
+// RunProxy (`steward-controller mcp`) passes JSON-RPC lines of at most
+// MaxMCPLine bytes including the newline to the MCP socket as bytes, and
+// answers a longer line with
+//
+//	{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"steward mcp: request line of N bytes exceeds the bound of 65536 bytes including the newline"}}
+//
+// The id is null because the proxy never parses a line.
+package controller

@@ -1,0 +1,196 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire"
+)
+
+// MaxMCPLine bounds one JSON-RPC line on the MCP socket and in the proxy,
+// including its newline (DESIGN.md section 8).
+const MaxMCPLine = 65536
+
+// mcpServerLineBound is the go-sdk decoder's own bound on the socket. The
+// exact bound of MaxMCPLine is the proxy's; go-sdk counts bytes its decoder
+// read ahead into the next message as well, so the socket side allows twice
+// the bound as a backstop for peers that skip the proxy.
+const mcpServerLineBound = 2 * MaxMCPLine
+
+// Version is reported to MCP clients.
+const Version = "0.1.0"
+
+// Overview is the answer of steward_overview: the configured applications
+// by name, protocol and live availability. Never sockets, route ids, key
+// ids or grant contents.
+type Overview struct {
+	Applications []OverviewApplication `json:"applications"`
+}
+
+// OverviewApplication is one configured application.
+type OverviewApplication struct {
+	Application  string `json:"application"`
+	Protocol     string `json:"protocol"`
+	Availability string `json:"availability"` // "reachable" or "unreachable": can the host be reached for it now
+}
+
+// newMCPServer builds the MCP server: exactly the three tools, with input
+// schemas that carry the bounds of DESIGN.md section 8. The tools take the
+// raw arguments (mcp.Server.AddTool, not the reflecting mcp.AddTool) so that
+// numbers inside an invocation's arguments keep the bytes the agent sent:
+// the typed path re-encodes them through float64.
+func (c *Controller) newMCPServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "steward", Version: Version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Logger:       c.log,
+	})
+	var apps []string
+	for _, svc := range c.cfg.ToolTask.ApplicationServices {
+		apps = append(apps, svc.Application)
+	}
+	slices.Sort(apps)
+	appSchema := map[string]any{"type": "string", "enum": apps, "description": "a configured application, as steward_overview lists it"}
+	reqID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxIDLen, "pattern": "^[A-Za-z0-9_-]+$"}
+	opID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxOperationIDLen, "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"}
+
+	s.AddTool(&mcp.Tool{
+		Name:        ToolOverview,
+		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now.",
+		InputSchema: map[string]any{"type": "object", "additionalProperties": false},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if _, err := decodeArgs(req.Params.Arguments, &struct{}{}); err != nil {
+			return toolError(err.Error()), nil
+		}
+		return structured(c.overview(ctx), false)
+	})
+	s.AddTool(&mcp.Tool{
+		Name: ToolDiscover,
+		Description: "Discover an application's operations: search with query, availability, limit and offset, " +
+			"or give operationId alone for one operation's descriptor. Goes through the operator's admission like a call.",
+		InputSchema: map[string]any{
+			"type": "object", "additionalProperties": false, "required": []string{"application"},
+			"properties": map[string]any{
+				"application":  appSchema,
+				"query":        map[string]any{"type": "string", "maxLength": oracleops.MaxSearchBytes, "description": "search text, at most 256 UTF-8 bytes"},
+				"availability": map[string]any{"type": "string", "enum": []string{"live_direct", "text_only", "unavailable", "any"}, "description": "default live_direct"},
+				"limit":        map[string]any{"type": "integer", "minimum": oracleops.MinLimit, "maximum": oracleops.MaxLimit, "description": "default 10"},
+				"offset":       map[string]any{"type": "integer", "minimum": 0, "maximum": oracleops.MaxOffset},
+				"operationId":  opID,
+			},
+		},
+	}, c.toolHandler(ToolDiscover))
+	s.AddTool(&mcp.Tool{
+		Name: ToolCall,
+		Description: "Invoke one live_direct operation of an application. requestId makes the call idempotent: " +
+			"the same requestId with the same arguments answers the recorded result without a second charge.",
+		InputSchema: map[string]any{
+			"type": "object", "additionalProperties": false,
+			"required": []string{"application", "requestId", "conversationId", "operationId", "arguments"},
+			"properties": map[string]any{
+				"application":    appSchema,
+				"requestId":      reqID,
+				"conversationId": reqID,
+				"operationId":    opID,
+				"arguments":      map[string]any{"type": "object", "description": "the operation's arguments, valid against its input_schema"},
+			},
+		},
+	}, c.toolHandler(ToolCall))
+	return s
+}
+
+func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := c.runTool(ctx, tool, req.Params.Arguments, "")
+		return structured(r, r.IsError())
+	}
+}
+
+func structured(v any, isErr bool) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+		IsError:           isErr,
+	}, nil
+}
+
+func toolError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}
+
+func (c *Controller) overview(ctx context.Context) Overview {
+	var o Overview
+	for _, svc := range c.cfg.ToolTask.ApplicationServices {
+		avail := "unreachable"
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if c.fwd[svc.Application].reachable(dctx) {
+			avail = "reachable"
+		}
+		cancel()
+		o.Applications = append(o.Applications, OverviewApplication{Application: svc.Application, Protocol: svc.Protocol, Availability: avail})
+	}
+	return o
+}
+
+// agentRefusal is the JSON-RPC line a refused MCP peer receives.
+func agentRefusal(reason string) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32001, "message": "steward: " + reason}})
+	return append(b, '\n')
+}
+
+// listenMCP binds the MCP socket: a peer whose UID or GID is on the agent
+// allow-list is admitted; any other gets one JSON-RPC error line.
+func (c *Controller) listenMCP() (*wire.Listener, error) {
+	uids, gids := c.cfg.Agents.UIDs, c.cfg.Agents.GIDs
+	return wire.Listen(wire.ListenConfig{
+		Path: c.cfg.Sockets.MCP,
+		Mode: 0o660,
+		Allow: func(p wire.PeerCred) error {
+			if slices.Contains(uids, p.UID) || slices.Contains(gids, p.GID) {
+				return nil
+			}
+			return fmt.Errorf("peer uid %d is not on the agent allow-list", p.UID)
+		},
+		MaxConns:  256,
+		MaxPerUID: 64,
+		Refuse: func(conn *net.UnixConn, reason error) {
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			conn.Write(agentRefusal(reason.Error()))
+		},
+	})
+}
+
+// serveMCP runs one MCP session per admitted connection until ln closes.
+func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Server) {
+	for {
+		pc, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				c.log.Error("mcp socket accept", "err", err)
+			}
+			return
+		}
+		go func() {
+			ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: pc, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
+			if err != nil {
+				c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
+				pc.Close()
+				return
+			}
+			stop := context.AfterFunc(ctx, func() { ss.Close() })
+			defer stop()
+			ss.Wait()
+			pc.Close()
+		}()
+	}
+}
