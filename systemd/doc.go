@@ -35,8 +35,8 @@
 //
 //	ls, err := systemd.Listeners()                 // controller: reverse, foreground, mcp
 //	... open the journal, bind or adopt sockets ...
-//	systemd.StartWatchdog(ctx, healthCheck)       // WATCHDOG=1 every 15 s while healthy
 //	systemd.Ready("STATUS=serving")               // READY=1: the unit counts as started
+//	systemd.StartWatchdog(ctx, healthCheck)       // WATCHDOG=1 every 15 s while healthy
 //	... serve ...
 //	systemd.Stopping()
 //
