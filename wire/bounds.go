@@ -13,8 +13,9 @@ const (
 	MaxRequestFrame = 262144
 	// MaxReplyFrame bounds a reply frame, after the 4-byte length prefix.
 	MaxReplyFrame = 1048576
-	// MaxNesting bounds CBOR nesting of arrays, maps and tags in any decoded
-	// item, counted from the outermost item as level 1.
+	// MaxNesting bounds CBOR nesting in any decoded item, counted from the
+	// outermost item as level 1: each array or map is a level, and so is each
+	// tag that directly encloses another tag.
 	MaxNesting = 16
 	// MaxEntries bounds the entries of one CBOR array or the pairs of one CBOR map.
 	MaxEntries = 4096

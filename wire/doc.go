@@ -17,8 +17,9 @@
 // Marshal writes core deterministic CBOR (RFC 8949 section 4.2.1). Unmarshal
 // is strict: exactly one item, no trailing bytes, no indefinite lengths,
 // valid UTF-8, no duplicate map keys, no unknown struct fields, no wrong
-// types, nesting of arrays, maps and tags at most MaxNesting (16) levels
-// counted from the outermost item, and at most MaxEntries (4,096) entries in
+// types, nesting at most MaxNesting (16) levels counted from the outermost
+// item (each array or map is a level, and each tag that directly encloses
+// another tag), and at most MaxEntries (4,096) entries in
 // any one array or map. Marshal refuses what Unmarshal would refuse for
 // nesting or entries, so a sender learns of a bound before its peer does.
 // Missing fields are not an error by themselves; each decoder checks the
