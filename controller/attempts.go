@@ -16,11 +16,11 @@ var ErrNotResolvable = errors.New("attempt not resolvable")
 // Inspection is what the controller and the host know of one attempt.
 type Inspection struct {
 	Attempt   Attempt `json:"attempt"`
-	HostState string  `json:"hostState"`            // as the host reports it (msg.State*)
-	Status    int     `json:"status,omitempty"`     // the host's recorded answer, when definite
-	ReceiptID string  `json:"receiptId,omitempty"`  // hex SHA-256 of the host's signed receipt
-	Detail    string  `json:"detail,omitempty"`     // the host's detail line
-	Resolved  string  `json:"resolved,omitempty"`   // set by Resolve: definite, abandoned or released
+	HostState string  `json:"hostState"`           // as the host reports it (msg.State*)
+	Status    int     `json:"status,omitempty"`    // the host's recorded answer, when definite
+	ReceiptID string  `json:"receiptId,omitempty"` // hex SHA-256 of the host's signed receipt
+	Detail    string  `json:"detail,omitempty"`    // the host's detail line
+	Resolved  string  `json:"resolved,omitempty"`  // set by Resolve: definite, abandoned or released
 }
 
 // findAttempt returns an attempt's begin: from the open set, or from the

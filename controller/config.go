@@ -34,12 +34,12 @@ var ErrConfig = errors.New("controller config refused")
 // fields refused. Its canonical JSON is the binding of the controller's
 // journal (DESIGN.md section 4).
 type Config struct {
-	Name     string   `json:"name"`     // the controller's name, as the operator pinned it
-	StateDir string   `json:"stateDir"` // the journal lives in STATEDIR/journal
-	KeyDir   string   `json:"keyDir"`   // the four role keys
-	Bundle   string   `json:"bundle"`   // the host bundle from `steward-operator bundle build`
-	Sockets  Sockets  `json:"sockets"`
-	Agents   Agents   `json:"agents"`
+	Name     string  `json:"name"`     // the controller's name, as the operator pinned it
+	StateDir string  `json:"stateDir"` // the journal lives in STATEDIR/journal
+	KeyDir   string  `json:"keyDir"`   // the four role keys
+	Bundle   string  `json:"bundle"`   // the host bundle from `steward-operator bundle build`
+	Sockets  Sockets `json:"sockets"`
+	Agents   Agents  `json:"agents"`
 	// ForegroundUIDs may use the foreground socket; absent means [0] (root).
 	ForegroundUIDs []uint32 `json:"foregroundUids,omitempty"`
 	// AllowedApplicationLifetimeRoutes names the bundle routes this

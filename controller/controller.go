@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -76,6 +77,9 @@ var ErrBinding = errors.New("config binding mismatch")
 // mismatch names both bindings and how to enroll, in one line.
 func openJournal(cfg *Config, raw []byte) (*journal.Journal, error) {
 	dir := cfg.JournalDir()
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("controller state: %w", err)
+	}
 	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: raw})
 	if errors.Is(err, journal.ErrBindingMismatch) {
 		want, berr := journal.BindingOf(raw)

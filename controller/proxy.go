@@ -77,12 +77,29 @@ func pollable(f *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("steward mcp: stdin: %w", err)
 	}
 	var fd uintptr
+	var already bool
 	var serr error
-	if err := rc.Control(func(d uintptr) { fd = d; serr = unix.SetNonblock(int(d), true) }); err != nil {
+	if err := rc.Control(func(d uintptr) {
+		fd = d
+		flags, err := unix.FcntlInt(d, unix.F_GETFL, 0)
+		if err != nil {
+			serr = err
+			return
+		}
+		if already = flags&unix.O_NONBLOCK != 0; !already {
+			serr = unix.SetNonblock(int(d), true)
+		}
+	}); err != nil {
 		return nil, fmt.Errorf("steward mcp: stdin: %w", err)
 	}
 	if serr != nil {
 		return nil, fmt.Errorf("steward mcp: stdin: %w", serr)
+	}
+	if already {
+		// os opened it non-blocking (a pipe from os.Pipe, or a descriptor
+		// inherited non-blocking): f is already read through the poller,
+		// and a second registration of the descriptor would fail.
+		return f, nil
 	}
 	// The duplicate *os.File shares the descriptor; the caller keeps f
 	// alive for as long as it is used so that f's finalizer cannot close it.

@@ -1,0 +1,226 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// testBundle signs a bundle for controller name with one route per app,
+// route name = "r-"+app, with a fresh operator key.
+func testBundle(t *testing.T, dir, name string, apps ...string) string {
+	t.Helper()
+	k, err := wire.GenerateHybridKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes [][]byte
+	for _, a := range apps {
+		r, err := msg.SignRoute(k, msg.RouteRecord{
+			Route: "r-" + a, Revision: 1, Application: a, Protocol: msg.ProtocolOracleOperationsV1,
+			Controller: name, Upstream: "/nonexistent/" + a + ".sock", Forward: filepath.Join(dir, a+".fwd"),
+			Reverse: filepath.Join(dir, "reverse.sock"), Prefix: "/v1",
+			Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 5000}, IssuedAt: time.Now().UnixMilli(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes = append(routes, r)
+	}
+	b, err := msg.SignBundle(k, msg.Bundle{Controller: name, HostKey: k.Public().MarshalCOSEKey(), HostUID: uint32(os.Getuid()), Routes: routes, IssuedAt: time.Now().UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "host.bundle")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// baseConfig is a valid config as a generic map, for tests to break.
+func baseConfig(dir, bundle string, apps ...string) map[string]any {
+	var svcs []any
+	var routes []any
+	for _, a := range apps {
+		svcs = append(svcs, map[string]any{"application": a, "protocol": "oracle-operations-v1"})
+		routes = append(routes, "r-"+a)
+	}
+	return map[string]any{
+		"name": "dev", "stateDir": filepath.Join(dir, "state"), "keyDir": filepath.Join(dir, "keys"),
+		"bundle": bundle,
+		"sockets": map[string]any{"mcp": filepath.Join(dir, "mcp.sock"), "reverse": filepath.Join(dir, "reverse.sock"),
+			"foreground": filepath.Join(dir, "fg.sock")},
+		"agents":                           map[string]any{"uids": []int{os.Getuid()}, "gids": []int{}},
+		"foregroundUids":                   []int{os.Getuid()},
+		"allowedApplicationLifetimeRoutes": routes,
+		"toolTask":                         map[string]any{"applicationServices": svcs},
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestConfigValid(t *testing.T) {
+	dir := t.TempDir()
+	b := testBundle(t, dir, "dev", "appliance")
+	c, err := ParseConfig(mustJSON(t, baseConfig(dir, b, "appliance")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind, err := c.LoadBundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := bind.Routes["appliance"]; r.Route != "r-appliance" {
+		t.Fatalf("route %+v", r)
+	}
+	// foregroundUids absent means root only.
+	m := baseConfig(dir, b, "appliance")
+	delete(m, "foregroundUids")
+	c, err = ParseConfig(mustJSON(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.foregroundUIDs(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("default foregroundUids %v", got)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	dir := t.TempDir()
+	b := testBundle(t, dir, "dev", "appliance", "other")
+	cases := []struct {
+		name  string
+		edit  func(m map[string]any)
+		raw   string
+		want  string
+		atBun bool // refused only once the bundle is read
+	}{
+		{name: "unknown field", edit: func(m map[string]any) { m["colour"] = "blue" }, want: `unknown field "colour"`},
+		{name: "unknown nested field", edit: func(m map[string]any) {
+			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v1", "x": 1}}}
+		}, want: `unknown field "x"`},
+		{name: "unknown protocol", edit: func(m map[string]any) {
+			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v2"}}}
+		}, want: `unknown protocol "oracle-operations-v2" (only oracle-operations-v1 exists)`},
+		{name: "duplicate application", edit: func(m map[string]any) {
+			s := map[string]any{"application": "appliance", "protocol": "oracle-operations-v1"}
+			m["toolTask"] = map[string]any{"applicationServices": []any{s, s}}
+		}, want: `duplicate application "appliance"`},
+		{name: "17 services", edit: func(m map[string]any) {
+			var svcs []any
+			for i := range MaxServices + 1 {
+				svcs = append(svcs, map[string]any{"application": fmt.Sprintf("app%d", i), "protocol": "oracle-operations-v1"})
+			}
+			m["toolTask"] = map[string]any{"applicationServices": svcs}
+		}, want: "17 services exceeds the bound of 16"},
+		{name: "no services", edit: func(m map[string]any) { m["toolTask"] = map[string]any{"applicationServices": []any{}} }, want: "no application services"},
+		{name: "relative path", edit: func(m map[string]any) { m["stateDir"] = "state" }, want: "stateDir"},
+		{name: "same sockets", edit: func(m map[string]any) {
+			m["sockets"] = map[string]any{"mcp": "/run/a.sock", "reverse": "/run/a.sock", "foreground": "/run/b.sock"}
+		}, want: "three different paths"},
+		{name: "trailing data", raw: "TRAIL", want: "data after the config object"},
+		{name: "service without a route", edit: func(m map[string]any) {
+			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "missing", "protocol": "oracle-operations-v1"}}}
+		}, want: `service "missing" has no matching route`, atBun: true},
+		{name: "route not allowed", edit: func(m map[string]any) { m["allowedApplicationLifetimeRoutes"] = []string{"r-other"} },
+			want: `service "appliance" has no matching route`, atBun: true},
+		{name: "bundle for another controller", edit: func(m map[string]any) { m["name"] = "someone-else" },
+			want: `was built for controller "dev", not "someone-else"`, atBun: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := baseConfig(dir, b, "appliance")
+			if tc.edit != nil {
+				tc.edit(m)
+			}
+			raw := mustJSON(t, m)
+			if tc.raw != "" {
+				raw = append(raw, tc.raw...)
+			}
+			c, err := ParseConfig(raw)
+			if tc.atBun {
+				if err != nil {
+					t.Fatalf("parse: %v", err)
+				}
+				_, err = c.LoadBundle()
+			}
+			if err == nil {
+				t.Fatalf("accepted")
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q, want ErrConfig containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestConfigSixteenServices(t *testing.T) {
+	dir := t.TempDir()
+	var apps []string
+	for i := range MaxServices {
+		apps = append(apps, fmt.Sprintf("app%d", i))
+	}
+	b := testBundle(t, dir, "dev", apps...)
+	c, err := ParseConfig(mustJSON(t, baseConfig(dir, b, apps...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind, err := c.LoadBundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bind.Routes) != MaxServices {
+		t.Fatalf("%d routes", len(bind.Routes))
+	}
+}
+
+func TestConfigBindingMismatch(t *testing.T) {
+	dir := t.TempDir()
+	b := testBundle(t, dir, "dev", "appliance")
+	m := baseConfig(dir, b, "appliance")
+	c1, err := ParseConfig(mustJSON(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw1 := mustJSON(t, m)
+	j, err := openJournal(c1, raw1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	// Same config, different key order and spacing: same binding.
+	var generic map[string]any
+	json.Unmarshal(raw1, &generic)
+	raw1b, _ := json.MarshalIndent(generic, "", "   ")
+	j, err = openJournal(c1, raw1b)
+	if err != nil {
+		t.Fatalf("reordered config refused: %v", err)
+	}
+	j.Close()
+	m["agents"] = map[string]any{"uids": []int{4242}, "gids": []int{}}
+	raw2 := mustJSON(t, m)
+	_, err = openJournal(c1, raw2)
+	if !errors.Is(err, ErrBinding) || !strings.Contains(err.Error(), "does not match the journal's") ||
+		!strings.Contains(err.Error(), "enroll the new config with steward-installer controller-enroll") {
+		t.Fatalf("err %v", err)
+	}
+}
