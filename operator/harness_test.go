@@ -1,0 +1,406 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// shortDir makes a temp dir with a short path: socket paths must fit 108 bytes.
+func shortDir(t testing.TB) string {
+	d, err := os.MkdirTemp("", "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// testApp is a small oracle-operations-v1 application on a Unix socket.
+// It counts every request it receives, so tests can check that refused
+// dispatches reach nothing.
+type testApp struct {
+	sock  string
+	calls atomic.Int64
+	srv   *http.Server
+}
+
+var testOps = []string{"calc.evaluate", "text.sha256", "units.convert"}
+
+func startApp(t testing.TB, dir string) *testApp {
+	a := &testApp{sock: filepath.Join(dir, "app.sock")}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/operations", func(w http.ResponseWriter, r *http.Request) {
+		a.calls.Add(1)
+		var ops []map[string]any
+		for _, id := range testOps {
+			ops = append(ops, map[string]any{"id": id, "title": id, "availability": "live_direct"})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"operations": ops, "next_offset": nil, "limits": map[string]int{"request_bytes": 65536}})
+	})
+	mux.HandleFunc("GET /v1/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		a.calls.Add(1)
+		id := r.PathValue("id")
+		for _, op := range testOps {
+			if op == id {
+				json.NewEncoder(w).Encode(map[string]any{"id": id, "title": id})
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"code":"not_found","message":"no such operation"}}`)
+	})
+	mux.HandleFunc("POST /v1/invoke", func(w http.ResponseWriter, r *http.Request) {
+		a.calls.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		body, err := oracleops.ParseInvokeBody(b)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if body.OperationID == "refuse.me" {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			io.WriteString(w, `{"error":{"code":"invalid_arguments","message":"no"}}`)
+			return
+		}
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(w, `{"operationId":%q,"result":{"echo":%s,"sha":"%x"}}`, body.OperationID, body.Arguments, sum[:4])
+	})
+	l, err := net.Listen("unix", a.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.srv = &http.Server{Handler: mux}
+	go a.srv.Serve(l)
+	t.Cleanup(func() { a.srv.Close() })
+	return a
+}
+
+// peer is the controller side of the tests: its keys, its reverse socket
+// (answering reserve with a consent signed by its dispatch key, or by a
+// forger's key) and its forward client.
+type peer struct {
+	name                  string
+	ctrl, tool, disp, prv *wire.SigningKey
+	forger                *wire.SigningKey
+	forge                 atomic.Bool
+	refuseReserve         atomic.Bool
+	reserves              atomic.Int64
+	mu                    sync.Mutex
+	settled               map[string][]byte
+	settledCh             chan string
+	revPath               string
+	revL                  *wire.Listener
+}
+
+func newPeer(t testing.TB, name string) *peer {
+	p := &peer{name: name, settled: map[string][]byte{}, settledCh: make(chan string, 1024)}
+	for _, k := range []**wire.SigningKey{&p.ctrl, &p.tool, &p.disp, &p.prv, &p.forger} {
+		var err error
+		if *k, err = wire.GenerateSigningKey(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func (p *peer) keysFile() []byte {
+	b, err := wire.Marshal(msg.ControllerKeys{
+		Controller: p.ctrl.Public().MarshalCOSEKey(), Tool: p.tool.Public().MarshalCOSEKey(),
+		Dispatch: p.disp.Public().MarshalCOSEKey(), Provider: p.prv.Public().MarshalCOSEKey(),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// listenReverse serves the reverse socket for the host whose public key is host.
+func (p *peer) listenReverse(t testing.TB, path string, host *wire.HybridPublicKey) {
+	p.revPath = path
+	l, err := wire.Listen(wire.ListenConfig{
+		Path: path, Mode: 0o600, Allow: func(wire.PeerCred) error { return nil },
+		Refuse: wire.RefuseFrame(p.disp),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.revL = l
+	t.Cleanup(func() { l.Close() })
+	cfg := wire.ChannelConfig{
+		Key: p.disp, Role: msg.RoleControllerDispatch, PeerRole: msg.RoleHost, PeerKeys: wire.NewKeyring(host.Ed25519()),
+		Path: path, Purpose: msg.PurposeCustody, SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
+	}
+	go func() {
+		for {
+			pc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer pc.Close()
+				ch, err := wire.ServerHandshake(pc, cfg)
+				if err != nil {
+					return
+				}
+				wire.Serve(context.Background(), ch, wire.HandlerFunc(p.serveReverse))
+			}()
+		}
+	}()
+}
+
+func (p *peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, any) {
+	switch req.T {
+	case msg.TypeReserve:
+		p.reserves.Add(1)
+		var r msg.Reserve
+		if err := req.Decode(&r); err != nil {
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: err.Error()}
+		}
+		if p.refuseReserve.Load() {
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeNoConsent, Reason: "not journaled"}
+		}
+		key := p.disp
+		if p.forge.Load() {
+			key = p.forger
+		}
+		c, err := msg.SignConsent(key, msg.Consent{Attempt: r.Attempt, Controller: r.Controller, Application: r.Application,
+			Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: r.Charge, At: time.Now().UnixMilli()})
+		if err != nil {
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: err.Error()}
+		}
+		return msg.TypeConsent, msg.ConsentReply{Consent: c}
+	case msg.TypeSettle:
+		var s msg.Settle
+		if err := req.Decode(&s); err != nil {
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: err.Error()}
+		}
+		p.mu.Lock()
+		p.settled[s.Attempt] = s.Receipt
+		p.mu.Unlock()
+		p.settledCh <- s.Attempt
+		return msg.TypeSettled, msg.Settled{Attempt: s.Attempt}
+	}
+	return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "unknown " + req.T}
+}
+
+// dial opens a forward channel to the host's route socket.
+func (p *peer) dial(t testing.TB, fwd string, host *wire.HybridPublicKey) *wire.Client {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	uid := uint32(os.Geteuid())
+	conn, err := wire.Dial(ctx, fwd, uid, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := wire.ClientHandshake(conn, wire.ChannelConfig{
+		Key: p.tool, Role: msg.RoleControllerTool, PeerRole: msg.RoleHost, PeerKeys: wire.NewKeyring(host.Ed25519()),
+		Path: fwd, Purpose: msg.PurposeDispatch, SendLimit: wire.MaxRequestFrame, RecvLimit: wire.MaxReplyFrame,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := wire.NewClient(ch)
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+func invokeDispatch(t testing.TB, attempt, app, op, args string) msg.Dispatch {
+	req, err := oracleops.BuildInvoke("/v1", oracleops.InvokeBody{Arguments: json.RawMessage(args), ConversationID: "c1", OperationID: op, RequestID: "r-" + attempt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := req.SHA256()
+	return msg.Dispatch{Attempt: attempt, Application: app, Kind: msg.KindInvoke, Operation: op, Method: req.Method, Path: req.Path,
+		Body: req.Body, RequestSHA256: sum[:], RequestID: "r-" + attempt, ConversationID: "c1"}
+}
+
+func listDispatch(t testing.TB, attempt, app string) msg.Dispatch {
+	req, err := oracleops.BuildList("/v1", oracleops.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := req.SHA256()
+	return msg.Dispatch{Attempt: attempt, Application: app, Kind: msg.KindList, Method: req.Method, Path: req.Path, RequestSHA256: sum[:]}
+}
+
+func describeDispatch(t testing.TB, attempt, app, op string) msg.Dispatch {
+	req, err := oracleops.BuildDescribe("/v1", op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := req.SHA256()
+	return msg.Dispatch{Attempt: attempt, Application: app, Kind: msg.KindDescribe, Operation: op, Method: req.Method, Path: req.Path, RequestSHA256: sum[:]}
+}
+
+func call(t testing.TB, cl *wire.Client, d msg.Dispatch) msg.DispatchResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := cl.Call(ctx, msg.TypeDispatch, d)
+	if err != nil {
+		t.Fatalf("dispatch %s: %v", d.Attempt, err)
+	}
+	if env.T == msg.TypeRefused {
+		var r msg.Refusal
+		env.Decode(&r)
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeRefused, Refusal: &r}
+	}
+	var res msg.DispatchResult
+	if err := env.Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func inspect(t testing.TB, cl *wire.Client, id string) msg.InspectResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := cl.Call(ctx, msg.TypeInspect, msg.Inspect{Attempt: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res msg.InspectResult
+	if err := env.Decode(&res); err != nil {
+		t.Fatalf("inspect %s: %s: %v", id, env.T, err)
+	}
+	return res
+}
+
+// world is a store with one controller, a funded purse, a grant and a route,
+// an application and the controller's peer.
+type world struct {
+	dir, store string
+	app        *testApp
+	peer       *peer
+	pub        *wire.HybridPublicKey
+	route      RouteRequest
+	grant      string
+	stop       func() // stops the in-process host
+}
+
+type worldOpts struct {
+	fund           uint64
+	price, dprice  uint64
+	perDay         uint64
+	ops            []string
+	noGrant, noApp bool
+}
+
+func newWorld(t testing.TB, o worldOpts) *world {
+	w := &world{dir: shortDir(t)}
+	w.store = filepath.Join(w.dir, "store")
+	pub, err := Init(w.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.pub = pub
+	if !o.noApp {
+		w.app = startApp(t, w.dir)
+	}
+	w.peer = newPeer(t, "ctl")
+	w.peer.listenReverse(t, filepath.Join(w.dir, "rev.sock"), pub)
+	s, err := Open(w.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AddController("ctl", uint32(os.Geteuid()), w.peer.keysFile()); err != nil {
+		t.Fatal(err)
+	}
+	if o.fund > 0 {
+		if _, err := s.FundPurse("ctl", o.fund); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.perDay == 0 {
+		o.perDay = 1000
+	}
+	if !o.noGrant {
+		g, err := s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", Operations: o.ops, Price: o.price,
+			DiscoveryPrice: o.dprice, PerDay: o.perDay, NotAfter: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.grant = g.ID
+	}
+	w.route = RouteRequest{Controller: "ctl", Upstream: filepath.Join(w.dir, "app.sock"), Forward: filepath.Join(w.dir, "fwd.sock"),
+		Reverse: filepath.Join(w.dir, "rev.sock"), Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 5000}}
+	if _, err := s.RegisterRoute("r1", "app", w.route); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// serve runs the host in-process until stop is called.
+func (w *world) serve(t testing.TB) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, w.store, ServeOptions{Ready: func() { close(ready) }}) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("serve: not ready within 20s")
+	}
+	var once sync.Once
+	w.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(w.stop)
+}
+
+func (w *world) dial(t testing.TB) *wire.Client { return w.peer.dial(t, w.route.Forward, w.pub) }
+
+// withStore opens the (stopped) store for a check.
+func (w *world) withStore(t testing.TB, fn func(s *Store)) {
+	t.Helper()
+	s, err := Open(w.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fn(s)
+}
+
+func wantRefusal(t testing.TB, res msg.DispatchResult, code, reasonPart string) {
+	t.Helper()
+	if res.Outcome != msg.OutcomeRefused || res.Refusal == nil {
+		t.Fatalf("want refusal %s, got outcome %s status %d %s (%s)", code, res.Outcome, res.Status, res.Body, res.Detail)
+	}
+	if res.Refusal.Code != code || !strings.Contains(res.Refusal.Reason, reasonPart) {
+		t.Fatalf("want refusal %s containing %q, got %s: %s", code, reasonPart, res.Refusal.Code, res.Refusal.Reason)
+	}
+}
+
+var _ = errors.Is
+
+func testCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 20*time.Second)
+}
