@@ -1,0 +1,308 @@
+package operator
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// operatorBinary builds cmd/steward-operator once per test binary.
+func operatorBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "opbin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "steward-operator")
+		out, err := exec.Command("go", "build", "-o", buildBin, "github.com/stewardrt/steward/cmd/steward-operator").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// child is a `steward-operator serve` process.
+type child struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+// startChild runs serve on store with failpoint armed ("" for none) and
+// waits for READY=1 on a real sd_notify socket.
+func startChild(t *testing.T, store, fp string) *child {
+	t.Helper()
+	bin := operatorBinary(t)
+	nsPath := filepath.Join(filepath.Dir(store), fmt.Sprintf("notify-%d.sock", time.Now().UnixNano()))
+	ns, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: nsPath, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	c := &child{cmd: exec.Command(bin, "serve", "--store", store), done: make(chan error, 1)}
+	c.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+nsPath, failpoint.Env+"="+fp)
+	c.cmd.Stderr = &c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	ns.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 4096)
+	for {
+		n, err := ns.Read(buf)
+		if err != nil {
+			t.Fatalf("child not ready: %v; stderr: %s", err, c.stderr.String())
+		}
+		if bytes.Contains(buf[:n], []byte("READY=1")) {
+			return c
+		}
+	}
+}
+
+// waitExit waits for the child to exit and returns its wait status.
+func (c *child) waitExit(t *testing.T) syscall.WaitStatus {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("child did not exit; stderr: %s", c.stderr.String())
+	}
+	return c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+func (c *child) stop(t *testing.T) {
+	t.Helper()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if ws := c.waitExit(t); ws.ExitStatus() != 0 {
+		t.Fatalf("child exit %v; stderr: %s", ws, c.stderr.String())
+	}
+}
+
+func TestCrashAtFailpoints(t *testing.T) {
+	cases := []struct {
+		fp        string
+		state     string
+		delivered int64
+	}{
+		{FailAfterReserve, msg.StateUncertain, 0},
+		{FailAfterMarkSend, msg.StateUncertain, 0},
+		{FailAfterSend, msg.StateUncertain, 1},
+		{FailAfterOutcome, msg.StateDefinite, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.fp, func(t *testing.T) {
+			w := newWorld(t, worldOpts{fund: 100, price: 5})
+			c := startChild(t, w.store, tc.fp)
+			cl := w.dial(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := cl.Call(ctx, msg.TypeDispatch, invokeDispatch(t, "a1", "app", "calc.evaluate", `{}`))
+			cancel()
+			if err == nil {
+				t.Fatal("the dispatch was answered; the host should have died")
+			}
+			if ws := c.waitExit(t); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("child exit %v, want SIGKILL at %s; stderr: %s", ws, tc.fp, c.stderr.String())
+			}
+			if got := w.app.calls.Load(); got != tc.delivered {
+				t.Fatalf("the application saw %d requests, want %d", got, tc.delivered)
+			}
+			c = startChild(t, w.store, "")
+			cl = w.dial(t)
+			in := inspect(t, cl, "a1")
+			if in.State != tc.state {
+				t.Fatalf("after %s: state %s (%s), want %s", tc.fp, in.State, in.Detail, tc.state)
+			}
+			if tc.state == msg.StateDefinite {
+				r, err := msg.VerifyReceipt(in.Receipt, wire.NewKeyring(w.pub.Ed25519()))
+				if err != nil || r.Charge != 5 || r.BalanceAfter != 95 || in.Status != 200 {
+					t.Fatalf("receipt %+v %v", r, err)
+				}
+			}
+			// never delivered twice, and nothing retried
+			res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{}`))
+			wantRefusal(t, res, msg.CodeDuplicate, "never delivered twice")
+			if got := w.app.calls.Load(); got != tc.delivered {
+				t.Fatalf("after restart the application saw %d requests, want %d", got, tc.delivered)
+			}
+			c.stop(t)
+			w.withStore(t, func(s *Store) {
+				p, _ := s.PurseShow("ctl")
+				if p.Charged != 5 || p.Balance != 95 {
+					t.Fatalf("purse %+v: want charged exactly once, reservation kept", p)
+				}
+				rep, err := s.VerifyReceipts(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := 0
+				if tc.state == msg.StateDefinite {
+					want = 1
+				}
+				if rep.Receipts != want {
+					t.Fatalf("%d receipts, want %d", rep.Receipts, want)
+				}
+			})
+		})
+	}
+}
+
+func TestAdminCommandsWhileServing(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10, price: 1})
+	c := startChild(t, w.store, "")
+	var out, errb bytes.Buffer
+	cli := &CLI{Stdout: &out, Stderr: &errb}
+	if code := cli.Main([]string{"purse", "freeze", "ctl", "--store", w.store}); code != 0 {
+		t.Fatalf("freeze: %d %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "FROZEN") {
+		t.Fatalf("freeze output %q", out.String())
+	}
+	cl := w.dial(t)
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "x1", "app", "calc.evaluate", `{}`)), msg.CodeFrozen, "frozen")
+	errb.Reset()
+	if code := cli.Main([]string{"purse", "fund", "nobody", "5", "--store", w.store}); code != ExitRefused || !strings.Contains(errb.String(), "no controller named nobody") {
+		t.Fatalf("fund unknown: %d %q", code, errb.String())
+	}
+	out.Reset()
+	if code := cli.Main([]string{"purse", "show", "ctl", "--store", w.store, "--json"}); code != 0 || !strings.Contains(out.String(), `"frozen": true`) {
+		t.Fatalf("show: %q", out.String())
+	}
+	c.stop(t)
+}
+
+// TestWrongUIDPeer: a peer whose UID is not the controller's pinned UID
+// is refused with a signed frame that says so.
+func TestWrongUIDPeer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create and run as a second OS account (steward-test-peer)")
+	}
+	uid, gid := testPeerAccount(t)
+	w := newWorld(t, worldOpts{fund: 10, price: 1})
+	w.serve(t)
+	// Let the second account reach the socket: the design gives the
+	// controller's group access; here the test account's group.
+	if err := os.Chmod(w.dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(w.route.Forward, 0, int(gid)); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary lives in a root-only build dir: copy it where the
+	// second account can run it.
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := filepath.Join(w.dir, "helper.test")
+	if err := os.WriteFile(helper, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(helper, "-test.run=^TestHelperDial$", "-test.v")
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "OPERATOR_HELPER_DIAL="+w.route.Forward, "OPERATOR_HELPER_HOSTKEY="+hex.EncodeToString(w.pub.MarshalCOSEKey()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Logf("helper: %v", err)
+	}
+	if !strings.Contains(string(out), "refused") || !strings.Contains(string(out), fmt.Sprintf("peer uid %d is not controller ctl's uid 0", uid)) {
+		t.Fatalf("helper output: %s", out)
+	}
+}
+
+// TestHelperDial runs in the second account: it dials and prints what the
+// host answered.
+func TestHelperDial(t *testing.T) {
+	path := os.Getenv("OPERATOR_HELPER_DIAL")
+	if path == "" {
+		t.Skip("helper process only")
+	}
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return
+	}
+	// The listener refuses on accept, before any hello: read its frame.
+	kb, _ := hex.DecodeString(os.Getenv("OPERATOR_HELPER_HOSTKEY"))
+	pub, err := wire.ParseHybridPublicKey(kb)
+	if err != nil {
+		fmt.Println("host key:", err)
+		return
+	}
+	frame, err := wire.ReadFrame(bufio.NewReader(conn), wire.MaxReplyFrame)
+	if err != nil {
+		fmt.Println("read:", err)
+		return
+	}
+	payload, _, err := wire.Verify1(frame, wire.NewKeyring(pub.Ed25519()))
+	if err != nil {
+		fmt.Println("verify:", err)
+		return
+	}
+	var env wire.Envelope
+	if err := wire.Unmarshal(payload, &env); err != nil {
+		fmt.Println("envelope:", err)
+		return
+	}
+	var body struct {
+		Reason string `cbor:"reason"`
+	}
+	env.Decode(&body)
+	fmt.Printf("%s: %s\n", env.T, body.Reason)
+}
+
+func testPeerAccount(t *testing.T) (uint32, uint32) {
+	const name = "steward-test-peer"
+	if _, err := exec.Command("id", "-u", name).Output(); err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			if !strings.Contains(string(out), "already exists") {
+				t.Fatalf("useradd: %v: %s", err, out)
+			}
+		}
+	}
+	var uid, gid uint32
+	u, err := exec.Command("id", "-u", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := exec.Command("id", "-g", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Sscan(string(u), &uid)
+	fmt.Sscan(string(g), &gid)
+	return uid, gid
+}
