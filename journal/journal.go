@@ -67,6 +67,11 @@ type Journal struct {
 	flushing bool     // a leader is writing; queued batches wait their turn
 	free     [][]byte // batch buffers for reuse
 
+	// Found by load for repair.
+	torn     *tornTail
+	evidence []string
+	tmps     []string
+
 	// Owned by the flushing leader (and by Open and Close).
 	seg     *os.File
 	segPath string

@@ -54,6 +54,16 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.release()
 		return nil, err
 	}
+	// Nothing is changed on disk before the log is known to be this
+	// owner's: a refused Open leaves the directory as it was.
+	if err := j.checkBinding(canon); err != nil {
+		j.release()
+		return nil, err
+	}
+	if err := j.repair(); err != nil {
+		j.release()
+		return nil, err
+	}
 	if err := j.bind(canon); err != nil {
 		j.release()
 		return nil, err
@@ -118,8 +128,8 @@ func (j *Journal) takeLock() error {
 }
 
 // load lists the directory, verifies every segment in order and sets the
-// durable and tail state; it moves a torn tail aside (read-write) or
-// reports it (read-only).
+// durable and tail state. It changes nothing on disk: a torn tail is kept
+// for repair (read-write) or reported (read-only).
 func (j *Journal) load() error {
 	entries, err := os.ReadDir(j.dir)
 	if err != nil {
@@ -171,68 +181,77 @@ func (j *Journal) load() error {
 		torn = t
 	}
 
-	var moved string
-	if torn != nil {
-		if j.opts.ReadOnly {
-			j.log.Warn("journal: torn tail found (read-only: left in place)",
-				"dir", j.dir, "segment", torn.segment, "offset", torn.offset, "bytes", len(torn.data), "reason", torn.reason)
-			j.recoveries = append(j.recoveries, Recovery{Segment: torn.segment, Offset: torn.offset,
-				Bytes: int64(len(torn.data)), Reason: torn.reason, State: RecoveryUnrepaired})
-		} else {
-			r, err := j.moveAside(torn)
-			if err != nil {
-				return err
-			}
-			moved = r.Evidence
-			j.recoveries = append(j.recoveries, r)
-		}
+	if torn != nil && j.opts.ReadOnly {
+		j.log.Warn("journal: torn tail found (read-only: left in place)",
+			"dir", j.dir, "segment", torn.segment, "offset", torn.offset, "bytes", len(torn.data), "reason", torn.reason)
+		j.recoveries = append(j.recoveries, Recovery{Segment: torn.segment, Offset: torn.offset,
+			Bytes: int64(len(torn.data)), Reason: torn.reason, State: RecoveryUnrepaired})
 	}
-	earlier, err := earlierRecoveries(j.dir, evidence, moved)
-	if err != nil {
-		return err
-	}
-	j.recoveries = append(earlier, j.recoveries...)
-
-	if !j.opts.ReadOnly {
-		for _, t := range tmps {
-			// A crash while creating a segment leaves its zero-filled
-			// temporary file; it never held a record.
-			if err := os.Remove(filepath.Join(j.dir, t)); err != nil {
-				return fmt.Errorf("journal: remove unfinished segment: %w", err)
-			}
-			j.log.Warn("journal: removed unfinished segment file left by a crash", "dir", j.dir, "file", t)
-		}
-		if len(tmps) > 0 {
-			if err := syncDir(j.dir); err != nil {
-				return err
-			}
-		}
-	}
+	j.torn, j.evidence, j.tmps = torn, evidence, tmps
 
 	j.segs = segs
 	j.lastSeq, j.head = ch.next-1, ch.prev
 	j.owner, j.format, j.config, j.binding, j.rebinds = ch.owner, ch.format, ch.config, ch.binding, ch.rebinds
 	j.tailSeq, j.tailHead, j.tailConfig = j.lastSeq, j.head, j.config
 	if n := len(segs); n > 0 {
-		last := &segs[n-1]
-		if !j.opts.ReadOnly && last.size < j.opts.SegmentSize {
-			// A segment shorter than its preallocation (copied, or cut
-			// short): preallocate it again so appends do not grow it.
-			if err := preallocate(j.seg, j.opts.SegmentSize, j.log); err != nil {
-				return err
-			}
-			if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
-				return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
-			}
-			last.size = j.opts.SegmentSize
-		}
-		j.tailOff, j.tailSegSize = last.end, last.size
+		j.tailOff, j.tailSegSize = segs[n-1].end, segs[n-1].size
 	}
 	return nil
 }
 
-// bind writes record 1 for a new log, or checks owner, format and binding
-// of an existing one. canon is the canonical Options.Config or nil.
+// repair, after the log was verified and its binding checked, moves a torn
+// tail aside, removes unfinished segment files and preallocates a short
+// last segment again (read-write only), and lists earlier recoveries.
+func (j *Journal) repair() error {
+	var moved string
+	if j.torn != nil && !j.opts.ReadOnly {
+		r, err := j.moveAside(j.torn)
+		if err != nil {
+			return err
+		}
+		moved = r.Evidence
+		j.recoveries = append(j.recoveries, r)
+	}
+	j.torn = nil
+	earlier, err := earlierRecoveries(j.dir, j.evidence, moved)
+	if err != nil {
+		return err
+	}
+	j.recoveries = append(earlier, j.recoveries...)
+	if j.opts.ReadOnly {
+		return nil
+	}
+	for _, t := range j.tmps {
+		// A crash while creating a segment leaves its zero-filled
+		// temporary file; it never held a record.
+		if err := os.Remove(filepath.Join(j.dir, t)); err != nil {
+			return fmt.Errorf("journal: remove unfinished segment: %w", err)
+		}
+		j.log.Warn("journal: removed unfinished segment file left by a crash", "dir", j.dir, "file", t)
+	}
+	if len(j.tmps) > 0 {
+		if err := syncDir(j.dir); err != nil {
+			return err
+		}
+	}
+	if n := len(j.segs); n > 0 && j.segs[n-1].size < j.opts.SegmentSize {
+		// A last segment shorter than its preallocation (copied, or cut
+		// short): preallocate it again so that appends do not grow it.
+		last := &j.segs[n-1]
+		if err := preallocate(j.seg, j.opts.SegmentSize, j.log); err != nil {
+			return err
+		}
+		if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
+			return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
+		}
+		last.size = j.opts.SegmentSize
+		j.tailSegSize = last.size
+	}
+	return nil
+}
+
+// bind writes record 1 for a new (or emptied) log. canon is the canonical
+// Options.Config or nil.
 func (j *Journal) bind(canon []byte) error {
 	if j.lastSeq == 0 {
 		if j.opts.ReadOnly {
@@ -251,6 +270,17 @@ func (j *Journal) bind(canon []byte) error {
 		if _, err := j.submit(kindBind, body, canon); err != nil {
 			return err
 		}
+		j.mu.Lock()
+		j.owner, j.format = j.opts.Owner, j.opts.Format
+		j.mu.Unlock()
+	}
+	return nil
+}
+
+// checkBinding refuses an existing log whose owner, format or binding
+// differs from the options. canon is the canonical Options.Config or nil.
+func (j *Journal) checkBinding(canon []byte) error {
+	if j.lastSeq == 0 {
 		return nil
 	}
 	if j.opts.Owner != "" && j.opts.Owner != j.owner {
