@@ -3,8 +3,8 @@ package operator
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"

@@ -178,7 +178,7 @@ func (s *Store) replay() error {
 		return err
 	}
 	if len(st.pending) != 0 {
-		return fmt.Errorf("host journal: the receipt chain has a gap after receipt %d (%d later receipts are durable)", st.durableSeq, len(st.pending))
+		return fmt.Errorf("host journal: %w", faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.durableSeq+1, len(st.pending)))
 	}
 	st.signedSeq, st.signedHead = st.durableSeq, st.durableHead
 	return nil

@@ -1,0 +1,368 @@
+package operator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+func lastSeq(t *testing.T, s *Store) uint64 { return s.j.LastSeq() }
+
+func wantRefused(t *testing.T, err error, part string) {
+	t.Helper()
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), part) {
+		t.Fatalf("want a refusal containing %q, got %v", part, err)
+	}
+}
+
+func TestInitRefusesExisting(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "s")
+	if _, err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Init(dir)
+	wantRefused(t, err, "already exists")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Open(dir); !errors.Is(err, journal.ErrLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+}
+
+func TestRouteHistory(t *testing.T) {
+	w := newWorld(t, worldOpts{})
+	w.withStore(t, func(s *Store) {
+		v1 := s.Routes()[0]
+		rr := w.route
+		// a new revision must name the selected one
+		n := lastSeq(t, s)
+		_, err := s.RegisterRoute("r1", "app", rr)
+		wantRefused(t, err, "replaces")
+		rr.Replaces = v1.ID
+		v2, err := s.RegisterRoute("r1", "app", rr)
+		if err != nil || v2.Revision != 2 || v2.Replaces != v1.ID {
+			t.Fatalf("%+v %v", v2, err)
+		}
+		// fork: replacing revision 1 again
+		n = lastSeq(t, s)
+		_, err = s.RegisterRoute("r1", "app", rr)
+		wantRefused(t, err, "fork: replaces revision 1, but revision 2 is selected")
+		// cycle: the same signed record registered again
+		signed, _ := s.SignedRoute("r1")
+		_, err = s.ImportRoute(signed)
+		wantRefused(t, err, "cycle")
+		// a route record with one byte changed
+		bad := bytes.Clone(signed)
+		bad[len(bad)/2] ^= 1
+		_, err = s.ImportRoute(bad)
+		wantRefused(t, err, "route record")
+		// a record whose replaces names another route's revision
+		rr2 := w.route
+		rr2.Forward = w.dir + "/x.sock"
+		rr2.Replaces = v2.ID
+		_, err = s.RegisterRoute("r2", "app", rr2)
+		wantRefused(t, err, "the first revision replaces nothing")
+		if got := lastSeq(t, s); got != n {
+			t.Fatalf("refused registrations journaled: %d -> %d", n, got)
+		}
+		// 64 revisions: revision 64 is accepted, 65 refused
+		rr.Replaces = v2.ID
+		for i := 3; i <= msg.MaxRouteRevisions; i++ {
+			v, err := s.RegisterRoute("r1", "app", rr)
+			if err != nil {
+				t.Fatalf("revision %d: %v", i, err)
+			}
+			rr.Replaces = v.ID
+		}
+		n = lastSeq(t, s)
+		_, err = s.RegisterRoute("r1", "app", rr)
+		wantRefused(t, err, "64 revisions, the bound is 64")
+		// 8 selected routes: the 8th is accepted, the 9th refused
+		for i := 2; i <= msg.MaxSelectedRoutes; i++ {
+			r := w.route
+			r.Forward = fmt.Sprintf("%s/f%d.sock", w.dir, i)
+			if _, err := s.RegisterRoute(fmt.Sprintf("r%d", i), "app", r); err != nil {
+				t.Fatalf("route %d: %v", i, err)
+			}
+		}
+		n = lastSeq(t, s)
+		r := w.route
+		r.Forward = w.dir + "/f9.sock"
+		_, err = s.RegisterRoute("r9", "app", r)
+		wantRefused(t, err, "8 routes are selected, the bound is 8")
+		// two routes on one forward socket
+		r.Forward = w.dir + "/f2.sock"
+		rv, _ := s.Route("r3")
+		r.Replaces = rv[0].ID
+		_, err = s.RegisterRoute("r3", "app", r)
+		wantRefused(t, err, "is route r2's")
+		// timeouts at and past their bounds
+		r = w.route
+		r.Replaces = rv[0].ID
+		r.Forward = w.dir + "/f3.sock"
+		r.Timeouts.ConnectMs = maxConnectMs + 1
+		_, err = s.RegisterRoute("r3", "app", r)
+		wantRefused(t, err, "connect timeout 10001 ms is outside 1 to 10000")
+		r.Timeouts.ConnectMs, r.Timeouts.ResponseMs = maxConnectMs, maxResponseMs+1
+		_, err = s.RegisterRoute("r3", "app", r)
+		wantRefused(t, err, "response timeout 300001 ms")
+		if got := lastSeq(t, s); got != n {
+			t.Fatalf("refused registrations journaled: %d -> %d", n, got)
+		}
+		r.Timeouts.ResponseMs = maxResponseMs
+		if _, err := s.RegisterRoute("r3", "app", r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// the history replays at open
+	w.withStore(t, func(s *Store) {
+		revs, err := s.Route("r1")
+		if err != nil || len(revs) != 64 {
+			t.Fatalf("%d revisions, %v", len(revs), err)
+		}
+		if len(s.Routes()) != 8 {
+			t.Fatal(len(s.Routes()))
+		}
+	})
+}
+
+func TestGrantRecords(t *testing.T) {
+	w := newWorld(t, worldOpts{})
+	w.withStore(t, func(s *Store) {
+		signed, err := s.SignedGrant(w.grant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := lastSeq(t, s)
+		for _, i := range []int{0, 10, len(signed) / 2, len(signed) - 1} {
+			bad := bytes.Clone(signed)
+			bad[i] ^= 0x40
+			if _, err := s.ImportGrant(bad); err == nil {
+				t.Fatalf("grant with byte %d changed accepted", i)
+			}
+		}
+		_, err = s.ImportGrant(signed)
+		wantRefused(t, err, "already exists")
+		// a grant signed by another key
+		other, _ := wire.GenerateHybridKey()
+		g, _ := msg.VerifyGrant(signed, s.PublicKey())
+		g.ID = "g-other"
+		forged, _ := msg.SignGrant(other, g)
+		_, err = s.ImportGrant(forged)
+		wantRefused(t, err, "grant")
+		_, err = s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", PerDay: 0, NotAfter: time.Now().Add(time.Hour)})
+		wantRefused(t, err, "per-day count must be at least 1")
+		_, err = s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", PerDay: 1, NotAfter: time.Now().Add(-time.Hour)})
+		wantRefused(t, err, "not in the future")
+		_, err = s.IssueGrant(GrantSpec{Controller: "nobody", Application: "app", PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
+		wantRefused(t, err, "no controller named nobody")
+		_, err = s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", Operations: []string{"[bad"}, PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
+		wantRefused(t, err, "operation pattern")
+		if got := lastSeq(t, s); got != n {
+			t.Fatalf("refused grants journaled: %d -> %d", n, got)
+		}
+		if err := s.RevokeGrant(w.grant); err != nil {
+			t.Fatal(err)
+		}
+		wantRefused(t, s.RevokeGrant(w.grant), "already revoked")
+	})
+	w.withStore(t, func(s *Store) {
+		if gs := s.Grants(); len(gs) != 1 || !gs[0].Revoked {
+			t.Fatalf("%+v", gs)
+		}
+	})
+}
+
+func TestControllerAndPurse(t *testing.T) {
+	w := newWorld(t, worldOpts{})
+	w.withStore(t, func(s *Store) {
+		n := lastSeq(t, s)
+		_, err := s.AddController("ctl", 5, w.peer.keysFile())
+		wantRefused(t, err, "already pinned")
+		_, err = s.AddController("c2", 5, []byte{0xa0})
+		wantRefused(t, err, "controller keys")
+		_, err = s.AddController("bad name", 5, w.peer.keysFile())
+		wantRefused(t, err, "only A-Za-z0-9._-")
+		_, err = s.FundPurse("ctl", 0)
+		wantRefused(t, err, "at least 1")
+		if got := lastSeq(t, s); got != n {
+			t.Fatalf("refused changes journaled")
+		}
+		if _, err := s.FundPurse("ctl", 1<<62); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.FundPurse("ctl", 1<<62)
+		wantRefused(t, err, "would pass the bound")
+		p, _ := s.Freeze("ctl")
+		p2, _ := s.Freeze("ctl") // the kill switch is idempotent
+		if !p.Frozen || !p2.Frozen {
+			t.Fatal("not frozen")
+		}
+	})
+	w.withStore(t, func(s *Store) {
+		if p, _ := s.PurseShow("ctl"); !p.Frozen || p.Balance != 1<<62 {
+			t.Fatalf("%+v", p)
+		}
+		b, err := s.BuildBundle("ctl", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bu, pub, routes, err := msg.OpenBundle(b)
+		if err != nil || !pub.Equal(s.PublicKey()) || len(routes) != 1 || bu.Controller != "ctl" || routes[0].Forward != w.route.Forward {
+			t.Fatalf("bundle %+v %v", bu, err)
+		}
+		if bytes.Contains(b, w.peer.disp.Public().MarshalCOSEKey()) {
+			t.Fatal("bundle carries controller keys")
+		}
+	})
+}
+
+// tamper appends records to a stopped store's journal as a forger with the
+// host key would, then expects VerifyReceipts to name the fault.
+func TestReceiptsVerifyFaults(t *testing.T) {
+	setup := func(t *testing.T) (*world, *wire.HybridSigningKey) {
+		w := newWorld(t, worldOpts{fund: 100, price: 10})
+		w.serve(t)
+		cl := w.dial(t)
+		for _, id := range []string{"a1", "a2", "a3"} {
+			if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{}`)); res.Outcome != msg.OutcomeDefinite {
+				t.Fatal(res)
+			}
+		}
+		w.stop()
+		key, err := wire.ReadHybridKey(w.store + "/" + keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, key
+	}
+	t.Run("good", func(t *testing.T) {
+		w, _ := setup(t)
+		w.withStore(t, func(s *Store) {
+			rep, err := s.VerifyReceipts(1)
+			if err != nil || rep.Receipts != 3 || rep.Uncovered != 0 || rep.Purses[0].Balance != 70 || rep.Purses[0].Charged != 30 {
+				t.Fatalf("%+v %v", rep, err)
+			}
+			f, err := s.ExportReceipts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := VerifyReceiptsFile(f, s.PublicKey()); err != nil || rep.Receipts != 3 {
+				t.Fatalf("file: %+v %v", rep, err)
+			}
+			other, _ := wire.GenerateHybridKey()
+			if _, err := VerifyReceiptsFile(f, other.Public()); !errors.Is(err, ErrReceiptFault) {
+				t.Fatalf("other pinned key: %v", err)
+			}
+		})
+	})
+	// forge appends a reserve and an outcome whose receipt is built by edit.
+	forge := func(t *testing.T, w *world, key *wire.HybridSigningKey, edit func(*msg.Receipt, *recOutcome)) error {
+		s, err := Open(w.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		res, _ := s.Inspect("ctl", "a3")
+		last, _ := msg.VerifyReceipt(res.Receipt, s.HostKeyring())
+		s.mu.Lock()
+		ledger := s.st.ledger
+		s.mu.Unlock()
+		d := invokeDispatch(t, "a4", "app", "calc.evaluate", `{}`)
+		if _, err := s.append(kindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: w.grant, Application: "app",
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: d.RequestSHA256, Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(`{}`)
+		sum := sha256.Sum256(body)
+		r := msg.Receipt{Seq: 4, Prev: msg.ReceiptHash(res.Receipt), Attempt: "a4", Controller: "ctl", Application: "app",
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: d.RequestSHA256, ResponseSHA256: sum[:], Status: 200,
+			Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli()}
+		rec := recOutcome{Attempt: "a4", Status: 200, Body: body, Seq: 4, Ledger: ledger + 1}
+		edit(&r, &rec)
+		if rec.Receipt == nil {
+			rec.Receipt, _ = msg.SignReceipt(key.Ed25519(), r)
+		}
+		if _, err := s.append(kindOutcome, rec); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.VerifyReceipts(1)
+		return err
+	}
+	cases := []struct {
+		name string
+		edit func(*msg.Receipt, *recOutcome)
+		want string
+	}{
+		{"consistent forgery verifies", func(*msg.Receipt, *recOutcome) {}, ""},
+		{"charge changed", func(r *msg.Receipt, _ *recOutcome) { r.Charge = 1 }, "charges 1, the reservation was 0"},
+		{"balance changed", func(r *msg.Receipt, _ *recOutcome) { r.BalanceAfter++ }, "balance after is 71, but the purse history of ctl gives 70"},
+		{"chain broken", func(r *msg.Receipt, _ *recOutcome) { r.Prev = make([]byte, 32) }, "the chain is broken"},
+		{"receipt removed", func(r *msg.Receipt, o *recOutcome) { r.Seq, o.Seq = 5, 5 }, "receipt 4 is missing"},
+		{"byte flipped", func(r *msg.Receipt, o *recOutcome) {
+			signed, _ := msg.SignReceipt(testKey, *r)
+			signed[len(signed)-5] ^= 1
+			o.Receipt = signed
+		}, "receipt in journal record"},
+		{"response changed", func(_ *msg.Receipt, o *recOutcome) { o.Body = []byte(`{"x":1}`) }, "response hash"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, key := setup(t)
+			testKey = key.Ed25519()
+			err := forge(t, w, key, tc.edit)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrReceiptFault) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want fault %q, got %v", tc.want, err)
+			}
+			// and the command exits non-zero naming it
+			var out, errb bytes.Buffer
+			if code := (&CLI{Stdout: &out, Stderr: &errb}).Main([]string{"receipts", "verify", "--store", w.store}); code != ExitFailure || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("cli: %d %q", code, errb.String())
+			}
+		})
+	}
+	t.Run("file faults", func(t *testing.T) {
+		w, _ := setup(t)
+		var f []byte
+		w.withStore(t, func(s *Store) { f, _ = s.ExportReceipts() })
+		var rf ReceiptsFile
+		if err := wire.Unmarshal(f, &rf); err != nil {
+			t.Fatal(err)
+		}
+		check := func(name string, mod func(*ReceiptsFile), want string) {
+			var c ReceiptsFile
+			wire.Unmarshal(f, &c)
+			mod(&c)
+			b, _ := wire.Marshal(c)
+			if _, err := VerifyReceiptsFile(b, nil); !errors.Is(err, ErrReceiptFault) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: want %q, got %v", name, want, err)
+			}
+		}
+		check("byte flipped", func(c *ReceiptsFile) { c.Receipts[1][len(c.Receipts[1])-3] ^= 1 }, "file entry 2")
+		check("receipt removed", func(c *ReceiptsFile) { c.Receipts = append(c.Receipts[:1], c.Receipts[2:]...) }, "receipt 2 is missing")
+		check("checkpoint flipped", func(c *ReceiptsFile) { c.Checkpoints[0][len(c.Checkpoints[0])-3] ^= 1 }, "checkpoint")
+		check("last receipt removed", func(c *ReceiptsFile) { c.Receipts = c.Receipts[:2] }, "covers receipt 3, but there are 2 receipts")
+		_ = hex.EncodeToString
+	})
+}
+
+var testKey *wire.SigningKey
