@@ -1,0 +1,262 @@
+package journal
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+	"golang.org/x/sys/unix"
+)
+
+// setHooks installs test hooks until the test ends. Tests that use hooks
+// do not run in parallel.
+func setHooks(t *testing.T, crash func(string), fault func(string) error) {
+	t.Helper()
+	crashHook, faultHook = crash, fault
+	t.Cleanup(func() { crashHook, faultHook = nil, nil })
+}
+
+func TestConcurrentAppends(t *testing.T) {
+	dir := journalDir(t)
+	j := mustOpen(t, dir, testOptions())
+	const writers, each = 16, 40
+	seqs := make([][]uint64, writers)
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				seq, err := j.Append("tick", tick{N: i, Note: string(rune('a' + g))})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seqs[g] = append(seqs[g], seq)
+			}
+		})
+	}
+	wg.Wait()
+	mustClose(t, j)
+	j = mustOpen(t, dir, testOptions())
+	defer mustClose(t, j)
+	if j.LastSeq() != 1+writers*each {
+		t.Fatalf("LastSeq %d, want %d", j.LastSeq(), 1+writers*each)
+	}
+	byseq := map[uint64]tick{}
+	for _, r := range collect(t, j, 2) {
+		var tk tick
+		if err := cbor.Unmarshal(r.Body, &tk); err != nil {
+			t.Fatal(err)
+		}
+		byseq[r.Seq] = tk
+	}
+	for g, list := range seqs {
+		for i, seq := range list {
+			if tk := byseq[seq]; tk.N != i || tk.Note != string(rune('a'+g)) {
+				t.Fatalf("seq %d holds %+v, want writer %d's append %d", seq, tk, g, i)
+			}
+			if i > 0 && seq <= list[i-1] {
+				t.Fatalf("writer %d: seq %d after %d", g, seq, list[i-1])
+			}
+		}
+	}
+}
+
+// TestGroupCommitBatches holds the first write until 15 more appends are
+// queued, then checks that they all went out in one write and one fdatasync.
+func TestGroupCommitBatches(t *testing.T) {
+	j := mustOpen(t, journalDir(t), testOptions())
+	defer mustClose(t, j)
+	var writes, syncs atomic.Int32
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	queued := make(chan struct{}, 64)
+	setHooks(t, func(p string) {
+		if p == "queued" {
+			queued <- struct{}{}
+		}
+	}, func(p string) error {
+		switch p {
+		case "write":
+			if writes.Add(1) == 1 {
+				close(inWrite)
+				<-release
+			}
+		case "sync":
+			syncs.Add(1)
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { mustAppend(t, j, "tick", 0) })
+	<-inWrite
+	const followers = 15
+	for i := range followers {
+		wg.Go(func() { mustAppend(t, j, "tick", i+1) })
+	}
+	for range followers {
+		<-queued
+	}
+	close(release)
+	wg.Wait()
+	if writes.Load() != 2 || syncs.Load() != 2 {
+		t.Fatalf("%d writes and %d fdatasyncs for 1+%d appends, want 2 and 2", writes.Load(), syncs.Load(), followers)
+	}
+	if j.LastSeq() != 2+followers {
+		t.Fatalf("LastSeq %d", j.LastSeq())
+	}
+}
+
+// TestPoisonedByFailure: a failed write fails every append of its batch and
+// of the batches waiting behind it, and every later append, without another
+// write.
+func TestPoisonedByFailure(t *testing.T) {
+	for _, point := range []string{"write", "sync"} {
+		t.Run(point, func(t *testing.T) {
+			dir := journalDir(t)
+			j := mustOpen(t, dir, testOptions())
+			mustAppend(t, j, "tick", 1)
+			last := j.LastSeq()
+			injected := errors.New("injected EIO")
+			var writes atomic.Int32
+			inWrite, release := make(chan struct{}), make(chan struct{})
+			queued := make(chan struct{}, 64)
+			setHooks(t, func(p string) {
+				if p == "queued" {
+					queued <- struct{}{}
+				}
+			}, func(p string) error {
+				if p == "write" && writes.Add(1) == 1 {
+					close(inWrite)
+					<-release
+				}
+				if p == point {
+					return injected
+				}
+				return nil
+			})
+			errs := make(chan error, 8)
+			go func() { _, err := j.Append("tick", 2); errs <- err }()
+			<-inWrite
+			for range 5 {
+				go func() { _, err := j.Append("tick", 3); errs <- err }()
+				<-queued
+			}
+			close(release)
+			for range 6 {
+				if err := <-errs; !errors.Is(err, injected) {
+					t.Fatalf("append in a failed batch: %v, want the injected failure", err)
+				}
+			}
+			_, err := j.Append("tick", 4)
+			if !errors.Is(err, injected) {
+				t.Fatalf("append after the failure: %v, want the injected failure", err)
+			}
+			if writes.Load() != 1 {
+				t.Fatalf("%d writes after the failure, want 1: no retry", writes.Load())
+			}
+			if j.LastSeq() != last || j.Summary().Failure == "" {
+				t.Fatalf("LastSeq %d (want %d), failure %q", j.LastSeq(), last, j.Summary().Failure)
+			}
+			mustClose(t, j)
+		})
+	}
+}
+
+// TestPoisonedByRealEBADF makes the kernel refuse the write: the segment's
+// descriptor is replaced by a read-only one.
+func TestPoisonedByRealEBADF(t *testing.T) {
+	j := mustOpen(t, journalDir(t), testOptions())
+	ro, err := os.Open(j.segPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := unix.Dup2(int(ro.Fd()), int(j.seg.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	_, err = j.Append("tick", 1)
+	if !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("append to a read-only descriptor: %v, want EBADF", err)
+	}
+	if _, err2 := j.Append("tick", 2); !errors.Is(err2, syscall.EBADF) || err2.Error() != err.Error() {
+		t.Fatalf("later append: %v, want the same failure %v", err2, err)
+	}
+	mustClose(t, j)
+}
+
+// TestCloseWaitsForAppends: appends racing Close either finish durably or
+// get ErrClosed.
+func TestCloseWaitsForAppends(t *testing.T) {
+	dir := journalDir(t)
+	j := mustOpen(t, dir, testOptions())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var done []uint64
+	start := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			for {
+				seq, err := j.Append("tick", 1)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				done = append(done, seq)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	for {
+		mu.Lock()
+		n := len(done)
+		mu.Unlock()
+		if n >= 50 {
+			break
+		}
+		if _, err := j.Append("pacer", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustClose(t, j)
+	wg.Wait()
+	j = mustOpen(t, dir, testOptions())
+	defer mustClose(t, j)
+	for _, seq := range done {
+		if seq > j.LastSeq() {
+			t.Fatalf("acknowledged seq %d missing (log ends at %d)", seq, j.LastSeq())
+		}
+	}
+}
+
+// TestAppendAllocationsDoNotGrow: the cost of an append does not depend on
+// how long the log is.
+func TestAppendAllocationsDoNotGrow(t *testing.T) {
+	j := mustOpen(t, journalDir(t), Options{Owner: testOwner, Format: testFormat})
+	defer mustClose(t, j)
+	body := make([]byte, 256)
+	measure := func() float64 {
+		return testing.AllocsPerRun(50, func() {
+			if _, err := j.Append("tick", body); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	early := measure()
+	for range 2000 {
+		mustAppend(t, j, "tick", body)
+	}
+	late := measure()
+	t.Logf("allocations per append: %.1f early, %.1f after 2000 records", early, late)
+	if late > early {
+		t.Fatalf("allocations per append grew from %.1f to %.1f with history", early, late)
+	}
+}

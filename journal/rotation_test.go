@@ -1,0 +1,100 @@
+package journal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRotationAndIteration(t *testing.T) {
+	dir := journalDir(t)
+	opts := testOptions()
+	opts.SegmentSize = 600
+	j := mustOpen(t, dir, opts)
+	const n = 60
+	for i := 2; i <= n; i++ {
+		mustAppend(t, j, "tick", tick{N: i, Note: strings.Repeat("r", 20)})
+	}
+	mustClose(t, j)
+	j = mustOpen(t, dir, opts)
+	defer mustClose(t, j)
+
+	segs := j.Summary().Segments
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want rotation at 600 bytes", len(segs))
+	}
+	next := uint64(1)
+	for _, s := range segs {
+		fi, err := os.Stat(filepath.Join(dir, s.Name))
+		if err != nil || fi.Size() != 600 || s.Size != 600 {
+			t.Fatalf("segment %s: size %d, %v; want the 600-byte preallocation", s.Name, fi.Size(), err)
+		}
+		if s.Name != segName(s.FirstSeq) || s.FirstSeq != next || s.Used > 600 {
+			t.Fatalf("segment %+v, want it to start at seq %d", s, next)
+		}
+		next = s.LastSeq + 1
+	}
+	if next != n+1 {
+		t.Fatalf("segments end at seq %d, want %d", next-1, n)
+	}
+	// Rotation happens only when the next record does not fit.
+	for i, s := range segs[:len(segs)-1] {
+		fr := frames(t, filepath.Join(dir, segs[i+1].Name))
+		if s.Used+fr[0].len <= 600 {
+			t.Fatalf("segment %s rotated with %d bytes free, enough for the next %d-byte frame", s.Name, 600-s.Used, fr[0].len)
+		}
+	}
+
+	// Iterate from every seq, including the first of a segment, the middle
+	// of one, the last record and past it.
+	for from := uint64(0); from <= n+2; from++ {
+		recs := collect(t, j, from)
+		start := max(from, 1)
+		want := 0
+		if start <= n {
+			want = int(n - start + 1)
+		}
+		if len(recs) != want {
+			t.Fatalf("Iterate(%d): %d records, want %d", from, len(recs), want)
+		}
+		for i, r := range recs {
+			if r.Seq != start+uint64(i) {
+				t.Fatalf("Iterate(%d): record %d has seq %d", from, i, r.Seq)
+			}
+		}
+	}
+
+	// An error from fn stops iteration and comes back as is.
+	stop := errors.New("stop here")
+	count := 0
+	err := j.Iterate(10, func(r Record) error {
+		count++
+		if r.Seq == 20 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || count != 11 {
+		t.Fatalf("Iterate with a stopping fn: %v after %d records", err, count)
+	}
+}
+
+// TestIterateSeesDamage: Iterate re-reads from disk and reports damage made
+// after Open.
+func TestIterateSeesDamage(t *testing.T) {
+	dir := smallLog(t)
+	j := mustOpen(t, dir, testOptions())
+	defer mustClose(t, j)
+	seg := filepath.Join(dir, segName(1))
+	fr := frames(t, seg)
+	f, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xee}, fr[2].off+headerSize+5)
+	f.Close()
+	err = j.Iterate(1, func(Record) error { return nil })
+	wantCorrupt(t, err, seg, fr[2].off)
+}
