@@ -49,19 +49,37 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 	var outMu sync.Mutex
 	replies := make(chan error, 1)
 	go func() { replies <- copyLines(stdout, conn, &outMu) }()
+	requests := make(chan error, 1)
+	go func() { requests <- forwardLines(in, conn, stdout, &outMu) }()
 
-	upErr := forwardLines(in, conn, stdout, &outMu)
-	if upErr != nil && ctx.Err() == nil {
-		conn.Close()
-		<-replies
-		return upErr
+	select {
+	case err := <-requests:
+		if err != nil && ctx.Err() == nil {
+			conn.Close()
+			<-replies
+			return err
+		}
+		// stdin ended: let the controller answer what it has, then stop.
+		conn.CloseWrite()
+		err = <-replies
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	case err := <-replies:
+		// The controller closed the connection (it stopped, or refused
+		// this peer): nothing more can be answered, so the proxy ends and
+		// the MCP client sees its server go away.
+		in.SetReadDeadline(aLongTimeAgo)
+		<-requests
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			err = errors.New("steward mcp: the controller closed the connection")
+		}
+		return err
 	}
-	conn.CloseWrite()
-	err = <-replies
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
 }
 
 // aLongTimeAgo, as a read deadline, wakes a blocked read at once.
