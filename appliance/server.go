@@ -1,0 +1,183 @@
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/oracleops"
+)
+
+// DefaultPrefix is the API prefix when Config.Prefix is empty.
+const DefaultPrefix = "/v1"
+
+// DefaultMaxConnections caps the connections served at once.
+const DefaultMaxConnections = 64
+
+// Config configures the appliance.
+type Config struct {
+	Socket string // path of the Unix socket to create (mode 0660)
+	State  string // state directory (created 0700); the journal is STATE/journal
+	Prefix string // API prefix, DefaultPrefix when empty
+
+	// Capacity, when positive, caps concurrent invocations of every
+	// operation at this number instead of each operation's own cap.
+	Capacity int
+	// MaxConnections caps open connections; DefaultMaxConnections when 0.
+	MaxConnections int
+	// Logger receives the appliance's logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Ready, when set, receives one line "ready SOCKET\n" once the
+	// journal is open and the socket is listening.
+	Ready io.Writer
+}
+
+// Server is a running appliance.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	cat      *catalog
+	ledger   *ledger
+	journal  *journal.Journal
+	http     *http.Server
+	served   chan error // the result of http.Server.Serve
+	once     sync.Once
+	closeErr error
+}
+
+// Serve runs the appliance until ctx is done, then shuts it down: the
+// socket stops accepting and is removed, running requests finish, the
+// journal is closed.
+func Serve(ctx context.Context, cfg Config) error {
+	s, err := Start(cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down", "reason", context.Cause(ctx))
+		return s.Close()
+	case err := <-s.served:
+		s.Close()
+		return fmt.Errorf("serving %s: %w", cfg.Socket, err)
+	}
+}
+
+// Start opens the journal, rebuilds the request-id index from it, binds
+// the socket and serves in the background until Close.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if err := oracleops.ValidatePrefix(cfg.Prefix); err != nil {
+		return nil, err
+	}
+	if cfg.Socket == "" || cfg.State == "" {
+		return nil, errors.New("appliance: both a socket path and a state directory are required")
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cat, err := newCatalog(cfg.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareStateDir(cfg.State); err != nil {
+		return nil, err
+	}
+	j, err := journal.Open(filepath.Join(cfg.State, "journal"), journal.Options{
+		Owner: journalOwner, Format: journalFormat, Config: journalConfig, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	led, err := openLedger(j)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	ln, err := listenUnix(cfg.Socket, log)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, served: make(chan error, 1)}
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		s.served <- s.http.Serve(&limitListener{UnixListener: ln, slots: make(chan struct{}, cfg.MaxConnections)})
+	}()
+	log.Info("serving oracle-operations-v1", "socket", cfg.Socket, "prefix", cfg.Prefix,
+		"journal", j.Dir(), "answers", led.count(), "operations", len(cat.ops))
+	if cfg.Ready != nil {
+		fmt.Fprintf(cfg.Ready, "ready %s\n", cfg.Socket)
+	}
+	return s, nil
+}
+
+// Close stops the server: no new connections (the socket is removed),
+// running requests get up to 10 s to finish, then the journal is closed.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := s.http.Shutdown(ctx)
+		if err != nil {
+			s.log.Warn("requests still running at shutdown; closing them", "err", err)
+			s.http.Close()
+		}
+		s.closeErr = errors.Join(err, s.journal.Close())
+		s.log.Info("stopped", "socket", s.cfg.Socket)
+	})
+	return s.closeErr
+}
+
+// ServeHTTP routes PREFIX/operations, PREFIX/operations/ID and
+// PREFIX/invoke; everything else is not_found.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	rest, ok := cutPrefix(path, s.cfg.Prefix)
+	switch {
+	case !ok:
+	case rest == "/invoke":
+		s.handleInvoke(w, r)
+		return
+	case rest == "/operations":
+		s.handleList(w, r)
+		return
+	case len(rest) > len("/operations/") && rest[:len("/operations/")] == "/operations/":
+		s.handleDescribe(w, r, rest[len("/operations/"):])
+		return
+	}
+	writeRefusal(w, &refusal{status: http.StatusNotFound, code: codeNotFound, message: "no such path; try " + s.cfg.Prefix + "/operations"})
+}
+
+func cutPrefix(path, prefix string) (string, bool) {
+	if len(path) < len(prefix) || path[:len(prefix)] != prefix {
+		return "", false
+	}
+	return path[len(prefix):], true
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeRefusal(w, &refusal{status: http.StatusMethodNotAllowed, code: codeBadRequest, message: "method not allowed; use " + allow})
+}
