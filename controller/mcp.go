@@ -144,8 +144,8 @@ func (c *Controller) overview(ctx context.Context) Overview {
 
 // agentRefusal is the JSON-RPC line a refused MCP peer receives.
 func agentRefusal(reason string) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32001, "message": "steward: " + reason}})
-	return append(b, '\n')
+	msg, _ := json.Marshal("steward: " + reason)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":%s}}`+"\n", msg)
 }
 
 // listenMCP binds the MCP socket: a peer whose UID or GID is on the agent
@@ -164,8 +164,15 @@ func (c *Controller) listenMCP() (*wire.Listener, error) {
 		MaxConns:  256,
 		MaxPerUID: 64,
 		Refuse: func(conn *net.UnixConn, reason error) {
-			conn.SetWriteDeadline(time.Now().Add(time.Second))
-			conn.Write(agentRefusal(reason.Error()))
+			// The agent is told why in steward's words, not the
+			// listener's (which name the socket path).
+			text := "connection refused"
+			if errors.Is(reason, wire.ErrTooManyConns) {
+				text = "too many connections"
+			} else if cred, err := wire.PeerCredOf(conn); err == nil {
+				text = fmt.Sprintf("peer uid %d is not on the agent allow-list", cred.UID)
+			}
+			conn.Write(agentRefusal(text))
 		},
 	})
 }

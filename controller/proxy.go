@@ -55,7 +55,9 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 	select {
 	case err := <-requests:
 		if err != nil && ctx.Err() == nil {
-			conn.Close()
+			// The socket refused a write: the controller closed it. What
+			// it wrote before (a refusal line) is still read and copied.
+			conn.CloseWrite()
 			<-replies
 			return err
 		}

@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// proxyOnce runs the proxy binary (optionally as another account), sends
+// one initialize line and returns the first line it prints.
+func proxyOnce(t *testing.T, sock string, cred *syscall.Credential) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, controllerBin(t), "mcp", "--socket", sock)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the proxy: %v", err)
+	}
+	return line
+}
+
+func TestAgentAllowListRefusesOtherUID(t *testing.T) {
+	other := uint32(os.Getuid()) + 4242
+	s := newStack(t, stackOpts{edit: func(m map[string]any) {
+		m["agents"] = map[string]any{"uids": []uint32{other}, "gids": []uint32{}}
+	}})
+	s.startController()
+	seq := s.lastSeq()
+	got := proxyOnce(t, s.cfg.Sockets.MCP, nil)
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"steward: peer uid %d is not on the agent allow-list"}}`+"\n", os.Getuid())
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if s.lastSeq() != seq {
+		t.Fatal("a refused agent journaled something")
+	}
+}
+
+// TestAgentAllowListSecondAccount runs the proxy as a second OS account
+// whose UID and GID are not on the allow-list.
+func TestAgentAllowListSecondAccount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create and run as a second OS account")
+	}
+	const name = "steward-test-peer"
+	if _, err := user.Lookup(name); err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			if _, lerr := user.Lookup(name); lerr != nil {
+				t.Fatalf("useradd: %v %s", err, out)
+			}
+		}
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	bin := controllerBin(t)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, stackOpts{})
+	s.startController()
+	// Let the account reach the socket through the file system, so that
+	// the refusal is the allow-list's (SO_PEERCRED), not a permission error.
+	if err := os.Chmod(s.dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(s.cfg.Sockets.MCP, 0, gid); err != nil {
+		t.Fatal(err)
+	}
+	got := proxyOnce(t, s.cfg.Sockets.MCP, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)})
+	if !strings.Contains(got, fmt.Sprintf("steward: peer uid %d is not on the agent allow-list", uid)) {
+		t.Fatalf("got %s", got)
+	}
+}
