@@ -1,0 +1,114 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// runDispatchers runs b.N calls spread over n goroutines and reports calls/s.
+func runDispatchers(b *testing.B, n int, one func(i int64) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	b.ResetTimer()
+	start := time.Now()
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if err := one(i); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
+}
+
+var benchRun atomic.Int64
+
+// BenchmarkHostCall: admitted, charged invocations through the host (consent
+// on the reverse channel, reserve and outcome journaled, receipt signed) to
+// the application, from n concurrent dispatchers sharing one forward
+// channel, as a controller does.
+func BenchmarkHostCall(b *testing.B) {
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprintf("dispatchers=%d", n), func(b *testing.B) {
+			w := newWorld(b, worldOpts{fund: 1 << 40, price: 1, perDay: 1 << 40})
+			w.serve(b)
+			cl := w.dial(b)
+			run := benchRun.Add(1)
+			runDispatchers(b, n, func(i int64) error {
+				d := invokeDispatch(b, fmt.Sprintf("b%d-%d", run, i), "app", "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				env, err := cl.Call(ctx, msg.TypeDispatch, d)
+				if err != nil {
+					return err
+				}
+				var res msg.DispatchResult
+				if err := env.Decode(&res); err != nil {
+					return err
+				}
+				if res.Outcome != msg.OutcomeDefinite || res.Status != 200 {
+					return fmt.Errorf("%+v", res)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// BenchmarkDirectCall: the same invocation posted straight to the
+// application's socket with net/http (keep-alive), no custody.
+func BenchmarkDirectCall(b *testing.B) {
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprintf("dispatchers=%d", n), func(b *testing.B) {
+			dir := shortDir(b)
+			app := startApp(b, dir)
+			hc := &http.Client{Transport: &http.Transport{
+				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, "unix", app.sock)
+				},
+				MaxIdleConnsPerHost: 64,
+			}}
+			defer hc.CloseIdleConnections()
+			runDispatchers(b, n, func(i int64) error {
+				d := invokeDispatch(b, fmt.Sprintf("d%d", i), "app", "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
+				resp, err := hc.Post("http://app"+d.Path, "application/json", bytes.NewReader(d.Body))
+				if err != nil {
+					return err
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					return fmt.Errorf("status %d", resp.StatusCode)
+				}
+				return err
+			})
+		})
+	}
+}
