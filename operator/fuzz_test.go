@@ -1,0 +1,65 @@
+package operator
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// FuzzControllerKeys: the keys file comes from the controller's account.
+func FuzzControllerKeys(f *testing.F) {
+	f.Add(newPeer(f, "c").keysFile())
+	f.Add([]byte{0xa0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st := newState()
+		c, err := st.checkControllerAdd(recControllerAdd{Name: "c", UID: 1, Keys: b})
+		if err == nil && (c.tool == nil || c.dispatch == nil) {
+			t.Fatal("accepted keys without a tool or dispatch key")
+		}
+	})
+}
+
+// FuzzFilterList: a listing comes from the application's account; the
+// filtered result must hold only covered operations, or be refused.
+func FuzzFilterList(f *testing.F) {
+	f.Add([]byte(`{"operations":[{"id":"calc.evaluate"},{"id":"text.sha256"}],"next_offset":null,"limits":{"request_bytes":65536}}`))
+	f.Add([]byte(`{"operations":[{"id":1}]}`))
+	f.Add([]byte(`[]`))
+	g := &msg.Grant{Application: "app", Operations: []string{"calc.*"}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := filterList(b, g)
+		if err != nil {
+			return
+		}
+		var reply struct {
+			Operations []struct {
+				ID string `json:"id"`
+			} `json:"operations"`
+		}
+		if err := json.Unmarshal(out, &reply); err != nil {
+			t.Fatalf("filtered listing does not parse: %v", err)
+		}
+		for _, op := range reply.Operations {
+			if !g.Covers("app", op.ID) {
+				t.Fatalf("uncovered operation %q listed", op.ID)
+			}
+		}
+	})
+}
+
+// FuzzReceiptsFile: an exported receipts file may come from anyone.
+func FuzzReceiptsFile(f *testing.F) {
+	f.Add([]byte{0xa3, 0x67, 'h', 'o', 's', 't', 'K', 'e', 'y', 0x40, 0x68, 'r', 'e', 'c', 'e', 'i', 'p', 't', 's', 0x80, 0x6b, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't', 's', 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		VerifyReceiptsFile(b, nil)
+	})
+}
+
+// FuzzRouteRequest: REQUEST.json.
+func FuzzRouteRequest(f *testing.F) {
+	f.Add([]byte(`{"controller":"c","upstream":"/a","forward":"/b","reverse":"/c","prefix":"/v1","timeouts":{"connectMs":1,"responseMs":2}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ParseRouteRequest(b)
+	})
+}
