@@ -1,0 +1,15 @@
+package dev
+
+import (
+	"os"
+	"syscall"
+)
+
+// ownerOf returns the owning UID of a file.
+func ownerOf(fi os.FileInfo) (uint32, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}

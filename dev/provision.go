@@ -1,0 +1,295 @@
+package dev
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// What the dev mode provisions (the issue's numbers).
+const (
+	// ControllerName is the one controller of the dev mode.
+	ControllerName = "dev"
+	// Application is the reference application's name in grants and routes.
+	Application = "appliance"
+	// RouteName is the route from the host to the reference application.
+	RouteName = "appliance"
+	// InitialFunds is what the purse is funded with on first start.
+	InitialFunds = 1_000_000
+	// Price is the grant's price of one call, in credits.
+	Price = 1
+	// PerDay is the grant's daily count.
+	PerDay = 100_000
+	// GrantLifetime is how long a grant the dev mode issues lasts; a later
+	// start issues a new one once it has expired.
+	GrantLifetime = 365 * 24 * time.Hour
+)
+
+// routeTimeouts bound each delivery to the reference application.
+var routeTimeouts = msg.Timeouts{ConnectMs: 2000, ResponseMs: 30000}
+
+// provision creates on first start, and checks and reuses on later starts:
+// the operator store, the controller's keys, the controller pinned in the
+// store with a funded purse, a live grant, the selected route, the bundle
+// and the controller config. It goes through the same exported APIs the
+// commands use (package operator's Store, package controller's keys and
+// config), and leaves the store closed for the host daemon to open. It
+// writes one line per thing it creates to w.
+func provision(l Layout, w io.Writer) error {
+	for _, d := range []string{l.State, l.Controller, l.Appliance} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := l.checkSocketDir(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(l.OperatorStore); errors.Is(err, fs.ErrNotExist) {
+		if _, err := operator.Init(l.OperatorStore); err != nil {
+			return fmt.Errorf("operator store: %w", err)
+		}
+		fmt.Fprintf(w, "created the operator store %s\n", l.OperatorStore)
+	} else if err != nil {
+		return err
+	}
+	pubPath := filepath.Join(l.ControllerKey, "controller.pub")
+	if _, err := os.Stat(pubPath); errors.Is(err, fs.ErrNotExist) {
+		if pubPath, err = controller.InitKeys(l.ControllerKey); err != nil {
+			return fmt.Errorf("controller keys: %w", err)
+		}
+		fmt.Fprintf(w, "created the controller's keys in %s\n", l.ControllerKey)
+	} else if err != nil {
+		return err
+	}
+	pub, err := os.ReadFile(pubPath)
+	if err != nil {
+		return err
+	}
+
+	st, err := operator.Open(l.OperatorStore)
+	if err != nil {
+		return fmt.Errorf("operator store: %w", err)
+	}
+	defer st.Close()
+	uid := uint32(os.Getuid())
+	if err := pinController(st, uid, pub, pubPath, w); err != nil {
+		return err
+	}
+	if err := fundPurse(st, w); err != nil {
+		return err
+	}
+	if err := ensureGrant(st, w); err != nil {
+		return err
+	}
+	if err := ensureRoute(st, l, w); err != nil {
+		return err
+	}
+	bundle, err := st.BuildBundle(ControllerName, uid)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	if err := writeFileAtomic(l.Bundle, bundle, 0o600); err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	return writeConfig(l, uid, w)
+}
+
+// pinController pins the dev controller in the store, or checks that the
+// pinned account and keys are the ones this start runs with.
+func pinController(st *operator.Store, uid uint32, pub []byte, pubPath string, w io.Writer) error {
+	keys, err := controller.ReadPublicKeys(pubPath)
+	if err != nil {
+		return err
+	}
+	tool, err := wire.ParsePublicKey(keys.Tool)
+	if err != nil {
+		return fmt.Errorf("%s: tool key: %w", pubPath, err)
+	}
+	for _, c := range st.Controllers() {
+		if c.Name != ControllerName {
+			continue
+		}
+		if c.UID != uid {
+			return fmt.Errorf("the store pins controller %s to uid %d, but the dev mode runs as uid %d: use a fresh --state", ControllerName, c.UID, uid)
+		}
+		if c.ToolKID != tool.KID().String() {
+			return fmt.Errorf("the store pins controller %s with tool key %s, but %s holds %s: use a fresh --state", ControllerName, c.ToolKID, pubPath, tool.KID())
+		}
+		return nil
+	}
+	if _, err := st.AddController(ControllerName, uid, pub); err != nil {
+		return fmt.Errorf("controller add: %w", err)
+	}
+	fmt.Fprintf(w, "pinned controller %s (uid %d)\n", ControllerName, uid)
+	return nil
+}
+
+// fundPurse funds the purse once, on first start: a later start finds it
+// funded and leaves the balance as the journal says.
+func fundPurse(st *operator.Store, w io.Writer) error {
+	p, err := st.PurseShow(ControllerName)
+	if err != nil {
+		return fmt.Errorf("purse show: %w", err)
+	}
+	if p.Funded > 0 {
+		return nil
+	}
+	if _, err := st.FundPurse(ControllerName, InitialFunds); err != nil {
+		return fmt.Errorf("purse fund: %w", err)
+	}
+	fmt.Fprintf(w, "funded purse %s with %d credits\n", ControllerName, InitialFunds)
+	return nil
+}
+
+// ensureGrant issues the dev grant unless a live, unrevoked one for the
+// reference application exists.
+func ensureGrant(st *operator.Store, w io.Writer) error {
+	now := time.Now()
+	for _, g := range st.Grants() {
+		if g.Controller != ControllerName || g.Application != Application || g.Revoked {
+			continue
+		}
+		notAfter, err := time.Parse(time.RFC3339Nano, g.NotAfter)
+		if err == nil && now.Before(notAfter) {
+			return nil
+		}
+	}
+	g, err := st.IssueGrant(operator.GrantSpec{
+		Controller:  ControllerName,
+		Application: Application,
+		Price:       Price,
+		PerDay:      PerDay,
+		NotAfter:    now.Add(GrantLifetime),
+	})
+	if err != nil {
+		return fmt.Errorf("grant issue: %w", err)
+	}
+	fmt.Fprintf(w, "issued grant %s: %s may call %s at %d credit a call, %d calls a day, until %s\n",
+		g.ID, ControllerName, Application, Price, PerDay, g.NotAfter)
+	return nil
+}
+
+// ensureRoute registers the route on first start. A later start whose
+// socket paths differ (the short socket directory moved with
+// XDG_RUNTIME_DIR) registers a new revision replacing the selected one.
+func ensureRoute(st *operator.Store, l Layout, w io.Writer) error {
+	req := operator.RouteRequest{
+		Controller: ControllerName,
+		Upstream:   l.ApplianceSocket,
+		Forward:    l.ForwardSocket,
+		Reverse:    l.ReverseSocket,
+		Prefix:     "/v1",
+		Timeouts:   routeTimeouts,
+	}
+	for _, r := range st.Routes() {
+		if r.Route != RouteName {
+			continue
+		}
+		if r.Upstream == req.Upstream && r.Forward == req.Forward && r.Reverse == req.Reverse &&
+			r.Controller == req.Controller && r.Application == Application {
+			return nil
+		}
+		req.Replaces = r.ID
+	}
+	v, err := st.RegisterRoute(RouteName, Application, req)
+	if err != nil {
+		return fmt.Errorf("route register: %w", err)
+	}
+	fmt.Fprintf(w, "registered route %s revision %d: host %s -> appliance %s\n", v.Route, v.Revision, v.Forward, v.Upstream)
+	b, err := json.MarshalIndent(req, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(l.RouteRequest, append(b, '\n'), 0o600)
+}
+
+// controllerConfig is the dev controller's config (package controller's
+// shape): every UID is the current user's, in dev mode.
+func controllerConfig(l Layout, uid uint32) ([]byte, error) {
+	cfg := controller.Config{
+		Name:     ControllerName,
+		StateDir: l.Controller,
+		KeyDir:   l.ControllerKey,
+		Bundle:   l.Bundle,
+		Sockets: controller.Sockets{
+			MCP:        l.MCPSocket,
+			Reverse:    l.ReverseSocket,
+			Foreground: l.ForegroundSocket,
+		},
+		Agents:                           controller.Agents{UIDs: []uint32{uid}, GIDs: []uint32{}},
+		ForegroundUIDs:                   []uint32{uid},
+		AllowedApplicationLifetimeRoutes: []string{RouteName},
+		ToolTask: controller.ToolTask{ApplicationServices: []controller.Service{
+			{Application: Application, Protocol: msg.ProtocolOracleOperationsV1},
+		}},
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	if _, err := controller.ParseConfig(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// writeConfig writes the controller config on first start. A later start
+// must compute the same bytes: the controller's journal is bound to them,
+// and a different config needs an enrollment the dev mode does not do.
+func writeConfig(l Layout, uid uint32, w io.Writer) error {
+	want, err := controllerConfig(l, uid)
+	if err != nil {
+		return err
+	}
+	have, err := os.ReadFile(l.Config)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := writeFileAtomic(l.Config, want, 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "wrote the controller config %s\n", l.Config)
+		return nil
+	case err != nil:
+		return err
+	case !bytes.Equal(have, want):
+		return fmt.Errorf("%s differs from the config this start computes (socket directory %s): the controller's journal is bound to the old one; use a fresh --state", l.Config, l.Run)
+	}
+	return nil
+}
+
+// writeFileAtomic writes b to a temporary file beside path, fsyncs it and
+// renames it over path.
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
