@@ -32,6 +32,11 @@ var (
 	ErrChanged    = errors.New("changed while being opened")
 )
 
+// testHook, when a test sets it, runs between the steps of ReadPrivateFile
+// ("examined": after the lstat, before the open; "checked": after the fstat,
+// before the read), so a test can swap the file at exactly those points.
+var testHook func(stage string)
+
 // ReadPrivateFile reads a file the invoking operator (ownerUID) handed to
 // the installer, which runs as root and so must not be tricked into reading
 // something else. It refuses, naming the file and the reason, unless:
@@ -74,6 +79,9 @@ func ReadPrivateFile(path string, ownerUID uint32, limit int64) ([]byte, error) 
 	if err := privateFileOK(&before, ownerUID, limit); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if testHook != nil {
+		testHook("examined")
+	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if err == unix.ELOOP {
@@ -92,6 +100,9 @@ func ReadPrivateFile(path string, ownerUID uint32, limit int64) ([]byte, error) 
 	}
 	if err := privateFileOK(&after, ownerUID, limit); err != nil {
 		return nil, fmt.Errorf("%s: %w (after opening)", path, err)
+	}
+	if testHook != nil {
+		testHook("checked")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
