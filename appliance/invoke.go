@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/oracleops"
 )
 
@@ -82,11 +83,13 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 
 	status, response, journaled := s.execute(inv)
 	if journaled {
+		failpoint.Hit("appliance-before-journal")
 		if err := s.ledger.record(inv.RequestID, sum, status, response); err != nil {
 			s.log.Error("journaling an answer failed; refusing the invocation", "requestId", inv.RequestID, "err", err)
 			writeRefusal(w, &refusal{status: http.StatusInternalServerError, code: codeFault, message: "the answer could not be journaled"})
 			return
 		}
+		failpoint.Hit("appliance-after-journal")
 	}
 	s.log.Debug("invoke", "requestId", inv.RequestID, "operationId", inv.OperationID, "status", status)
 	writeJSON(w, status, response)

@@ -32,6 +32,10 @@ type Config struct {
 	Capacity int
 	// MaxConnections caps open connections; DefaultMaxConnections when 0.
 	MaxConnections int
+	// JournalSegmentSize is the journal's segment size; the journal's
+	// default (64 MiB) when 0. Opening scans the preallocated tail of the
+	// last segment, so tests use small segments to restart quickly.
+	JournalSegmentSize int64
 	// Logger receives the appliance's logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Ready, when set, receives one line "ready SOCKET\n" once the
@@ -98,6 +102,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	j, err := journal.Open(filepath.Join(cfg.State, "journal"), journal.Options{
 		Owner: journalOwner, Format: journalFormat, Config: journalConfig, Logger: log,
+		SegmentSize: cfg.JournalSegmentSize,
 	})
 	if err != nil {
 		return nil, err

@@ -143,8 +143,8 @@ func parseUnit(s string) (unit, error) {
 		}
 		return unit{symbol: p + b.base, dimension: b.dimension, factor: new(big.Rat).Mul(b.factor, pow10(n))}, nil
 	}
-	if strings.HasSuffix(s, "b") && len(s) <= 3 {
-		return unit{}, &unitError{fmt.Sprintf("%s is ambiguous: write bit for bits or B for bytes (e.g. %sbit or %sB)", strconv.Quote(s), s[:len(s)-1], s[:len(s)-1])}
+	if p, ok := strings.CutSuffix(s, "b"); ok && (p == "" || siPrefixes[p] >= 3 || iecPrefixes[p] > 0) {
+		return unit{}, &unitError{fmt.Sprintf("%s is ambiguous: write bit for bits or B for bytes (e.g. %sbit or %sB)", strconv.Quote(s), p, p)}
 	}
 	if s == "KB" {
 		return unit{}, &unitError{`"KB" is ambiguous: write kB for 1000 B or KiB for 1024 B`}
