@@ -347,3 +347,11 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkRender(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := Render(UnitParams{BinDir: "/usr/bin"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
