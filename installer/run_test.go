@@ -120,7 +120,7 @@ func TestOperatorVerbsTakeNoRootOptions(t *testing.T) {
 }
 
 func TestRunRealInstallNeedsRoot(t *testing.T) {
-	for _, verb := range []string{"install", "uninstall"} {
+	for _, verb := range []string{"install", "uninstall", "status"} {
 		code, out, errs := run(t, nonRoot, verb)
 		if code != ExitFail || out != "" || !strings.Contains(errs, "must run as root (euid is 1000)") {
 			t.Errorf("%s as uid 1000: exit %d, %q, %q", verb, code, out, errs)

@@ -38,6 +38,10 @@ func runStatus(ctx context.Context, c *call, o options) int {
 	if err != nil {
 		return c.failf("%v", err)
 	}
+	if t.real && c.env.EUID != 0 {
+		// The sudoers drop-in and the state directories are root's to read.
+		return c.failf("must run as root (euid is %d): sudo steward-installer status", c.env.EUID)
+	}
 	binDir, err := resolveBinDir(o, c.env)
 	if err != nil {
 		return c.failf("%v", err)
