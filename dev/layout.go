@@ -15,6 +15,15 @@ import (
 // Linux (sun_path is 108 bytes including the terminating NUL).
 const maxSunPath = 107
 
+// bindOverhead is what package wire adds to a listening socket's directory
+// while it binds: DIR/.bind-NNNNNNNNNN/s (os.MkdirTemp's random part is at
+// most 10 digits). A directory holding a listening socket must leave room
+// for it.
+const bindOverhead = len("/.bind-4294967295/s")
+
+// maxSocketDir is the longest directory that may hold a listening socket.
+const maxSocketDir = maxSunPath - bindOverhead
+
 // Layout is where one dev-mode stack keeps everything. Each part has its own
 // state directory, as in production each has its own account.
 type Layout struct {
@@ -71,7 +80,7 @@ const longestSocketName = "route-appliance.sock"
 // digits of SHA-256(STATE).
 func socketDir(state string) string {
 	run := filepath.Join(state, "run")
-	if len(filepath.Join(run, longestSocketName)) <= maxSunPath {
+	if len(filepath.Join(run, longestSocketName)) <= maxSunPath && len(run) <= maxSocketDir {
 		return run
 	}
 	sum := sha256.Sum256([]byte(state))
@@ -106,6 +115,22 @@ func (l Layout) checkSocketDir() error {
 		if len(s) > maxSunPath {
 			return fmt.Errorf("socket path %s: %d bytes exceeds the sun_path bound of %d", s, len(s), maxSunPath)
 		}
+	}
+	if len(l.Run) > maxSocketDir {
+		return fmt.Errorf("socket directory %s: %d bytes exceeds %d, the longest that leaves room to bind a socket in it", l.Run, len(l.Run), maxSocketDir)
+	}
+	return nil
+}
+
+// checkStorePath refuses a state directory so long that the operator store's
+// admin socket (STORE/admin.sock, bound through STORE/.bind-N/s) cannot be
+// bound: the store must stay where it is from one start to the next, so it
+// cannot move to a short directory the way the sockets do.
+func (l Layout) checkStorePath() error {
+	if len(l.OperatorStore) > maxSocketDir {
+		return fmt.Errorf("state directory %s is too long: the operator store %s (%d bytes) holds the host's admin socket, "+
+			"and a socket directory may be at most %d bytes; use a --state of at most %d bytes",
+			l.State, l.OperatorStore, len(l.OperatorStore), maxSocketDir, maxSocketDir-len("/operator"))
 	}
 	return nil
 }

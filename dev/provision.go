@@ -52,6 +52,9 @@ func provision(l Layout, w io.Writer) error {
 			return err
 		}
 	}
+	if err := l.checkStorePath(); err != nil {
+		return err
+	}
 	if err := l.checkSocketDir(); err != nil {
 		return err
 	}

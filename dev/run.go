@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -58,7 +60,7 @@ func Run(ctx context.Context, opts Options) error {
 	state := opts.State
 	if state == "" {
 		var err error
-		if state, err = freshStateDir(); err != nil {
+		if state, err = FreshStateDir(); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "steward-dev: a fresh state directory %s (pass --state %s to start it again)\n", state, state)
@@ -112,8 +114,10 @@ func Run(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// freshStateDir creates a new directory under the user's state dir.
-func freshStateDir() (string, error) {
+// FreshStateDir creates a new directory under DefaultStateBase, named by
+// the UTC time of day it was made (a -N suffix when that name is taken): short,
+// because the socket paths under it must fit a Unix socket address.
+func FreshStateDir() (string, error) {
 	base, err := DefaultStateBase()
 	if err != nil {
 		return "", err
@@ -121,7 +125,20 @@ func freshStateDir() (string, error) {
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(base, time.Now().UTC().Format("20060102-150405-"))
+	name := time.Now().UTC().Format("20060102-150405")
+	for i := 1; ; i++ {
+		dir := filepath.Join(base, name)
+		if i > 1 {
+			dir += "-" + strconv.Itoa(i)
+		}
+		err := os.Mkdir(dir, 0o700)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 1000 {
+			return "", err
+		}
+	}
 }
 
 // DefaultStateBase is where fresh state directories go:
