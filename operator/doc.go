@@ -38,12 +38,16 @@
 //	                 byte: the attempt keeps its reservation. (A reserve with no
 //	                 later not-sent or outcome record is uncertain too: that is
 //	                 what a crash leaves.)
-//	outcome         {attempt, status, body, receipt, ledger}
+//	outcome         {attempt, status, body, receipt, receiptSeq, ledger}
 //	                 the application's answer and the signed receipt, one record
 //	                 (the receipt is signed before the append, so outcome and
 //	                 receipt share one fdatasync).
-//	checkpoint      {checkpoint}                 signed msg.Checkpoint over the
-//	                 receipt chain head.
+//	checkpoint      {checkpoint, seq}            signed msg.Checkpoint over the
+//	                 durable receipt chain head (seq: the receipt it covers).
+//
+// The receipt chain is in receipt Seq order, which is signing order; journal
+// order may differ within a group-commit batch. A checkpoint covers a head
+// only once every receipt up to it is durable.
 //
 // # The ledger
 //
@@ -85,6 +89,20 @@
 //	host-after-outcome    the outcome record is durable, settle not sent and
 //	                      the dispatch not answered: definite, with the
 //	                      recorded status, body and receipt; charged once.
+//
+// # Delivery
+//
+// Each delivery dials a fresh connection to the route's upstream socket
+// (connect timeout from the route) and writes the whole HTTP/1.1 request with
+// "Connection: close" in one Write: zero bytes written with an error is
+// not-sent, anything after the first byte is uncertain. The answer is read
+// with http.ReadResponse under the route's response deadline, its body
+// bounded by MaxResponseBody so the dispatch result fits a reply frame.
+// A listing through a grant with operation patterns is filtered to the
+// covered operations (next_offset and limits are kept as the application
+// wrote them, so paging is by the application's offsets and a page may hold
+// fewer operations than asked for); a listing that cannot be filtered is
+// answered 502, never passed through.
 //
 // # Admin socket
 //
