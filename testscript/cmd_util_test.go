@@ -24,15 +24,17 @@ const defaultWait = 30 * time.Second
 // pollEvery is how often a bounded wait re-checks its condition.
 const pollEvery = 5 * time.Millisecond
 
-// cmdWaitfor implements `waitfor socket|file PATH [TIMEOUT]`.
+// cmdWaitfor implements `waitfor socket|file|ready PATH [TIMEOUT]`.
 //
+// ready: PATH is the name of a notifier (see cmdNotify) that has received
+// READY=1.
 // socket: PATH is a Unix socket that accepts a connection (the connection is
 // closed at once; a daemon sees a client that went away). file: PATH exists
 // and is not empty. It fails if the deadline passes first. With `!` it checks
 // that PATH is absent (a removed socket or file), with the same deadline.
 func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: waitfor socket|file PATH [TIMEOUT]")
+		ts.Fatalf("usage: waitfor socket|file|ready PATH [TIMEOUT]")
 	}
 	kind, path := args[0], ts.MkAbs(args[1])
 	limit := defaultWait
@@ -40,6 +42,13 @@ func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
 		d, err := time.ParseDuration(args[2])
 		ts.Check(err)
 		limit = d
+	}
+	if kind == "ready" {
+		if neg {
+			ts.Fatalf("unsupported: ! waitfor ready")
+		}
+		waitReady(ts, args[1], limit)
+		return
 	}
 	var ready func() error
 	switch kind {
@@ -206,3 +215,30 @@ type errUnknownCondition string
 func (e errUnknownCondition) Error() string { return "unknown condition " + string(e) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// cmdExpand implements `expand FILE...`: replaces $VAR and ${VAR} in each
+// file with the journey's variables, so that a config or request file in the
+// archive can name paths under $WORK.
+func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: expand FILE...")
+	}
+	for _, f := range args {
+		path := ts.MkAbs(f)
+		b, err := os.ReadFile(path)
+		ts.Check(err)
+		ts.Check(os.WriteFile(path, []byte(os.Expand(string(b), ts.Getenv)), 0o644))
+	}
+}
+
+// mkdirShared creates dir (if absent) readable and searchable by every
+// account, for what daemons of other accounts must reach.
+func mkdirShared(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o755)
+}
+
+// chmodShared lets every account write to a notify socket.
+func chmodShared(path string) error { return os.Chmod(path, 0o666) }

@@ -27,6 +27,7 @@ func journeyParams(dir string) testscript.Params {
 			// user's state dir: keep it inside the journey.
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
 			env.Setenv("UID", itoa(os.Getuid()))
+			env.Values[notifiersKey{}] = &notifiers{byID: map[string]*notifier{}}
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -41,6 +42,8 @@ func journeyParams(dir string) testscript.Params {
 			"repeat":   cmdRepeat,
 			"jsonenv":  cmdJSONEnv,
 			"httpunix": cmdHTTPUnix,
+			"expand":   cmdExpand,
+			"notify":   cmdNotify,
 			"mcp-call": cmdMCPCall,
 			"mcp-list": cmdMCPList,
 			"mcp-raw":  cmdMCPRaw,
