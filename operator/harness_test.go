@@ -2,11 +2,10 @@ package operator
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/appliance"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -32,61 +32,32 @@ func shortDir(t testing.TB) string {
 	return d
 }
 
-// testApp is a small oracle-operations-v1 application on a Unix socket.
-// It counts every request it receives, so tests can check that refused
-// dispatches reach nothing.
+// testApp is the reference application (package appliance) on a Unix
+// socket, behind a counting front so that tests can check that refused
+// dispatches reach nothing: the front serves app.sock with the appliance's
+// own handler (the appliance's socket is unused).
 type testApp struct {
 	sock  string
 	calls atomic.Int64
 	srv   *http.Server
 }
 
-var testOps = []string{"calc.evaluate", "text.sha256", "units.convert"}
-
 func startApp(t testing.TB, dir string) *testApp {
 	a := &testApp{sock: filepath.Join(dir, "app.sock")}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/operations", func(w http.ResponseWriter, r *http.Request) {
-		a.calls.Add(1)
-		var ops []map[string]any
-		for _, id := range testOps {
-			ops = append(ops, map[string]any{"id": id, "title": id, "availability": "live_direct"})
-		}
-		json.NewEncoder(w).Encode(map[string]any{"operations": ops, "next_offset": nil, "limits": map[string]int{"request_bytes": 65536}})
-	})
-	mux.HandleFunc("GET /v1/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
-		a.calls.Add(1)
-		id := r.PathValue("id")
-		for _, op := range testOps {
-			if op == id {
-				json.NewEncoder(w).Encode(map[string]any{"id": id, "title": id})
-				return
-			}
-		}
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"error":{"code":"not_found","message":"no such operation"}}`)
-	})
-	mux.HandleFunc("POST /v1/invoke", func(w http.ResponseWriter, r *http.Request) {
-		a.calls.Add(1)
-		b, _ := io.ReadAll(r.Body)
-		body, err := oracleops.ParseInvokeBody(b)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		if body.OperationID == "refuse.me" {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			io.WriteString(w, `{"error":{"code":"invalid_arguments","message":"no"}}`)
-			return
-		}
-		sum := sha256.Sum256(b)
-		fmt.Fprintf(w, `{"operationId":%q,"result":{"echo":%s,"sha":"%x"}}`, body.OperationID, body.Arguments, sum[:4])
-	})
+	inner, err := appliance.Start(appliance.Config{Socket: filepath.Join(dir, "app-inner.sock"), State: filepath.Join(dir, "appstate"),
+		Capacity: 64, JournalSegmentSize: 1 << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inner.Close() })
 	l, err := net.Listen("unix", a.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.srv = &http.Server{Handler: mux}
+	a.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.calls.Add(1)
+		inner.ServeHTTP(w, r)
+	})}
 	go a.srv.Serve(l)
 	t.Cleanup(func() { a.srv.Close() })
 	return a

@@ -16,7 +16,7 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 	w.serve(t)
 	cl := w.dial(t)
 	res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`))
-	if res.Outcome != msg.OutcomeDefinite || res.Status != 200 || !bytes.Contains(res.Body, []byte(`"echo":{"expression":"1+1"}`)) {
+	if res.Outcome != msg.OutcomeDefinite || res.Status != 200 || !bytes.Contains(res.Body, []byte(`"operationId":"calc.evaluate"`)) {
 		t.Fatalf("got %+v %s", res, res.Body)
 	}
 	r, err := msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.pub.Ed25519()))
@@ -56,8 +56,8 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 		t.Fatal("duplicate delivered")
 	}
 	// the application's own refusal stays a refusal, and is charged
-	res = call(t, cl, invokeDispatch(t, "a2", "app", "refuse.me", `{}`))
-	if res.Outcome != msg.OutcomeDefinite || res.Status != 422 || !bytes.Contains(res.Body, []byte("invalid_arguments")) {
+	res = call(t, cl, invokeDispatch(t, "a2", "app", "calc.evaluate", `{"expression":"1/0"}`))
+	if res.Outcome != msg.OutcomeDefinite || res.Status != 422 || !bytes.Contains(res.Body, []byte("division by zero")) {
 		t.Fatalf("app refusal: %+v", res)
 	}
 	w.stop()
@@ -112,29 +112,29 @@ func TestRefusals(t *testing.T) {
 	cl := w.dial(t)
 	other := func(app string) *wire.Client { return w.peer.dial(t, w.dir+"/"+app+".sock", w.pub) }
 	before := w.app.calls.Load()
-	wantRefusal(t, call(t, other("nogrant"), invokeDispatch(t, "n1", "nogrant", "calc.evaluate", `{}`)), msg.CodeNoGrant, "no grant of controller ctl covers operation calc.evaluate")
-	wantRefusal(t, call(t, other("oldapp"), invokeDispatch(t, "n2", "oldapp", "calc.evaluate", `{}`)), msg.CodeNoGrant, "g-old is not in force")
-	wantRefusal(t, call(t, other("gone"), invokeDispatch(t, "n3", "gone", "calc.evaluate", `{}`)), msg.CodeNoGrant, "is revoked")
+	wantRefusal(t, call(t, other("nogrant"), invokeDispatch(t, "n1", "nogrant", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "no grant of controller ctl covers operation calc.evaluate")
+	wantRefusal(t, call(t, other("oldapp"), invokeDispatch(t, "n2", "oldapp", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "g-old is not in force")
+	wantRefusal(t, call(t, other("gone"), invokeDispatch(t, "n3", "gone", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "is revoked")
 	wantRefusal(t, call(t, cl, invokeDispatch(t, "n4", "app", "text.sha256", `{}`)), msg.CodeNoGrant, "covers operation text.sha256")
 	// the route serves only its own application
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n5", "nogrant", "calc.evaluate", `{}`)), msg.CodeBadRequest, "serves application app")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n5", "nogrant", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeBadRequest, "serves application app")
 	// a request hash that does not match
-	d := invokeDispatch(t, "n6", "app", "calc.evaluate", `{}`)
+	d := invokeDispatch(t, "n6", "app", "calc.evaluate", `{"expression":"1+1"}`)
 	d.RequestSHA256[0] ^= 1
 	wantRefusal(t, call(t, cl, d), msg.CodeBadRequest, "does not match")
 	// two admitted calls spend 8 of 10; the third is insufficient
 	for _, id := range []string{"ok1", "ok2"} {
-		if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{}`)); res.Outcome != msg.OutcomeDefinite {
+		if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.OutcomeDefinite {
 			t.Fatalf("%s: %+v", id, res)
 		}
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n7", "app", "calc.evaluate", `{}`)), msg.CodeInsufficient, "has 2 credits available, the charge is 4")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n7", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 2 credits available, the charge is 4")
 	// frozen purse: the kill switch, through the running daemon's admin socket
 	adm := admin(t, w.store)
 	if _, err := adm.Do(AdminRequest{Op: OpPurseFreeze, Name: "ctl"}); err != nil {
 		t.Fatal(err)
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n8", "app", "calc.evaluate", `{}`)), msg.CodeFrozen, "frozen")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n8", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
 	if _, err := adm.Do(AdminRequest{Op: OpPurseThaw, Name: "ctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +143,10 @@ func TestRefusals(t *testing.T) {
 	}
 	adm.Close()
 	// per-day 3: the third admitted request of the day is the last
-	if res := call(t, cl, invokeDispatch(t, "ok3", "app", "calc.evaluate", `{}`)); res.Outcome != msg.OutcomeDefinite {
+	if res := call(t, cl, invokeDispatch(t, "ok3", "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.OutcomeDefinite {
 		t.Fatalf("ok3: %+v", res)
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n9", "app", "calc.evaluate", `{}`)), msg.CodeDailyLimit, "admitted its 3 requests")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n9", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
 	if got := w.app.calls.Load() - before; got != 3 {
 		t.Fatalf("the application saw %d requests, want the 3 admitted", got)
 	}
@@ -155,7 +155,7 @@ func TestRefusals(t *testing.T) {
 	w.stop()
 	w.serve(t)
 	cl = w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n10", "app", "calc.evaluate", `{}`)), msg.CodeDailyLimit, "admitted its 3 requests")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n10", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
 	w.stop()
 	w.withStore(t, func(s *Store) {
 		p, _ := s.PurseShow("ctl")
@@ -169,13 +169,13 @@ func TestInsufficientAfterRestart(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 5, price: 5})
 	w.serve(t)
 	cl := w.dial(t)
-	if res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{}`)); res.Outcome != msg.OutcomeDefinite {
+	if res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.OutcomeDefinite {
 		t.Fatal(res)
 	}
 	w.stop()
 	w.serve(t)
 	cl = w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "a2", "app", "calc.evaluate", `{}`)), msg.CodeInsufficient, "has 0 credits available")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "a2", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 0 credits available")
 }
 
 func TestForgedConsent(t *testing.T) {
@@ -183,10 +183,10 @@ func TestForgedConsent(t *testing.T) {
 	w.serve(t)
 	cl := w.dial(t)
 	w.peer.forge.Store(true)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "f1", "app", "calc.evaluate", `{}`)), msg.CodeNoConsent, "payer consent")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "f1", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "payer consent")
 	w.peer.forge.Store(false)
 	w.peer.refuseReserve.Store(true)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "f2", "app", "calc.evaluate", `{}`)), msg.CodeNoConsent, "the controller refused")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "f2", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "the controller refused")
 	if w.app.calls.Load() != 0 {
 		t.Fatal("a request without consent was delivered")
 	}
@@ -253,7 +253,7 @@ func TestNotSentReleases(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 10, price: 4, noApp: true})
 	w.serve(t)
 	cl := w.dial(t)
-	res := call(t, cl, invokeDispatch(t, "ns1", "app", "calc.evaluate", `{}`))
+	res := call(t, cl, invokeDispatch(t, "ns1", "app", "calc.evaluate", `{"expression":"1+1"}`))
 	if res.Outcome != msg.OutcomeNotSent || !strings.Contains(res.Detail, "connect to the application") {
 		t.Fatalf("%+v", res)
 	}

@@ -238,7 +238,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 		w.serve(t)
 		cl := w.dial(t)
 		for _, id := range []string{"a1", "a2", "a3"} {
-			if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{}`)); res.Outcome != msg.OutcomeDefinite {
+			if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.OutcomeDefinite {
 				t.Fatal(res)
 			}
 		}
@@ -281,7 +281,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 		s.mu.Lock()
 		ledger := s.st.ledger
 		s.mu.Unlock()
-		d := invokeDispatch(t, "a4", "app", "calc.evaluate", `{}`)
+		d := invokeDispatch(t, "a4", "app", "calc.evaluate", `{"expression":"1+1"}`)
 		if _, err := s.append(kindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: w.grant, Application: "app",
 			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: d.RequestSHA256, Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
 			t.Fatal(err)
