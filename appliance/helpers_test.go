@@ -113,8 +113,11 @@ func startApp(t testing.TB, cfg Config) *app {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger(t)
 	}
-	if cfg.JournalSegmentSize == 0 {
+	switch cfg.JournalSegmentSize {
+	case 0:
 		cfg.JournalSegmentSize = testSegmentSize
+	case -1: // benchmarks: the journal's default
+		cfg.JournalSegmentSize = 0
 	}
 	s, err := Start(cfg)
 	if err != nil {

@@ -1,0 +1,79 @@
+// Package appliance is steward-appliance, the reference
+// oracle-operations-v1 application: real operations with real schemas,
+// served over HTTP/1.1 on a Unix socket, with a journal of request ids.
+// It knows nothing of custody; it speaks only oracleops.
+//
+// # Operations
+//
+//	calc.evaluate          live_direct  exact rational arithmetic (math/big) over decimals
+//	units.convert          live_direct  length, mass, time, data size (SI and IEC), temperature
+//	time.duration          live_direct  elapsed time between two RFC 3339 times
+//	text.sha256            live_direct  SHA-256 of a text's UTF-8 bytes
+//	reference.si_prefixes  text_only    the SI and IEC prefixes, as description text
+//	units.currency         unavailable  needs exchange rates this appliance does not have
+//
+// Each descriptor carries its JSON Schema, units, sources and examples;
+// the tests invoke every example and compare the result byte for byte.
+//
+// # HTTP
+//
+// Under PREFIX (default /v1):
+//
+//	GET  PREFIX/operations?query=&availability=&limit=&offset=   a page of descriptors
+//	GET  PREFIX/operations/ID                                    one descriptor (any availability)
+//	POST PREFIX/invoke                                           run a live_direct operation
+//
+// Discovery matches every blank-separated term of query, case-insensitive,
+// against id, title, description and units; availability is live_direct
+// (default), text_only, unavailable or any; next_offset is null on the last
+// page; limits.request_bytes is 65,536.
+//
+// Every answer is canonical JSON (oracleops.CanonicalJSON). Success:
+//
+//	200 {"operationId":ID,"result":{...}}
+//
+// Errors all have one shape, details null when there are none:
+//
+//	{"error":{"code":CODE,"details":{...}|null,"message":"one line"}}
+//
+//	400 bad_request        malformed body or query, ids past their bounds (also 405, wrong method)
+//	403 unavailable        the operation is text_only or unavailable; details {"availability"}
+//	404 not_found          unknown operation or path; details {"operationId"} for operations
+//	409 conflict           requestId already used with a different body; details {"requestId"}
+//	413 too_large          body over 65,536 bytes, refused before it is read whole; details {"limit"}
+//	422 invalid_arguments  arguments fail the input schema; details {"violations":[...],"omitted":N}
+//	422 refused            the operation refuses the input; details {"reason", and e.g. "position"}
+//	                       reasons: syntax, division_by_zero, overflow (calc, with the 1-based
+//	                       position), unit, value, incompatible_dimensions (units), time (duration)
+//	429 busy               the operation's concurrent invocations are at its cap; details {"capacity"}
+//	500 fault              the answer could not be journaled, or the operation failed
+//
+// # Request ids and the journal
+//
+// The journal (package journal) lives in STATE/journal, owner
+// "steward-appliance", format "steward-appliance-journal-v1", bound to
+// {"application":"steward-appliance","protocol":"oracle-operations-v1"}.
+// Each answered invocation appends one record of kind "answer":
+//
+//	{"requestId": R, "bodySha256": SHA-256 of the canonical invocation body (32 bytes),
+//	 "status": HTTP status, "response": the exact response body bytes}
+//
+// and it is on disk (fdatasync) before the first byte of the answer is
+// written. Every answer to a well-formed invocation is recorded, refusals
+// included (404, 403, 422), except busy (429) and faults (500), after
+// which nothing ran and the same request may be sent again. At start the
+// appliance reads every record into an in-memory index; the same
+// requestId with the same canonical body then replays the recorded status
+// and body byte for byte, and a different body is a 409 conflict; neither
+// runs anything nor writes to the journal. Two calls with one requestId at
+// once: the second waits for the first and replays it.
+//
+// # Socket and state
+//
+// The socket is created with mode 0660 at bind time (umask on a thread of
+// its own, never chmod after listen); a stale socket nobody listens on is
+// removed with a log line, a live one or a non-socket is refused. The state
+// directory is created 0700 and refused if others can enter it. Serve stops
+// on context cancellation: the socket is closed and removed, running
+// requests finish (up to 10 s), the journal is closed.
+package appliance
