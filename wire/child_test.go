@@ -31,8 +31,9 @@ func runChild(role string) int {
 }
 
 // childDialHandshake dials WIRE_SOCK (owned by root, listener root) and runs
-// a client handshake pinning WIRE_SERVER_KEY; it prints "refused: REASON",
-// "ok" or "error: ERR".
+// a client handshake pinning WIRE_SERVER_KEY, signing with the key file
+// WIRE_CLIENT_KEY or a fresh key; it prints "refused: REASON", "ok" or
+// "error: ERR".
 func childDialHandshake() error {
 	coseKey, err := hex.DecodeString(os.Getenv("WIRE_SERVER_KEY"))
 	if err != nil {
@@ -42,7 +43,12 @@ func childDialHandshake() error {
 	if err != nil {
 		return err
 	}
-	key, err := GenerateSigningKey()
+	var key *SigningKey
+	if kf := os.Getenv("WIRE_CLIENT_KEY"); kf != "" {
+		key, err = ReadSigningKey(kf) // a key file owned by this account
+	} else {
+		key, err = GenerateSigningKey()
+	}
 	if err != nil {
 		return err
 	}
