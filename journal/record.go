@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -55,6 +56,11 @@ var (
 	// bodyMode checks a body before it is wrapped in the envelope, with one
 	// nesting level fewer so that the whole payload passes decMode.
 	bodyMode cbor.DecMode
+	// rawMode re-encodes a decoded body to hold it to what the encoder
+	// accepts (well-formed, and built-in tags with the right content), so
+	// that Open accepts no body that Append could not have written.
+	rawMode cbor.UserBufferEncMode
+	rawBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
 func init() {
@@ -77,6 +83,20 @@ func init() {
 	if bodyMode, err = strict.DecMode(); err != nil {
 		panic(err)
 	}
+	if rawMode, err = cbor.CoreDetEncOptions().UserBufferEncMode(); err != nil {
+		panic(err)
+	}
+}
+
+// checkBody reports whether the encoder accepts body as a raw message.
+func checkBody(body cbor.RawMessage) error {
+	b := rawBufs.Get().(*bytes.Buffer)
+	b.Reset()
+	err := rawMode.MarshalToBuffer(body, b)
+	if b.Cap() <= 64<<10 {
+		rawBufs.Put(b)
+	}
+	return err
 }
 
 // validKind reports whether k is 1 to MaxKindBytes of A-Za-z0-9._:/-.
@@ -187,6 +207,9 @@ func decodeRecord(payload []byte, scratch *[]byte) (Record, error) {
 	}
 	if len(r.Body) == 0 {
 		return Record{}, fmt.Errorf("no body")
+	}
+	if err := checkBody(r.Body); err != nil {
+		return Record{}, fmt.Errorf("invalid body: %v", err)
 	}
 	var prev [hashSize]byte
 	copy(prev[:], r.Prev)

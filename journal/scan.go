@@ -57,7 +57,7 @@ func scanSegment(dir string, f *os.File, seg *segment, ch *chain, last bool) (*t
 
 func (s *scanner) run() (*tornTail, error) {
 	size := s.seg.size
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), 256<<10)
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), int(min(size+1, 256<<10)))
 	var hdr [headerSize]byte
 	off := int64(0)
 	for {
@@ -208,8 +208,8 @@ func allZero(b []byte) bool {
 
 // firstNonZero reads r to its end and returns the offset of its first
 // non-zero byte (r starts at base), or -1.
-func firstNonZero(r io.Reader, base int64) (int64, error) {
-	buf := make([]byte, 64<<10)
+func firstNonZero(r *bufio.Reader, base int64) (int64, error) {
+	buf := make([]byte, min(64<<10, r.Size()))
 	off := base
 	for {
 		n, err := r.Read(buf)
@@ -233,7 +233,7 @@ func firstNonZero(r io.Reader, base int64) (int64, error) {
 // damage is normally near the start of a mostly zero preallocation.
 func lastNonZero(f *os.File, lo, hi int64) (int64, error) {
 	const chunk = 1 << 20
-	buf := make([]byte, chunk)
+	buf := make([]byte, min(chunk, hi-lo))
 	for hi > lo {
 		n := min(int64(chunk), hi-lo)
 		b := buf[:n]
