@@ -113,8 +113,9 @@ func cmdRepeat(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], strings.Repeat(args[1], n))
 }
 
-// cmdJSONEnv implements `jsonenv FILE VAR=PATH...`: reads a JSON object from
-// FILE ("stdout" for the last command's output: its last non-empty line) and
+// cmdJSONEnv implements `jsonenv FILE VAR=PATH...`: reads a JSON document
+// from FILE ("stdout" or "stderr" for the last command's output: all of it,
+// or else its last non-empty line) and
 // sets each VAR to the value at the dotted PATH (strings as they are, other
 // values as compact JSON). A missing path fails the journey.
 func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
@@ -122,14 +123,13 @@ func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: jsonenv FILE VAR=PATH...")
 	}
 	text := ts.ReadFile(args[0])
-	if args[0] == "stdout" || args[0] == "stderr" {
+	doc, err := decodeJSON(text)
+	if err != nil && (args[0] == "stdout" || args[0] == "stderr") {
+		// A command that logs before its JSON: take the last line.
 		lines := strings.Split(strings.TrimSpace(text), "\n")
-		text = lines[len(lines)-1]
+		doc, err = decodeJSON(lines[len(lines)-1])
 	}
-	var doc any
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	if err != nil {
 		ts.Fatalf("jsonenv: %s: %v", args[0], err)
 	}
 	for _, a := range args[1:] {
@@ -242,3 +242,17 @@ func mkdirShared(dir string) error {
 
 // chmodShared lets every account write to a notify socket.
 func chmodShared(path string) error { return os.Chmod(path, 0o666) }
+
+// decodeJSON decodes one JSON document, keeping numbers as written.
+func decodeJSON(text string) (any, error) {
+	var doc any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON document")
+	}
+	return doc, nil
+}
