@@ -328,7 +328,11 @@ func (w *world) serve(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, w.store, ServeOptions{Ready: func() { close(ready) }}) }()
+	opts := ServeOptions{Ready: func() { close(ready) }}
+	if _, bench := t.(*testing.B); bench {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
+	}
+	go func() { done <- Serve(ctx, w.store, opts) }()
 	select {
 	case <-ready:
 	case err := <-done:

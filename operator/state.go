@@ -113,7 +113,7 @@ type attempt struct {
 // inspect answers not-seen, but a second dispatch with its id is a duplicate.
 const stateAdmitting = "admitting"
 
-// applyControllerAdd checks and applies a controller-add record.
+// checkControllerAdd checks a controller-add record and builds the controller.
 func (st *state) checkControllerAdd(r recControllerAdd) (*controller, error) {
 	if err := validName("controller", r.Name); err != nil {
 		return nil, err
@@ -208,11 +208,9 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 	if err := validRouteRecord(rec); err != nil {
 		return rec, nil, err
 	}
-	c, ok := st.controllers[rec.Controller]
-	if !ok {
+	if _, ok := st.controllers[rec.Controller]; !ok {
 		return rec, nil, refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
 	}
-	_ = c
 	for _, name := range st.routeOrder {
 		for _, rv := range st.routes[name].revs {
 			if string(rv.id) == string(id) {

@@ -167,9 +167,8 @@ func (s *Store) append(kind string, body any) (uint64, error) {
 // replay rebuilds the state from every record of the journal.
 func (s *Store) replay() error {
 	st := s.st
-	today := utcDay(s.now())
 	err := s.j.Iterate(1, func(r journal.Record) error {
-		if err := st.replayRecord(r, s.pub, today); err != nil {
+		if err := st.replayRecord(r, s.pub); err != nil {
 			return recordError(r.Seq, r.Kind, err)
 		}
 		return nil
@@ -186,7 +185,7 @@ func (s *Store) replay() error {
 
 func decode(r journal.Record, v any) error { return wire.Unmarshal(r.Body, v) }
 
-func (st *state) replayRecord(r journal.Record, pub *wire.HybridPublicKey, today int64) error {
+func (st *state) replayRecord(r journal.Record, pub *wire.HybridPublicKey) error {
 	switch r.Kind {
 	case "bind", "rebind": // the journal's own records
 		return nil
@@ -324,7 +323,6 @@ func (st *state) replayRecord(r journal.Record, pub *wire.HybridPublicKey, today
 	default:
 		return fmt.Errorf("unknown record kind %q", r.Kind)
 	}
-	_ = today
 	return nil
 }
 
