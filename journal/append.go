@@ -19,6 +19,7 @@ type batch struct {
 	off     int64  // where buf goes in its segment
 	newSeg  uint64 // when non-zero, the leader creates this segment first
 	newSize int64  // preallocation of the new segment
+	growTo  int64  // when non-zero, the leader grows the (empty) current segment first
 	records uint64
 	lastSeq uint64
 	head    [hashSize]byte
@@ -146,7 +147,14 @@ func (j *Journal) batchFor(frame int64) (*batch, bool) {
 	if j.tailOff+frame > j.tailSegSize {
 		size := max(j.opts.SegmentSize, frame)
 		b := j.newBatch(0)
-		b.newSeg, b.newSize = j.tailSeq+1, size
+		if j.tailOff == 0 && j.tailSegSize > 0 {
+			// The current segment holds nothing (a crash right after
+			// creating it, for a smaller record): it already bears this
+			// seq's name, so grow it instead of creating another.
+			b.growTo = size
+		} else {
+			b.newSeg, b.newSize = j.tailSeq+1, size
+		}
 		j.queue = append(j.queue, b)
 		j.tailOff, j.tailSegSize = 0, size
 		return b, true
@@ -230,6 +238,15 @@ func (j *Journal) write(b *batch) error {
 		j.segs = append(j.segs, segment{name: segName(b.newSeg), first: b.newSeg, size: b.newSize})
 		j.mu.Unlock()
 		crashPoint("segment-created")
+	}
+	if b.growTo != 0 {
+		// The fdatasync below makes the new size durable with the data.
+		if err := preallocate(j.seg, b.growTo, j.log); err != nil {
+			return err
+		}
+		j.mu.Lock()
+		j.segs[len(j.segs)-1].size = b.growTo
+		j.mu.Unlock()
 	}
 	fd := int(j.seg.Fd())
 	if err := faultPoint("write"); err != nil {

@@ -98,3 +98,57 @@ func TestIterateSeesDamage(t *testing.T) {
 	err = j.Iterate(1, func(Record) error { return nil })
 	wantCorrupt(t, err, seg, fr[2].off)
 }
+
+// TestEmptyLastSegmentGrows: an empty last segment (left by a crash right
+// after it was created) too small for the next record is grown, not
+// replaced by a second segment of the same name.
+func TestEmptyLastSegmentGrows(t *testing.T) {
+	dir := journalDir(t)
+	opts := testOptions()
+	opts.SegmentSize = 256
+	j := mustOpen(t, dir, opts)
+	mustAppend(t, j, "tick", 1)
+	next := j.LastSeq() + 1
+	mustClose(t, j)
+	// What a crash at segment-created leaves for a record that fitted 256 bytes.
+	if err := os.WriteFile(filepath.Join(dir, segName(next)), make([]byte, 256), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j = mustOpen(t, dir, opts)
+	if got := mustAppend(t, j, "tick", strings.Repeat("w", 600)); got != next {
+		t.Fatalf("append = %d, want %d", got, next)
+	}
+	mustAppend(t, j, "tick", 2)
+	mustClose(t, j)
+	j = mustOpen(t, dir, opts)
+	defer mustClose(t, j)
+	segs := j.Summary().Segments
+	grown := segs[len(segs)-2]
+	if j.LastSeq() != next+1 || grown.FirstSeq != next || grown.Records != 1 || grown.Size < 600 {
+		t.Fatalf("LastSeq %d segments %+v, want segment %d grown to hold the big record", j.LastSeq(), segs, next)
+	}
+}
+
+// TestUnfinishedSegmentRemoved: the temporary file of a segment whose
+// creation a crash interrupted is removed by a read-write open and left
+// alone by a read-only one.
+func TestUnfinishedSegmentRemoved(t *testing.T) {
+	dir := journalDir(t)
+	mustClose(t, mustOpen(t, dir, testOptions()))
+	tmp := filepath.Join(dir, segName(2)+tmpSuffix)
+	if err := os.WriteFile(tmp, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, mustOpen(t, dir, Options{ReadOnly: true}))
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("read-only open touched %s: %v", tmp, err)
+	}
+	j := mustOpen(t, dir, testOptions())
+	defer mustClose(t, j)
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there after a read-write open: %v", tmp, err)
+	}
+	if seq := mustAppend(t, j, "tick", 1); seq != 2 {
+		t.Fatalf("append = %d", seq)
+	}
+}
