@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,22 +45,48 @@ func connectMCP(ts *testscript.TestScript, ctx context.Context, socket string) (
 	return cs, &stderr
 }
 
-// cmdMCPCall implements `[!] mcp-call SOCKET TOOL JSON-ARGS`: one tools/call
-// through the proxy. It prints the tool's structured result as one line of
+// connectDirect opens an MCP session straight over the controller's MCP
+// socket, without the proxy.
+func connectDirect(ts *testscript.TestScript, ctx context.Context, socket string) *mcp.ClientSession {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", ts.MkAbs(socket))
+	ts.Check(err)
+	client := mcp.NewClient(&mcp.Implementation{Name: "steward-journey", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
+	if err != nil {
+		conn.Close()
+		ts.Fatalf("mcp connect over %s: %v", socket, err)
+	}
+	return cs
+}
+
+// cmdMCPCall implements `[!] mcp-call [-direct] SOCKET TOOL JSON-ARGS`: one
+// tools/call through the proxy, or with -direct straight over the MCP socket
+// (an agent that skips the proxy, as the bounds journey needs for requests
+// the proxy's line bound would stop first). It prints the tool's structured result as one line of
 // compact JSON (or its text content when there is none). A result with
 // isError, or a JSON-RPC error, is a failure of the command: `! mcp-call`
 // expects a refusal, whose text goes to stdout (tool error) or stderr
 // (protocol error).
 func cmdMCPCall(ts *testscript.TestScript, neg bool, args []string) {
+	direct := len(args) > 0 && args[0] == "-direct"
+	if direct {
+		args = args[1:]
+	}
 	if len(args) != 3 {
-		ts.Fatalf("usage: mcp-call SOCKET TOOL JSON-ARGS")
+		ts.Fatalf("usage: mcp-call [-direct] SOCKET TOOL JSON-ARGS")
 	}
 	if !json.Valid([]byte(args[2])) {
 		ts.Fatalf("mcp-call: the arguments are not valid JSON: %.200s", args[2])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
 	defer cancel()
-	cs, proxyErr := connectMCP(ts, ctx, args[0])
+	var cs *mcp.ClientSession
+	proxyErr := new(bytes.Buffer)
+	if direct {
+		cs = connectDirect(ts, ctx, args[0])
+	} else {
+		cs, proxyErr = connectMCP(ts, ctx, args[0])
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: args[1], Arguments: json.RawMessage(args[2])})
 	closeErr := cs.Close()
 	if proxyErr.Len() > 0 {
