@@ -37,7 +37,7 @@ func listenUnix(path string, log *slog.Logger) (*net.UnixListener, error) {
 		runtime.LockOSThread()
 		// No UnlockOSThread: the thread's fs context is its own now, and
 		// the thread exits with this goroutine.
-		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		if err := unshareFS(); err != nil {
 			log.Warn("unshare(CLONE_FS) refused; setting the process umask around the bind", "err", err)
 			ln, err := bindWithProcessUmask(path)
 			ch <- result{ln, err}
@@ -62,6 +62,10 @@ func listenUnix(path string, log *slog.Logger) (*net.UnixListener, error) {
 	}
 	return r.ln, nil
 }
+
+// unshareFS gives the calling thread its own umask; a variable so that a
+// test can take the fallback.
+var unshareFS = func() error { return unix.Unshare(unix.CLONE_FS) }
 
 var processUmask sync.Mutex
 

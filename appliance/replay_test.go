@@ -253,3 +253,56 @@ func TestCrashAroundTheJournal(t *testing.T) {
 		})
 	}
 }
+
+// TestLedgerRefusesOddJournal: a journal with a record the appliance does
+// not know, or two answers for one request id, stops the start instead of
+// being second-guessed.
+func TestLedgerRefusesOddJournal(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		write  func(j *journal.Journal) error
+		substr string
+	}{
+		{"unknown kind", func(j *journal.Journal) error {
+			_, err := j.Append("note", map[string]string{"x": "y"})
+			return err
+		}, `record 2 has unknown kind "note"`},
+		{"two answers", func(j *journal.Journal) error {
+			rec := answerRecord{RequestID: "dup", BodySHA256: make([]byte, 32), Status: 200, Response: []byte("{}")}
+			if _, err := j.Append(kindAnswer, rec); err != nil {
+				return err
+			}
+			_, err := j.Append(kindAnswer, rec)
+			return err
+		}, `record 3: a second answer for requestId "dup"`},
+		{"short hash", func(j *journal.Journal) error {
+			_, err := j.Append(kindAnswer, answerRecord{RequestID: "h", BodySHA256: []byte{1}, Status: 200, Response: []byte("{}")})
+			return err
+		}, "record 2: bodySha256 of 1 bytes"},
+		{"unknown field", func(j *journal.Journal) error {
+			_, err := j.Append(kindAnswer, map[string]any{"requestId": "u", "bodySha256": make([]byte, 32), "status": 200, "response": []byte("{}"), "extra": 1})
+			return err
+		}, "record 2: cbor: found unknown field"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := shortDir(t)
+			state := filepath.Join(dir, "state")
+			if err := prepareStateDir(state); err != nil {
+				t.Fatal(err)
+			}
+			j, err := journal.Open(filepath.Join(state, "journal"), journal.Options{Owner: journalOwner, Format: journalFormat,
+				Config: journalConfig, SegmentSize: testSegmentSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.write(j); err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			_, err = Start(Config{Socket: filepath.Join(dir, "a.sock"), State: state, Logger: quietLogger(t), JournalSegmentSize: testSegmentSize})
+			if err == nil || !strings.Contains(err.Error(), c.substr) {
+				t.Fatalf("got %v, want %q", err, c.substr)
+			}
+		})
+	}
+}

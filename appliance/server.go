@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -45,15 +46,19 @@ type Config struct {
 
 // Server is a running appliance.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	cat      *catalog
-	ledger   *ledger
-	journal  *journal.Journal
-	http     *http.Server
-	served   chan error // the result of http.Server.Serve
-	once     sync.Once
-	closeErr error
+	cfg     Config
+	log     *slog.Logger
+	cat     *catalog
+	ledger  *ledger
+	journal *journal.Journal
+	http    *http.Server
+	ln      *net.UnixListener
+	// serveErr is the result of http.Server.Serve, set before serveDone
+	// is closed.
+	serveErr  error
+	serveDone chan struct{}
+	once      sync.Once
+	closeErr  error
 }
 
 // Serve runs the appliance until ctx is done, then shuts it down: the
@@ -68,9 +73,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "reason", context.Cause(ctx))
 		return s.Close()
-	case err := <-s.served:
+	case <-s.serveDone:
 		s.Close()
-		return fmt.Errorf("serving %s: %w", cfg.Socket, err)
+		return fmt.Errorf("serving %s: %w", cfg.Socket, s.serveErr)
 	}
 }
 
@@ -117,7 +122,7 @@ func Start(cfg Config) (*Server, error) {
 		j.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, served: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, ln: ln, serveDone: make(chan struct{})}
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -128,7 +133,8 @@ func Start(cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() {
-		s.served <- s.http.Serve(&limitListener{UnixListener: ln, slots: make(chan struct{}, cfg.MaxConnections)})
+		s.serveErr = s.http.Serve(&limitListener{UnixListener: ln, slots: make(chan struct{}, cfg.MaxConnections)})
+		close(s.serveDone)
 	}()
 	log.Info("serving oracle-operations-v1", "socket", cfg.Socket, "prefix", cfg.Prefix,
 		"journal", j.Dir(), "answers", led.count(), "operations", len(cat.ops))
@@ -149,6 +155,11 @@ func (s *Server) Close() error {
 			s.log.Warn("requests still running at shutdown; closing them", "err", err)
 			s.http.Close()
 		}
+		// Shutdown closes only listeners Serve has begun to track; closing
+		// ours here removes the socket before Close returns even if the
+		// serving goroutine had not started yet.
+		s.ln.Close()
+		<-s.serveDone
 		s.closeErr = errors.Join(err, s.journal.Close())
 		s.log.Info("stopped", "socket", s.cfg.Socket)
 	})
