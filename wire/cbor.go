@@ -11,18 +11,24 @@ import (
 // callers need not import the library for it.
 type RawMessage = cbor.RawMessage
 
-// encMode and decMode are THE CBOR modes of the whole project.
+// encMode and decMode are THE CBOR modes of the whole project. They are
+// initialized in their declarations (not in init) so that package-level
+// variables built with Marshal see them ready.
 var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
+	encMode = mustEncMode()
+	decMode = mustDecMode()
 )
 
-func init() {
-	var err error
-	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
+func mustEncMode() cbor.EncMode {
+	m, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
 		panic(err)
 	}
-	decMode, err = cbor.DecOptions{
+	return m
+}
+
+func mustDecMode() cbor.DecMode {
+	m, err := cbor.DecOptions{
 		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
 		MaxNestedLevels:   MaxNesting,
 		MaxArrayElements:  MaxEntries,
@@ -34,6 +40,7 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
+	return m
 }
 
 // Marshal encodes v in core deterministic CBOR (RFC 8949 section 4.2.1):
