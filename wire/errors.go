@@ -16,7 +16,8 @@ var (
 	ErrUnknownKID = errors.New("wire: unknown kid")
 	// ErrRefused: the peer answered with a signed refused{reason} frame.
 	ErrRefused = errors.New("wire: refused by peer")
-	// ErrWrongPeer: SO_PEERCRED names a UID other than the one pinned for the socket.
+	// ErrWrongPeer: SO_PEERCRED names a UID the socket does not admit, or the
+	// peer announced a role or purpose other than the one required.
 	ErrWrongPeer = errors.New("wire: wrong peer")
 	// ErrUnsafePath: a socket path or one of its ancestors fails the ownership
 	// and mode checks.
