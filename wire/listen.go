@@ -202,7 +202,10 @@ func (l *Listener) Accept() (*PeerConn, error) {
 			continue
 		}
 		if err := l.cfg.Allow(cred); err != nil {
-			l.refuse(c, cred, fmt.Errorf("%w: uid %d gid %d pid %d is not allowed on %s: %w", ErrWrongPeer, cred.UID, cred.GID, cred.PID, l.cfg.Path, err))
+			if !errors.Is(err, ErrWrongPeer) {
+				err = fmt.Errorf("%w: %w", ErrWrongPeer, err)
+			}
+			l.refuse(c, cred, fmt.Errorf("uid %d gid %d pid %d is not allowed on %s: %w", cred.UID, cred.GID, cred.PID, l.cfg.Path, err))
 			continue
 		}
 		if err := l.take(cred.UID); err != nil {

@@ -283,17 +283,18 @@ func TestPeerWithWrongUIDRefused(t *testing.T) {
 	path := filepath.Join(publicDir(t), "host.sock")
 	rootOnly := func(c PeerCred) error {
 		if c.UID != 0 {
-			return fmt.Errorf("uid %d is not the pinned uid 0", c.UID)
+			return fmt.Errorf("%w: uid %d is not the pinned uid 0", ErrWrongPeer, c.UID)
 		}
 		return nil
 	}
 	s := startFrameServer(t, ListenConfig{Path: path, Mode: 0o666, Allow: rootOnly}, NewKeyring())
 	line := runChildLine(t, "dial-handshake", uid, gid,
 		"WIRE_SOCK="+path, "WIRE_SERVER_KEY="+hex.EncodeToString(s.key.Public().MarshalCOSEKey()))
-	want := fmt.Sprintf("wire: wrong peer: uid %d gid %d", uid, gid)
-	if !strings.HasPrefix(line, "refused:") || !strings.Contains(line, want) || !strings.Contains(line, "is not the pinned uid 0") {
+	want := fmt.Sprintf("uid %d gid %d", uid, gid)
+	if !strings.HasPrefix(line, "refused:") || !strings.Contains(line, want) || !strings.Contains(line, fmt.Sprintf("wire: wrong peer: uid %d is not the pinned uid 0", uid)) {
 		t.Fatalf("child saw %q, want a refusal saying %q", line, want)
 	}
+	t.Logf("the child saw: %s", line)
 	s.l.Close()
 	select {
 	case c := <-s.admitted:
