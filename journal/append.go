@@ -118,25 +118,31 @@ func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
 			b.rebinds++
 		}
 	}
-	if leader && !j.flushing {
+	var err error
+	switch {
+	case leader && !j.flushing:
 		j.flushing = true
 		j.lead(b)
-		err := b.err
+		err = b.err
 		j.mu.Unlock()
-		return seq, err
-	}
-	j.mu.Unlock()
-	crashPoint("queued")
-	if leader {
+	case leader:
+		j.mu.Unlock()
+		crashPoint("queued")
 		<-b.turn
 		j.mu.Lock()
 		j.lead(b)
-		err := b.err
+		err = b.err
 		j.mu.Unlock()
-		return seq, err
+	default:
+		j.mu.Unlock()
+		crashPoint("queued")
+		<-b.done
+		err = b.err
 	}
-	<-b.done
-	return seq, b.err
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
 }
 
 // batchFor returns the batch a frame of the given size joins, and whether

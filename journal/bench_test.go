@@ -46,6 +46,7 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			defer j.Close()
 			body := benchBody()
+			b.ReportAllocs()
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			b.ResetTimer()

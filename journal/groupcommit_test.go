@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -138,16 +139,23 @@ func TestPoisonedByFailure(t *testing.T) {
 				return nil
 			})
 			errs := make(chan error, 8)
-			go func() { _, err := j.Append("tick", 2); errs <- err }()
+			appendErr := func(body int) {
+				seq, err := j.Append("tick", body)
+				if seq != 0 {
+					err = errors.Join(err, errors.New("a failed append returned a seq"))
+				}
+				errs <- err
+			}
+			go appendErr(2)
 			<-inWrite
 			for range 5 {
-				go func() { _, err := j.Append("tick", 3); errs <- err }()
+				go appendErr(3)
 				<-queued
 			}
 			close(release)
 			for range 6 {
-				if err := <-errs; !errors.Is(err, injected) {
-					t.Fatalf("append in a failed batch: %v, want the injected failure", err)
+				if err := <-errs; !errors.Is(err, injected) || strings.Contains(err.Error(), "returned a seq") {
+					t.Fatalf("append in a failed batch: %v, want the injected failure and seq 0", err)
 				}
 			}
 			_, err := j.Append("tick", 4)
