@@ -20,9 +20,11 @@
 // (mode 0) to the segment size, fsync'd, renamed into place without
 // replacing anything and the directory fsync'd; a crash leaves either no
 // segment or a complete zero-filled one. Because the space is preallocated,
-// an append never changes the file size, and fdatasync has no size metadata
-// to flush. A segment rotates when the next record would not fit; a record
-// larger than the segment size gets a segment of its own size.
+// an append neither changes the file size nor allocates blocks, which makes
+// its fdatasync cheaper than one that extends the file. A segment rotates when the next record would not fit; a record
+// larger than the segment size gets a segment of its own size. An empty last
+// segment (a crash right after creating it) that is too small for the next
+// record is grown in place, since it already bears that record's name.
 //
 // # Records
 //
@@ -74,7 +76,8 @@
 // # Opening and recovery
 //
 // Open scans every segment and verifies every frame, the sequence, the chain
-// and the bind/rebind records. In the last segment a bad frame (incomplete,
+// and the bind/rebind records, then checks owner, format and binding; it
+// changes nothing on disk before all of that passed. In the last segment a bad frame (incomplete,
 // checksum-failing or undecodable, or non-zero bytes after an end marker) is
 // a torn tail if no valid frame (the payload's first bytes, a length within
 // bounds and a matching CRC) starts anywhere after it: the bytes from the bad

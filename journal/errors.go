@@ -17,7 +17,8 @@ var (
 	// ErrCorrupt is matched (errors.Is) by every *CorruptError.
 	ErrCorrupt = errors.New("journal: corrupt")
 
-	// ErrClosed is returned by every method called after Close.
+	// ErrClosed is returned by Append, Rebind, Iterate and Close once the
+	// journal is closed.
 	ErrClosed = errors.New("journal: closed")
 
 	// ErrReadOnly is returned by Append and Rebind on a journal opened with

@@ -18,11 +18,11 @@ const (
 	tmpSuffix    = ".tmp"
 	tornInfix    = ".torn-"
 	lockFileName = "lock"
-
-	// DefaultSegmentSize is the preallocated size of a segment when
-	// Options.SegmentSize is 0.
-	DefaultSegmentSize = 64 << 20
 )
+
+// DefaultSegmentSize is the preallocated size of a segment when
+// Options.SegmentSize is 0.
+const DefaultSegmentSize = 64 << 20
 
 // segment is what Open learned about one segment file.
 type segment struct {
