@@ -53,9 +53,9 @@ type ForegroundReply struct {
 // ErrForeground wraps a refusal answered on the foreground socket.
 var ErrForeground = errors.New("foreground request refused")
 
-func (c *Controller) listenForeground() (*wire.Listener, error) {
+func (c *Controller) listenForeground(pre *net.UnixListener) (*wire.Listener, error) {
 	allowed := c.cfg.foregroundUIDs()
-	return wire.Listen(wire.ListenConfig{
+	return bindOrAdopt(pre, wire.ListenConfig{
 		Path: c.cfg.Sockets.Foreground,
 		Mode: 0o600,
 		Allow: func(p wire.PeerCred) error {

@@ -150,9 +150,9 @@ func agentRefusal(reason string) []byte {
 
 // listenMCP binds the MCP socket: a peer whose UID or GID is on the agent
 // allow-list is admitted; any other gets one JSON-RPC error line.
-func (c *Controller) listenMCP() (*wire.Listener, error) {
+func (c *Controller) listenMCP(pre *net.UnixListener) (*wire.Listener, error) {
 	uids, gids := c.cfg.Agents.UIDs, c.cfg.Agents.GIDs
-	return wire.Listen(wire.ListenConfig{
+	return bindOrAdopt(pre, wire.ListenConfig{
 		Path: c.cfg.Sockets.MCP,
 		Mode: 0o660,
 		Allow: func(p wire.PeerCred) error {

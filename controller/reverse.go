@@ -14,11 +14,11 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// listenReverse binds the reverse socket: only the host's account may
+// listenReverse binds (or adopts) the reverse socket: only the host's account may
 // connect, and a refused peer gets a signed refusal frame.
-func (c *Controller) listenReverse() (*wire.Listener, error) {
+func (c *Controller) listenReverse(pre *net.UnixListener) (*wire.Listener, error) {
 	host := c.bind.Bundle.HostUID
-	return wire.Listen(wire.ListenConfig{
+	return bindOrAdopt(pre, wire.ListenConfig{
 		Path: c.cfg.Sockets.Reverse,
 		Mode: 0o660,
 		Allow: func(p wire.PeerCred) error {

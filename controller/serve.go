@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"net"
 	"sync"
 
 	"github.com/stewardrt/steward/wire"
@@ -15,6 +16,17 @@ type Options struct {
 	Ready func()
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
+	// Listeners are sockets already bound and listening, passed by systemd
+	// socket activation, keyed ListenerReverse, ListenerForeground and
+	// ListenerMCP. Each one present must be bound at the config's path for
+	// it and is served with the same peer check, refusal and caps as a
+	// socket Serve binds itself; the absent ones Serve binds. Serve closes
+	// them all when it returns.
+	Listeners map[string]*net.UnixListener
+	// Watchdog, if set, is called once after Ready with a check that says
+	// why the controller can no longer serve (its journal failed), or nil:
+	// the cmd main feeds systemd's watchdog with it.
+	Watchdog func(health func() error)
 }
 
 // Serve runs the controller daemon with the config at cfgPath until ctx
@@ -22,11 +34,15 @@ type Options struct {
 // lists the uncertain attempts it finds, binds the reverse, MCP and
 // foreground sockets, calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
+	defer closeListeners(opts.Listeners)
 	c, err := open(cfgPath, opts.Logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if err := checkAdopted(opts.Listeners, c.cfg.Sockets); err != nil {
+		return err
+	}
 	for _, a := range c.led.uncertain() {
 		c.log.Warn("uncertain attempt found at start: inspect it with `steward-controller attempts inspect`",
 			"attempt", a.ID, "tool", a.Tool, "application", a.Application, "requestId", a.RequestID, "detail", a.Detail)
@@ -38,18 +54,18 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 			l.Close()
 		}
 	}
-	rev, err := c.listenReverse()
+	rev, err := c.listenReverse(opts.Listeners[ListenerReverse])
 	if err != nil {
 		return err
 	}
 	lns = append(lns, rev)
-	mcpLn, err := c.listenMCP()
+	mcpLn, err := c.listenMCP(opts.Listeners[ListenerMCP])
 	if err != nil {
 		closeAll()
 		return err
 	}
 	lns = append(lns, mcpLn)
-	fg, err := c.listenForeground()
+	fg, err := c.listenForeground(opts.Listeners[ListenerForeground])
 	if err != nil {
 		closeAll()
 		return err
@@ -64,6 +80,9 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	c.log.Info("controller ready", "name", c.cfg.Name, "journal", c.cfg.JournalDir(), "lastSeq", c.j.LastSeq())
 	if opts.Ready != nil {
 		opts.Ready()
+	}
+	if opts.Watchdog != nil {
+		opts.Watchdog(c.health)
 	}
 	<-ctx.Done()
 	closeAll()

@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"fmt"
+	"net"
+	"sort"
+
+	"github.com/stewardrt/steward/wire"
+)
+
+// Names of the listeners Options.Listeners may carry: the
+// FileDescriptorName= of steward's .socket units (package systemd's
+// FDReverse, FDForeground and FDMCP).
+const (
+	ListenerReverse    = "reverse"
+	ListenerForeground = "foreground"
+	ListenerMCP        = "mcp"
+)
+
+// checkAdopted refuses a passed listener with a name Serve does not know or
+// bound at another path than the config names for it: the channel of every
+// custody connection is bound to the socket path, so a listener at another
+// path would serve channels neither side can agree on. Nothing passed is
+// ignored.
+func checkAdopted(ls map[string]*net.UnixListener, s Sockets) error {
+	paths := map[string]string{ListenerReverse: s.Reverse, ListenerForeground: s.Foreground, ListenerMCP: s.MCP}
+	names := make([]string, 0, len(ls))
+	for name := range ls {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		want, ok := paths[name]
+		if !ok {
+			return fmt.Errorf("%w: passed listener %q is none of %s, %s, %s", ErrConfig, name, ListenerReverse, ListenerForeground, ListenerMCP)
+		}
+		l := ls[name]
+		if l == nil {
+			return fmt.Errorf("%w: passed listener %q is nil", ErrConfig, name)
+		}
+		addr, _ := l.Addr().(*net.UnixAddr)
+		if addr == nil || addr.Name != want {
+			return fmt.Errorf("%w: passed listener %q is bound at %v, but the config's socket for it is %s", ErrConfig, name, l.Addr(), want)
+		}
+	}
+	return nil
+}
+
+// bindOrAdopt binds cfg.Path itself, or, when systemd passed a listener for
+// it, serves that one with the same peer check, refusal and caps. The mode
+// and owner of a passed socket are its .socket unit's.
+func bindOrAdopt(pre *net.UnixListener, cfg wire.ListenConfig) (*wire.Listener, error) {
+	if pre == nil {
+		return wire.Listen(cfg)
+	}
+	return wire.NewListener(pre, cfg), nil
+}
+
+// health reports why the controller can no longer serve, or nil: a journal
+// that failed a write or fdatasync refuses every later append, so every
+// call would be refused. It is cheap (a copy of the journal's summary) and
+// feeds systemd's watchdog, which restarts the daemon when it fails.
+func (c *Controller) health() error {
+	if f := c.j.Summary().Failure; f != "" {
+		return fmt.Errorf("controller journal %s failed: %s", c.cfg.JournalDir(), f)
+	}
+	return nil
+}
+
+// closeListeners closes every passed listener; closing one already closed
+// (through the wire.Listener that served it) does nothing.
+func closeListeners(ls map[string]*net.UnixListener) {
+	for _, l := range ls {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
