@@ -228,7 +228,7 @@ func (j *Journal) lead(b *batch) {
 }
 
 // write creates the batch's segment if it starts one, then writes the batch
-// with one pwrite and makes it durable with one fdatasync. It runs in the
+// with one pwritev and makes it durable with one fdatasync. It runs in the
 // leader without mu.
 func (j *Journal) write(b *batch) error {
 	if b.newSeg != 0 {
@@ -240,6 +240,7 @@ func (j *Journal) write(b *batch) error {
 			j.seg.Close() // fully synced; nothing can be lost by closing it
 		}
 		j.seg, j.segPath = f, filepath.Join(j.dir, segName(b.newSeg))
+		j.segSize, j.zeroedTo = b.newSize, 0
 		j.mu.Lock()
 		j.segs = append(j.segs, segment{name: segName(b.newSeg), first: b.newSeg, size: b.newSize})
 		j.mu.Unlock()
@@ -250,6 +251,7 @@ func (j *Journal) write(b *batch) error {
 		if err := preallocate(j.seg, b.growTo, j.log); err != nil {
 			return err
 		}
+		j.segSize = b.growTo
 		j.mu.Lock()
 		j.segs[len(j.segs)-1].size = b.growTo
 		j.mu.Unlock()
@@ -258,7 +260,20 @@ func (j *Journal) write(b *batch) error {
 	if err := faultPoint("write"); err != nil {
 		return fmt.Errorf("journal: write %s at offset %d: %w", j.segPath, b.off, err)
 	}
-	if err := pwriteFull(fd, b.buf, b.off); err != nil {
+	// Blocks that fallocate reserved are "unwritten": the first fdatasync
+	// over each one must also commit the change of its extent to written,
+	// which costs more than the data for a large batch. So the write
+	// extends past the batch with zeros (never below it: everything from
+	// b.off on is this batch's or not yet written) up to zeroAhead bytes
+	// beyond, and the batches that follow overwrite written blocks.
+	iov := j.iov[:1]
+	iov[0] = b.buf
+	if end := b.off + int64(len(b.buf)); end > j.zeroedTo {
+		pad := zeroChunk[:max(0, min(int64(len(zeroChunk)), j.segSize-end))]
+		iov = append(iov, pad)
+		j.zeroedTo = end + int64(len(pad))
+	}
+	if err := pwriteFull(fd, iov, b.off); err != nil {
 		return fmt.Errorf("journal: write %s at offset %d: %w", j.segPath, b.off, err)
 	}
 	crashPoint("after-write")
@@ -273,19 +288,30 @@ func (j *Journal) write(b *batch) error {
 	return nil
 }
 
-// pwriteFull writes all of b at off with one pwrite; a short write is an
-// error (the space is preallocated, so it means the device failed).
-func pwriteFull(fd int, b []byte, off int64) error {
+// zeroAhead is how far past a batch its write extends the written (zeroed)
+// part of the segment, when the batch reaches beyond it.
+const zeroAhead = 1 << 20
+
+// zeroChunk is read-only zeros for that.
+var zeroChunk = make([]byte, zeroAhead)
+
+// pwriteFull writes all of iov at off with one pwritev; a short write is
+// an error (the space is preallocated, so it means the device failed).
+func pwriteFull(fd int, iov [][]byte, off int64) error {
+	want := 0
+	for _, b := range iov {
+		want += len(b)
+	}
 	for {
-		n, err := unix.Pwrite(fd, b, off)
+		n, err := unix.Pwritev(fd, iov, off)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if n != len(b) {
-			return fmt.Errorf("short write of %d of %d bytes: %w", n, len(b), io.ErrShortWrite)
+		if n != want {
+			return fmt.Errorf("short write of %d of %d bytes: %w", n, want, io.ErrShortWrite)
 		}
 		return nil
 	}

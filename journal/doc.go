@@ -21,7 +21,12 @@
 // replacing anything and the directory fsync'd; a crash leaves either no
 // segment or a complete zero-filled one. Because the space is preallocated,
 // an append neither changes the file size nor allocates blocks, which makes
-// its fdatasync cheaper than one that extends the file. A segment rotates when the next record would not fit; a record
+// its fdatasync cheaper than one that extends the file. fallocate leaves the
+// blocks "unwritten", and the first fdatasync over such a block must also
+// commit its conversion to written, which for a multi-kilobyte batch costs
+// several times the data; so whenever a batch reaches past the written part
+// of the segment, the same pwritev extends it with 1 MiB of zeros, and the
+// batches after it overwrite written blocks. A segment rotates when the next record would not fit; a record
 // larger than the segment size gets a segment of its own size. An empty last
 // segment (a crash right after creating it) that is too small for the next
 // record is grown in place, since it already bears that record's name.
@@ -68,7 +73,7 @@
 // Appends frame their record into the open batch under a mutex (sequence,
 // prev and CRC are assigned there, in log order). The goroutine that opened
 // a batch leads it: when the batch before it is done, it writes the whole
-// batch with one pwrite and makes it durable with one fdatasync, while the
+// batch with one pwritev and makes it durable with one fdatasync, while the
 // next batch fills. A write or fdatasync failure poisons the journal: every
 // waiting and later append fails with it; nothing is retried (after a failed
 // fdatasync the page cache state is unknown).

@@ -73,8 +73,11 @@ type Journal struct {
 	tmps     []string
 
 	// Owned by the flushing leader (and by Open and Close).
-	seg     *os.File
-	segPath string
+	seg      *os.File
+	segPath  string
+	segSize  int64     // size of seg
+	zeroedTo int64     // seg is written (records or zeros) up to here
+	iov      [2][]byte // pwritev vector, reused
 }
 
 // Dir returns the journal's directory.

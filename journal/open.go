@@ -247,6 +247,9 @@ func (j *Journal) repair() error {
 		last.size = j.opts.SegmentSize
 		j.tailSegSize = last.size
 	}
+	if n := len(j.segs); n > 0 {
+		j.segSize, j.zeroedTo = j.segs[n-1].size, j.segs[n-1].end
+	}
 	return nil
 }
 
