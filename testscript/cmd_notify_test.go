@@ -2,6 +2,7 @@ package testscript_test
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 // notifiers holds a journey's sd_notify sockets by name.
 type notifiers struct {
 	mu   sync.Mutex
+	dir  string // where the sockets are, made at the first notify
 	byID map[string]*notifier
 }
 
@@ -36,8 +38,9 @@ func journeyNotifiers(ts *testscript.TestScript) *notifiers {
 	return n
 }
 
-// cmdNotify implements `notify NAME`: creates a datagram socket
-// $WORK/.notify/NAME.sock, records every message a daemon sends to it, and
+// cmdNotify implements `notify NAME`: creates a datagram socket NAME.sock
+// in a directory every account can reach (daemons of other accounts report
+// to it too), records every message a daemon sends to it, and
 // sets NOTIFY_SOCKET to it for the commands that follow (unset it with
 // `env NOTIFY_SOCKET=`). `waitfor ready NAME` then waits for READY=1, which
 // the daemons send once their journal is open and their sockets are bound:
@@ -52,9 +55,14 @@ func cmdNotify(ts *testscript.TestScript, neg bool, args []string) {
 	if _, ok := all.byID[args[0]]; ok {
 		ts.Fatalf("notify: %s already exists", args[0])
 	}
-	dir := ts.MkAbs(".notify")
-	path := filepath.Join(dir, args[0]+".sock")
-	ts.Check(mkdirShared(dir))
+	if all.dir == "" {
+		dir, err := os.MkdirTemp("", "stwj-notify-")
+		ts.Check(err)
+		ts.Defer(func() { os.RemoveAll(dir) })
+		ts.Check(os.Chmod(dir, 0o755))
+		all.dir = dir
+	}
+	path := filepath.Join(all.dir, args[0]+".sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	ts.Check(err)
 	ts.Check(chmodShared(path)) // daemons of other accounts send to it too

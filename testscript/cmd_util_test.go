@@ -231,15 +231,6 @@ func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// mkdirShared creates dir (if absent) readable and searchable by every
-// account, for what daemons of other accounts must reach.
-func mkdirShared(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.Chmod(dir, 0o755)
-}
-
 // chmodShared lets every account write to a notify socket.
 func chmodShared(path string) error { return os.Chmod(path, 0o666) }
 

@@ -35,12 +35,20 @@ var binDir string
 // steward-appliance parse their flags in their cmd mains, which cannot be
 // called from here.)
 func TestMain(m *testing.M) {
+	if os.Getenv(dialEnv) != "" && len(os.Args) == 2 {
+		os.Exit(dialHelper(os.Args[1]))
+	}
 	dir, err := buildCommands()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testscript:", err)
 		os.Exit(2)
 	}
 	binDir = dir
+	if err := installDialHelper(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "testscript:", err)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
 	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	code := m.Run()
 	os.RemoveAll(dir)
