@@ -1,0 +1,222 @@
+package testscript_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The README's two commands.
+const (
+	readmeRunCommand  = "go run ./cmd/steward-dev"
+	readmeTestCommand = "go test -race ./..."
+)
+
+// readmeTimeout bounds each README command; `go run` may have to compile.
+const readmeTimeout = 5 * time.Minute
+
+// readmeCommands returns the shell commands the README shows: the lines of
+// its code blocks (indented or fenced) that run the go command, with an
+// optional "$ " prompt removed.
+func readmeCommands(readme string) []string {
+	var cmds []string
+	fenced := false
+	for _, line := range strings.Split(readme, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced && !strings.HasPrefix(line, "    ") && !strings.HasPrefix(line, "\t") {
+			continue
+		}
+		trimmed = strings.TrimPrefix(trimmed, "$ ")
+		if strings.HasPrefix(trimmed, "go ") {
+			cmds = append(cmds, trimmed)
+		}
+	}
+	return cmds
+}
+
+// TestReadme runs the commands of the README as written, from the module
+// root, on a fresh state directory: the run command serves until
+// interrupted (as by Ctrl-C), its --once form demonstrates a governed call
+// and verifies the receipts, and `go install` installs the proxy. The test
+// command is the one running this test; it is checked to be exactly the
+// README's. STEWARD_README names another file to check instead (a proposed
+// README before it is merged). A command in the README that this test does not know fails it:
+// every command the README shows must be exercised here.
+func TestReadme(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs `go run` and `go install`; skipped with -short")
+	}
+	readme := filepath.Join("..", "README.md")
+	if p := os.Getenv("STEWARD_README"); p != "" {
+		readme = p // a proposed README, checked before it replaces this one
+	}
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := readmeCommands(string(b))
+	have := map[string]bool{}
+	for _, c := range cmds {
+		have[c] = true
+	}
+	for _, want := range []string{readmeRunCommand, readmeTestCommand} {
+		if !have[want] {
+			t.Errorf("the README does not show the command %q (commands found: %q)", want, cmds)
+		}
+	}
+	runs := map[string]func(t *testing.T, cmd string){
+		readmeRunCommand:                      runServeUntilInterrupted,
+		readmeRunCommand + " --once":          runOnce,
+		"go install ./cmd/steward-controller": runInstall,
+		readmeTestCommand:                     func(*testing.T, string) {}, // this test runs inside it
+	}
+	// The --once form is always run: it is how the run command shows a
+	// governed call without serving forever.
+	if !have[readmeRunCommand+" --once"] {
+		cmds = append(cmds, readmeRunCommand+" --once")
+	}
+	for _, c := range cmds {
+		run, ok := runs[c]
+		if !ok {
+			t.Errorf("the README shows %q, which TestReadme does not run: exercise it here or take it out of the README", c)
+			continue
+		}
+		t.Run(strings.ReplaceAll(c, "/", "_"), func(t *testing.T) { run(t, c) })
+	}
+}
+
+// goCommand prepares a README command to run from the module root with its
+// own state directory and Go bin directory.
+func goCommand(t *testing.T, ctx context.Context, line string) (*exec.Cmd, string) {
+	// Short: the socket paths under it must fit a Unix socket address
+	// (t.TempDir's names, made of the test's name, do not).
+	state, err := os.MkdirTemp("", "readme-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	args := strings.Fields(line)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "GOBIN="+filepath.Join(state, "bin"))
+	return cmd, state
+}
+
+func runOnce(t *testing.T, line string) {
+	ctx, cancel := context.WithTimeout(context.Background(), readmeTimeout)
+	defer cancel()
+	cmd, state := goCommand(t, ctx, line)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	for _, want := range []string{
+		"a fresh state directory " + filepath.Join(state, "steward-dev"),
+		"DEVELOPMENT MODE",
+		"2748/487",
+		"replayed true",
+		"receipts verified.",
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("%s: the output lacks %q:\n%s", line, want, out)
+		}
+	}
+}
+
+// runServeUntilInterrupted runs the command in its own process group, waits
+// (bounded) for it to say it serves, then interrupts the group as Ctrl-C in a
+// terminal does, and expects a clean stop.
+func runServeUntilInterrupted(t *testing.T, line string) {
+	ctx, cancel := context.WithTimeout(context.Background(), readmeTimeout)
+	defer cancel()
+	cmd, _ := goCommand(t, ctx, line)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	serving := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		said := false
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if !said && strings.Contains(sc.Text(), "steward-dev: serving") {
+				said = true
+				close(serving)
+			}
+		}
+	}()
+	select {
+	case <-serving:
+	case <-done:
+		cmd.Wait()
+		t.Fatalf("%s stopped before serving:\n%s%s", line, out.String(), stderr.String())
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("%s: not serving within %v", line, readmeTimeout)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	// `go run` itself exits 1 once it has seen an interrupt, whatever its
+	// child does (a program that catches SIGINT and exits 0 gives the same),
+	// so steward-dev's clean stop is read from what it says: the three
+	// daemons stopped and their sockets gone.
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		t.Fatalf("%s after Ctrl-C: %v\n%s%s", line, err, out.String(), stderr.String())
+	}
+	if !strings.Contains(out.String(), "steward-dev: stopped: journals closed, sockets removed.") {
+		t.Errorf("%s: no clean stop after Ctrl-C:\n%s%s", line, out.String(), stderr.String())
+	}
+	if strings.Contains(stderr.String(), "steward-dev:") {
+		t.Errorf("%s: steward-dev reported an error:\n%s", line, stderr.String())
+	}
+}
+
+func runInstall(t *testing.T, line string) {
+	ctx, cancel := context.WithTimeout(context.Background(), readmeTimeout)
+	defer cancel()
+	cmd, state := goCommand(t, ctx, line)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	bin := filepath.Join(state, "bin", "steward-controller")
+	out, err := exec.Command(bin, "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "steward-controller mcp --socket PATH") {
+		t.Fatalf("%s --help after %s: %v\n%s", bin, line, err, out)
+	}
+}
+
+// TestReadmeCommands pins which lines of a README count as commands.
+func TestReadmeCommands(t *testing.T) {
+	text := "Intro with go run inline.\n\n    go run ./cmd/steward-dev\n\n```sh\n$ go test -race ./...\n```\n\n```json\n{\"command\": \"go\"}\n```\n\n    not a command\n\tgo install ./cmd/steward-controller\n"
+	got := readmeCommands(text)
+	want := []string{"go run ./cmd/steward-dev", "go test -race ./...", "go install ./cmd/steward-controller"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("readmeCommands = %q, want %q", got, want)
+	}
+}
