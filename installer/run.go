@@ -14,8 +14,8 @@ import (
 // Exit statuses of Run.
 const (
 	ExitOK    = 0 // done, or status found everything in place
-	ExitFail  = 1 // refused or failed; also a verb not implemented yet
-	ExitUsage = 2 // unknown verb or malformed arguments
+	ExitFail  = 1 // failed, or (install, uninstall, status) refused
+	ExitUsage = 2 // unknown verb or malformed arguments; see also ExitRefused
 )
 
 // Env is what Run needs to know about the process it runs in. EnvFromOS
@@ -30,6 +30,9 @@ type Env struct {
 	// bin dir (where the units' binaries and the sudoers rule point) is its
 	// directory.
 	Executable string
+	// Controller locates the installed controller for the controller-*
+	// and bundle-install verbs.
+	Controller ControllerEnv
 }
 
 // EnvFromOS describes the current process.
@@ -38,7 +41,7 @@ func EnvFromOS() Env {
 	if err != nil {
 		exe = ""
 	}
-	return Env{EUID: os.Geteuid(), SudoUID: os.Getenv("SUDO_UID"), Executable: exe}
+	return Env{EUID: os.Geteuid(), SudoUID: os.Getenv("SUDO_UID"), Executable: exe, Controller: DefaultControllerEnv()}
 }
 
 // InvokingUID returns the uid in SUDO_UID: the operator on whose behalf the
@@ -78,7 +81,7 @@ type verb struct {
 	// root only. A '*' there matches anything, spaces included, so a verb
 	// reachable with '*' must accept no root-only flag.
 	sudo []string
-	// run does the work; nil means not implemented yet.
+	// run does the work.
 	run func(ctx context.Context, c *call, o options) int
 }
 
@@ -95,18 +98,18 @@ func verbTable() []verb {
 			flags: []string{"root", "bin-dir", "json"},
 			sudo:  []string{"status", "status --json"}, run: runStatus},
 		{name: "bundle-install", synopsis: "bundle-install BUNDLE", operand: "BUNDLE",
-			sudo: []string{"bundle-install *"}},
+			sudo: []string{"bundle-install *"}, run: runBundleInstall},
 		{name: "controller-tool", synopsis: "controller-tool REQUEST", operand: "REQUEST",
-			sudo: []string{"controller-tool *"}},
+			sudo: []string{"controller-tool *"}, run: runControllerTool},
 		{name: "controller-tool-result", synopsis: "controller-tool-result ID", operand: "ID",
-			sudo: []string{"controller-tool-result *"}},
+			sudo: []string{"controller-tool-result *"}, run: runControllerToolResult},
 		{name: "controller-tool-ack", synopsis: "controller-tool-ack ID", operand: "ID",
-			sudo: []string{"controller-tool-ack *"}},
+			sudo: []string{"controller-tool-ack *"}, run: runControllerToolAck},
 		{name: "controller-journal", synopsis: "controller-journal [--from SEQ]",
 			flags: []string{"from"},
-			sudo:  []string{"controller-journal", "controller-journal --from *"}},
+			sudo:  []string{"controller-journal", "controller-journal --from *"}, run: runControllerJournal},
 		{name: "controller-enroll", synopsis: "controller-enroll REQUEST", operand: "REQUEST",
-			sudo: []string{"controller-enroll *"}},
+			sudo: []string{"controller-enroll *"}, run: runControllerEnroll},
 	}
 }
 
@@ -143,8 +146,9 @@ func (c *call) failf(format string, a ...any) int {
 
 // Run runs one verb of steward-installer: args[0] names it, the rest are its
 // arguments. It writes results to stdout and refusals, one line each, to
-// stderr, and returns the exit status: ExitOK, ExitFail (refused, failed,
-// or not implemented yet) or ExitUsage (unknown verb, bad arguments).
+// stderr, and returns the exit status: ExitOK, ExitFail (failed),
+// ExitRefused (an operator verb's input refused) or ExitUsage (unknown
+// verb, bad arguments; the same number as ExitRefused).
 func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, "steward-installer: no verb\n"+usage())
@@ -161,9 +165,6 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 		return ExitUsage
 	}
 	c := &call{env: env, stdout: stdout, stderr: stderr, verb: v.name}
-	if v.run == nil {
-		return c.failf("not implemented yet")
-	}
 	return v.run(ctx, c, o)
 }
 

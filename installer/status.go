@@ -65,6 +65,7 @@ func runStatus(ctx context.Context, c *call, o options) int {
 		rep.Findings = append(rep.Findings, checkFile(t, db, m))
 	}
 	rep.Findings = append(rep.Findings, socketFindings(t, db)...)
+	rep.Findings = append(rep.Findings, routeFindings(t, c.env.Controller, db)...)
 	if t.real {
 		rep.Findings = append(rep.Findings, daemonFindings(ctx)...)
 	}

@@ -45,6 +45,9 @@ const (
 	// DefaultControllerConfig is the controller's installed config, inside
 	// its StateDirectory.
 	DefaultControllerConfig = ControllerStateDir + "/config.json"
+	// DefaultControllerBundle is where steward-installer bundle-install
+	// puts the host bundle when no controller config names another path.
+	DefaultControllerBundle = ControllerStateDir + "/host.bundle"
 
 	// RouteSocketMode is the mode of each /run/steward/host/ROUTE.sock the
 	// host creates (owner steward-operator, group steward-controller through

@@ -87,11 +87,27 @@ func run(args []string) error {
 			return err
 		}
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-		return controller.Serve(ctx, *cfg, controller.Options{Logger: log, Ready: func() {
-			if err := systemd.Ready(); err != nil {
-				log.Warn("sd_notify READY", "err", err)
-			}
-		}})
+		// Under systemd the three sockets come from the .socket units;
+		// otherwise the map is empty and Serve binds them itself.
+		ls, err := systemd.Listeners()
+		if err != nil {
+			return err
+		}
+		return controller.Serve(ctx, *cfg, controller.Options{
+			Logger:    log,
+			Listeners: ls,
+			Ready: func() {
+				if err := systemd.Ready("STATUS=serving"); err != nil {
+					log.Warn("sd_notify READY", "err", err)
+				}
+			},
+			Watchdog: func(health func() error) {
+				if _, err := systemd.StartWatchdog(ctx, health); err != nil {
+					log.Warn("sd_notify watchdog", "err", err)
+				}
+				context.AfterFunc(ctx, func() { systemd.Stopping() })
+			},
+		})
 	case "mcp":
 		fs := newFlags("mcp")
 		sock := fs.String("socket", "", "the controller's MCP socket")

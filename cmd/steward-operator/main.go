@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 
@@ -13,8 +14,13 @@ import (
 
 func main() {
 	cli := &operator.CLI{Stdout: os.Stdout, Stderr: os.Stderr, Ready: func() {
-		if err := systemd.Ready(); err != nil {
+		if err := systemd.Ready("STATUS=serving"); err != nil {
 			slog.Warn("steward-operator: sd_notify READY=1", "err", err)
+		}
+		// The unit sets WatchdogSec=; without pings systemd kills the
+		// host. The pings stop when the process exits.
+		if _, err := systemd.StartWatchdog(context.Background(), nil); err != nil {
+			slog.Warn("steward-operator: sd_notify watchdog", "err", err)
 		}
 	}}
 	os.Exit(cli.Main(os.Args[1:]))

@@ -1,0 +1,159 @@
+package installer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+)
+
+// foregroundTimeout bounds one exchange on the foreground socket. A tool
+// call waits for its answer from the application (the route's response
+// timeout, 30 s in the defaults), so this is generous; a controller that
+// answers nothing within it is reported, not waited on forever.
+const foregroundTimeout = 5 * time.Minute
+
+// toolRequest is the file controller-tool reads.
+type toolRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolOutput is what the tool verbs print: the foreground reply, with the
+// tool's result as the JSON the controller produced.
+type toolOutput struct {
+	ID     string          `json:"id"`
+	State  string          `json:"state"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// parseToolRequest decodes a tool request strictly: valid JSON without
+// duplicate keys, exactly the fields tool and arguments (an object;
+// absent means {}), nothing after it.
+func parseToolRequest(raw []byte) (toolRequest, error) {
+	if _, err := journal.CanonicalJSON(raw); err != nil {
+		return toolRequest{}, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var r toolRequest
+	if err := dec.Decode(&r); err != nil {
+		return toolRequest{}, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return toolRequest{}, errors.New("data after the request object")
+	}
+	if r.Tool == "" {
+		return toolRequest{}, errors.New(`"tool" is missing or empty`)
+	}
+	args := bytes.TrimSpace(r.Arguments)
+	switch {
+	case len(args) == 0 || string(args) == "null":
+		r.Arguments = json.RawMessage("{}")
+	case args[0] != '{':
+		return toolRequest{}, errors.New(`"arguments" is not a JSON object`)
+	default:
+		r.Arguments = args
+	}
+	return r, nil
+}
+
+// runControllerTool submits the operator's tool request over the
+// controller's foreground socket and prints the result.
+func runControllerTool(ctx context.Context, c *call, o options) int {
+	owner, err := c.env.InvokingUID()
+	if err != nil {
+		return c.refusef("%v", err)
+	}
+	raw, err := ReadPrivateFile(o.operand, owner, ToolRequestLimit)
+	if err != nil {
+		return c.refusef("%v", err)
+	}
+	req, err := parseToolRequest(raw)
+	if err != nil {
+		return c.refusef("%s: %v", o.operand, err)
+	}
+	return c.foreground(ctx, controller.ForegroundRequest{Op: controller.FgSubmit, Tool: req.Tool, Arguments: req.Arguments})
+}
+
+// runControllerToolResult asks for the result of an earlier request.
+func runControllerToolResult(ctx context.Context, c *call, o options) int {
+	if err := checkRequestID(o.operand); err != nil {
+		return c.refusef("%v", err)
+	}
+	return c.foreground(ctx, controller.ForegroundRequest{Op: controller.FgResult, ID: o.operand})
+}
+
+// runControllerToolAck acknowledges a result: the controller forgets it.
+func runControllerToolAck(ctx context.Context, c *call, o options) int {
+	if err := checkRequestID(o.operand); err != nil {
+		return c.refusef("%v", err)
+	}
+	return c.foreground(ctx, controller.ForegroundRequest{Op: controller.FgAck, ID: o.operand})
+}
+
+// foreground sends one request on the foreground socket, which admits only
+// root: the installer stays root for it. Before dialling it checks the
+// socket is root's (a .socket unit made it) or the controller's (the
+// controller bound it) and that no other account can swap a directory
+// above it.
+func (c *call) foreground(ctx context.Context, req controller.ForegroundRequest) int {
+	files, err := c.env.Controller.locateController(false)
+	if err != nil {
+		return c.failf("%v", err)
+	}
+	path := files.foreground
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return c.failf("the controller's foreground socket %s: %v (is the controller running?)", path, err)
+	}
+	sockOwner := fi.Sys().(*syscall.Stat_t).Uid
+	if sockOwner != 0 && (!files.hasUID || sockOwner != files.uid) && sockOwner != uint32(os.Geteuid()) {
+		return c.failf("the controller's foreground socket %s is owned by uid %d, neither root nor the controller's account", path, sockOwner)
+	}
+	if err := wire.CheckSocketPath(path, sockOwner); err != nil {
+		return c.failf("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, foregroundTimeout)
+	defer cancel()
+	rep, err := controller.ForegroundCall(ctx, path, req)
+	out := toolOutput{ID: rep.ID, State: rep.State, Result: json.RawMessage(rep.Result), Error: rep.Error}
+	if len(out.Result) == 0 {
+		out.Result = nil
+	}
+	switch {
+	case errors.Is(err, controller.ErrForeground) && rep.State == controller.FgInterrupted:
+		c.printJSON(out)
+		return c.failf("%s %s: %s", req.Op, rep.ID, rep.Error)
+	case errors.Is(err, controller.ErrForeground):
+		return c.refusef("the controller refused the request: %s", rep.Error)
+	case err != nil:
+		return c.failf("the controller's foreground socket %s: %v", path, err)
+	}
+	if err := c.printJSON(out); err != nil {
+		return c.failf("%v", err)
+	}
+	if rep.State == controller.FgInterrupted {
+		return ExitFail
+	}
+	return ExitOK
+}
+
+// printJSON writes v as one line of JSON.
+func (c *call) printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.stdout.Write(append(b, '\n'))
+	return err
+}

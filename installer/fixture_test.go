@@ -1,0 +1,156 @@
+package installer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// ctlFixture is an installed controller as the operator verbs see it: a
+// config file, a state dir and (once started) a journal, all owned by the
+// test's own account (ControllerEnv.Account ""), in a temp dir.
+type ctlFixture struct {
+	dir    string
+	cfg    controller.Config
+	env    Env
+	config string // path of the installed config
+}
+
+// newCtlFixture makes the controller's files for controller name, and an
+// Env that runs the operator verbs for operatorUID through "sudo".
+func newCtlFixture(t *testing.T, name string) *ctlFixture {
+	t.Helper()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "ctl")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := &ctlFixture{dir: dir, config: filepath.Join(state, "config.json")}
+	f.cfg = controller.Config{
+		Name: name, StateDir: state, KeyDir: filepath.Join(state, "keys"), Bundle: filepath.Join(state, "host.bundle"),
+		Sockets: controller.Sockets{MCP: filepath.Join(dir, "mcp.sock"), Reverse: filepath.Join(dir, "reverse.sock"),
+			Foreground: filepath.Join(dir, "foreground.sock")},
+		Agents:                           controller.Agents{UIDs: []uint32{}, GIDs: []uint32{}},
+		AllowedApplicationLifetimeRoutes: []string{"appliance"},
+		ToolTask: controller.ToolTask{ApplicationServices: []controller.Service{
+			{Application: "appliance", Protocol: msg.ProtocolOracleOperationsV1}}},
+	}
+	f.env = Env{EUID: os.Geteuid(), SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
+		Executable: "/nonexistent/steward-installer",
+		Controller: ControllerEnv{Config: f.config, Bundle: filepath.Join(state, "default.bundle"),
+			StateDir: state, Foreground: filepath.Join(dir, "default-foreground.sock")}}
+	return f
+}
+
+// configBytes is the fixture's config with the agent allow-list uids.
+func (f *ctlFixture) configBytes(t *testing.T, agentUIDs ...uint32) []byte {
+	t.Helper()
+	c := f.cfg
+	c.Agents.UIDs = append([]uint32{}, agentUIDs...)
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controller.ParseConfig(b); err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// install writes b as the installed config.
+func (f *ctlFixture) install(t *testing.T, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(f.config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start creates the controller's journal bound to config b, as the
+// controller's first start does, and returns it open (the caller closes it).
+func (f *ctlFixture) start(t *testing.T, b []byte) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(filepath.Join(f.cfg.StateDir, "journal"),
+		journal.Options{Owner: controller.JournalOwner, Format: controller.JournalFormat, Config: b, SegmentSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// binding is the hex canonical SHA-256 of a config.
+func binding(t *testing.T, b []byte) string {
+	t.Helper()
+	h, err := journal.BindingOf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hexOf(h[:])
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 2*len(b))
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
+	}
+	return string(out)
+}
+
+// makeBundle builds a real signed host bundle for controller name with one
+// route "appliance", through package operator's store, as `steward-operator
+// bundle build` does.
+func makeBundle(t *testing.T, name string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	if _, err := operator.Init(store); err != nil {
+		t.Fatal(err)
+	}
+	pubPath, err := controller.InitKeys(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := os.ReadFile(pubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := operator.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.AddController(name, 4343, pub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RegisterRoute("appliance", "appliance", operator.RouteRequest{
+		Controller: name, Upstream: "/run/appliance.sock", Forward: "/run/steward/host/appliance.sock",
+		Reverse: "/run/steward/controller/reverse.sock", Prefix: "/v1",
+		Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 1000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.BuildBundle(name, 4344)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writeOperatorFile writes data as an operator-owned 0600 file in a fresh
+// private directory.
+func writeOperatorFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(privateDir(t), name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chown(t, p, operatorUID())
+	return p
+}
