@@ -37,6 +37,9 @@ type controllerFiles struct {
 // process is now (call becomeController first where the controller's own
 // files are concerned). needConfig refuses a missing config.
 func (e ControllerEnv) locateController(needConfig bool) (controllerFiles, error) {
+	if e.Config == "" {
+		return controllerFiles{}, errors.New("no controller config path is set")
+	}
 	uid, _, hasUID, err := e.controllerIDs()
 	if err != nil {
 		return controllerFiles{}, err

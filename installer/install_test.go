@@ -111,9 +111,10 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || !rep.Installed || rep.Root != root || rep.BinDir != treeBin {
 		t.Fatalf("status --json: exit %d, %v, %+v", code, err, rep)
 	}
-	// 5 dirs, 8 files, 3 controller sockets (absent: nothing listens).
-	if len(rep.Findings) != 16 {
-		t.Fatalf("status --json: %d findings, want 16: %+v", len(rep.Findings), rep.Findings)
+	// 5 dirs, 8 files, 3 controller sockets (absent: nothing listens),
+	// and no bundle (so no route selected).
+	if len(rep.Findings) != 17 || rep.Findings[16].Kind != "route" || rep.Findings[16].State != stateUnknown {
+		t.Fatalf("status --json: %d findings, want 17: %+v", len(rep.Findings), rep.Findings)
 	}
 }
 

@@ -200,9 +200,46 @@ func TestRealInstall(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || !rep.Installed {
 			t.Errorf("operator: sudo status --json: exit %d %v\n%s%s", code, err, out, errs)
 		}
-		// Allowed by sudo, so it reaches the verb table.
+		// Allowed by sudo: the operator installs a bundle, which lands as
+		// the controller's file (the installer became steward-controller
+		// to write it).
+		opUser, err := user.Lookup(systemd.OperatorUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opUID, _ := strconv.Atoi(opUser.Uid)
+		bundle := makeBundle(t, "ctl")
+		bundleFile := filepath.Join(t.TempDir(), "host.bundle")
+		if err := os.WriteFile(bundleFile, bundle, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(bundleFile, opUID, -1); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs = asOperator(t, installer, "bundle-install", bundleFile)
+		if code != 0 || errs != "" || !strings.HasPrefix(out, "bundle-install: installed "+systemd.DefaultControllerBundle+": controller ctl") {
+			t.Errorf("operator: sudo bundle-install: exit %d\n%s%s", code, out, errs)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(systemd.DefaultControllerBundle, &st); err != nil || int(st.Uid) != ids[systemd.ControllerUser] || st.Mode&0o7777 != 0o600 {
+			t.Errorf("installed bundle: %v: owner %d mode %04o, want %s 0600", err, st.Uid, st.Mode&0o7777, systemd.ControllerUser)
+		}
+		if got, err := os.ReadFile(systemd.DefaultControllerBundle); err != nil || string(got) != string(bundle) {
+			t.Errorf("installed bundle differs: %v", err)
+		}
+		code, out, errs = asOperator(t, installer, "bundle-install", bundleFile)
+		if code != 0 || !strings.HasPrefix(out, "bundle-install: unchanged ") {
+			t.Errorf("operator: sudo bundle-install again: exit %d\n%s%s", code, out, errs)
+		}
+		// status shows the route the bundle selects, not running.
+		code, out, errs = asOperator(t, installer, "status")
+		if code != 0 || !strings.Contains(out, "route   down    appliance: selected: application appliance, revision 1, forward /run/steward/host/appliance.sock; not running") {
+			t.Errorf("operator: sudo status with a bundle: exit %d\n%s%s", code, out, errs)
+		}
+		// Allowed by sudo, so it reaches the verb, which finds no journal:
+		// the controller never ran.
 		code, out, errs = asOperator(t, installer, "controller-journal", "--from", "5")
-		if code != ExitFail || out != "" || errs != "steward-installer controller-journal: not implemented yet\n" {
+		if code != ExitFail || out != "" || !strings.HasPrefix(errs, "steward-installer controller-journal: the controller's journal: ") {
 			t.Errorf("operator: sudo controller-journal --from 5: exit %d\n%s%s", code, out, errs)
 		}
 		// Not in the drop-in: sudo refuses before the installer runs.

@@ -44,22 +44,28 @@ func TestRunUnknownVerb(t *testing.T) {
 	}
 }
 
-// TestRunNotImplemented: the verbs that need the controller are in the
-// table, take their arguments, and answer "not implemented yet" with exit 1.
-func TestRunNotImplemented(t *testing.T) {
-	for _, args := range [][]string{
-		{"bundle-install", "/tmp/bundle"},
-		{"controller-tool", "/tmp/req"},
-		{"controller-tool-result", "01ABC"},
-		{"controller-tool-ack", "01ABC"},
-		{"controller-journal"},
-		{"controller-journal", "--from", "17"},
-		{"controller-enroll", "/tmp/enroll"},
+// TestOperatorVerbsRefuseWithoutSudo: the verbs that read an operator's
+// file need SUDO_UID to know whose it is; ids are checked before anything
+// is sent; without a controller config path nothing is looked for.
+func TestOperatorVerbsRefuseWithoutSudo(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bundle-install", "/tmp/bundle"}, ExitRefused, "refused: SUDO_UID is not set: run this verb through sudo"},
+		{[]string{"controller-tool", "/tmp/req"}, ExitRefused, "refused: SUDO_UID is not set: run this verb through sudo"},
+		{[]string{"controller-enroll", "/tmp/enroll"}, ExitRefused, "refused: SUDO_UID is not set: run this verb through sudo"},
+		{[]string{"controller-tool-result", "01/ABC"}, ExitRefused, `refused: ID "01/ABC" has byte '/' at offset 2, not one of A-Za-z0-9_-`},
+		{[]string{"controller-tool-ack", strings.Repeat("a", 81)}, ExitRefused, `refused: ID "` + strings.Repeat("a", 81) + `" must be 1 to 80 characters`},
+		{[]string{"controller-tool-ack", strings.Repeat("a", 80)}, ExitFail, "no controller config path is set"},
+		{[]string{"controller-tool-result", "01ABC"}, ExitFail, "no controller config path is set"},
+		{[]string{"controller-journal", "--from", "17"}, ExitFail, "no controller config path is set"},
 	} {
-		code, out, errs := run(t, nonRoot, args...)
-		want := "steward-installer " + args[0] + ": not implemented yet\n"
-		if code != ExitFail || out != "" || errs != want {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, code, out, errs, want)
+		code, out, errs := run(t, nonRoot, c.args...)
+		want := "steward-installer " + c.args[0] + ": " + c.want
+		if code != c.code || out != "" || !strings.HasPrefix(errs, want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errs, c.code, want)
 		}
 	}
 }
