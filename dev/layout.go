@@ -1,14 +1,11 @@
 package dev
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 // maxSunPath is the longest socket path a Unix socket address can hold on
@@ -35,7 +32,7 @@ type Layout struct {
 	Bundle        string // STATE/controller/host.bundle
 	Appliance     string // STATE/appliance: the reference application's journal
 	RouteRequest  string // STATE/route-request.json: the last route request registered
-	Run           string // the sockets' directory: STATE/run, or a short one (see socketDir)
+	Run           string // STATE/run: the sockets' directory
 
 	ApplianceSocket  string // the application's upstream socket (host only)
 	ForwardSocket    string // the host's route listener (controller dials)
@@ -60,7 +57,7 @@ func NewLayout(state string) (Layout, error) {
 		Appliance:     filepath.Join(abs, "appliance"),
 		RouteRequest:  filepath.Join(abs, "route-request.json"),
 	}
-	l.Run = socketDir(abs)
+	l.Run = filepath.Join(abs, "run")
 	l.ApplianceSocket = filepath.Join(l.Run, "appliance.sock")
 	l.ForwardSocket = filepath.Join(l.Run, "route-appliance.sock")
 	l.ReverseSocket = filepath.Join(l.Run, "reverse.sock")
@@ -69,31 +66,9 @@ func NewLayout(state string) (Layout, error) {
 	return l, nil
 }
 
-// longestSocketName is the longest socket file name of a layout.
-const longestSocketName = "route-appliance.sock"
-
-// socketDir is STATE/run when the longest socket path fits in sun_path, and
-// otherwise a short directory that depends only on STATE and the user, so
-// that every start of the same STATE finds the same sockets (the operator
-// signs the socket paths into the route record): $XDG_RUNTIME_DIR/steward-dev-H
-// when that is set, else TMPDIR/steward-dev-UID-H, H being the first 12 hex
-// digits of SHA-256(STATE).
-func socketDir(state string) string {
-	run := filepath.Join(state, "run")
-	if len(filepath.Join(run, longestSocketName)) <= maxSunPath && len(run) <= maxSocketDir {
-		return run
-	}
-	sum := sha256.Sum256([]byte(state))
-	h := hex.EncodeToString(sum[:6])
-	if xdg := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(xdg) {
-		return filepath.Join(xdg, "steward-dev-"+h)
-	}
-	return filepath.Join(os.TempDir(), "steward-dev-"+strconv.Itoa(os.Getuid())+"-"+h)
-}
-
 // checkSocketDir makes sure the sockets' directory exists, is a directory
-// (not a link) owned by us and private (0700): a short directory under a
-// shared TMPDIR must not be one another user prepared.
+// (not a link) owned by us and private (0700), and that every socket path
+// in it fits.
 func (l Layout) checkSocketDir() error {
 	if err := os.Mkdir(l.Run, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("socket directory %s: %w", l.Run, err)
@@ -124,8 +99,9 @@ func (l Layout) checkSocketDir() error {
 
 // checkStorePath refuses a state directory so long that the operator store's
 // admin socket (STORE/admin.sock, bound through STORE/.bind-N/s) cannot be
-// bound: the store must stay where it is from one start to the next, so it
-// cannot move to a short directory the way the sockets do.
+// bound. The sockets of STATE/run then fit too (its longest path is shorter),
+// so the sockets never need a directory outside STATE, and the socket paths
+// the route record signs stay the same from one start to the next.
 func (l Layout) checkStorePath() error {
 	if len(l.OperatorStore) > maxSocketDir {
 		return fmt.Errorf("state directory %s is too long: the operator store %s (%d bytes) holds the host's admin socket, "+

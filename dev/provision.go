@@ -186,9 +186,10 @@ func ensureGrant(st *operator.Store, w io.Writer) error {
 	return nil
 }
 
-// ensureRoute registers the route on first start. A later start whose
-// socket paths differ (the short socket directory moved with
-// XDG_RUNTIME_DIR) registers a new revision replacing the selected one.
+// ensureRoute registers the route on first start, and on later starts
+// checks that the selected route still names this layout's sockets: a state
+// directory that was moved would not (the route record is signed with the
+// old paths, and the controller's journal is bound to the old config).
 func ensureRoute(st *operator.Store, l Layout, w io.Writer) error {
 	req := operator.RouteRequest{
 		Controller: ControllerName,
@@ -202,11 +203,12 @@ func ensureRoute(st *operator.Store, l Layout, w io.Writer) error {
 		if r.Route != RouteName {
 			continue
 		}
-		if r.Upstream == req.Upstream && r.Forward == req.Forward && r.Reverse == req.Reverse &&
-			r.Controller == req.Controller && r.Application == Application {
-			return nil
+		if r.Upstream != req.Upstream || r.Forward != req.Forward || r.Reverse != req.Reverse ||
+			r.Controller != req.Controller || r.Application != Application {
+			return fmt.Errorf("route %s names the sockets of %s, not of %s: the state directory was moved or changed; move it back or use a fresh --state",
+				RouteName, filepath.Dir(r.Forward), l.Run)
 		}
-		req.Replaces = r.ID
+		return nil
 	}
 	v, err := st.RegisterRoute(RouteName, Application, req)
 	if err != nil {
@@ -270,7 +272,7 @@ func writeConfig(l Layout, uid uint32, w io.Writer) error {
 	case err != nil:
 		return err
 	case !bytes.Equal(have, want):
-		return fmt.Errorf("%s differs from the config this start computes (socket directory %s): the controller's journal is bound to the old one; use a fresh --state", l.Config, l.Run)
+		return fmt.Errorf("%s differs from the config this start computes: the controller's journal is bound to the old one; use a fresh --state", l.Config)
 	}
 	return nil
 }
