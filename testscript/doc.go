@@ -1,20 +1,49 @@
 // Package testscript holds steward's acceptance journeys: scripts under
 // testdata/*.txtar, run by github.com/rogpeppe/go-internal/testscript against
-// the real commands (steward-operator, steward-controller, steward-appliance,
-// steward-dev, steward-installer) as separate processes talking over real Unix
-// sockets with signed frames and fsync'd journals. Nothing is short-circuited.
+// the real commands as separate processes, talking over real Unix sockets
+// with signed frames and fsync'd journals. Nothing is short-circuited.
 //
-// The package has no API; `go test ./testscript/` runs the journeys. See the
-// test files for the commands a journey may use beyond testscript's own:
+// The package has no API; `go test ./testscript/` builds steward-operator,
+// steward-controller, steward-installer, steward-appliance and steward-dev
+// from ../cmd with `go build` (without -race, as a user builds them: see
+// TestMain) and runs the journeys:
 //
-//	waitfor socket|file PATH [TIMEOUT]  bounded wait for a socket that accepts, or a non-empty file
-//	! waitfor socket|file PATH          bounded wait for PATH to be gone
-//	mcp-call SOCKET TOOL JSON-ARGS      one tools/call through `steward-controller mcp`
-//	mcp-list SOCKET                     tools/list through the proxy
-//	mcp-raw SOCKET LINE...              raw JSON-RPC lines through the proxy (@pad=N:JSON pads to N bytes)
-//	repeat VAR TEXT N                   VAR = TEXT repeated N times
-//	jsonenv FILE VAR=PATH...            set variables from a JSON document
-//	httpunix SOCKET METHOD PATH [BODY]  one HTTP request to an application socket
+//	dev        steward-dev --once, and its receipts verified; a second start reuses the state
+//	call       the stack as separate daemons provisioned with the operator's and controller's
+//	           commands: tools/list (exactly three), discover, call, replay without a second
+//	           charge, conflict, an application's own refusal, receipts verified and exported
+//	bounds     every bound an agent reaches, at the limit and one past, through the proxy
+//	           (the invocation body straight over the MCP socket), nothing journaled past one
+//	restart    every daemon stopped cleanly and by SIGKILL and restarted: replays, purse and
+//	           receipts unchanged, new calls work
+//	uncertain  the host killed at host-after-mark-send and host-after-outcome: the attempt is
+//	           uncertain, its requestId refused, attempts inspect and resolve, charged once
+//	accounts   (root) each daemon under its own account; the controller cannot read the
+//	           operator store; the wrong account is refused on every socket; the call
+//	           journey as an agent account
+//
+// TestReadme runs the README's commands as written.
+//
+// Commands a journey may use beyond testscript's own:
+//
+//	waitfor socket|file PATH [TIMEOUT]   bounded wait for a socket that accepts, or a non-empty file
+//	! waitfor socket|file PATH           bounded wait for PATH to be gone
+//	notify NAME                          an sd_notify socket; sets NOTIFY_SOCKET for what follows
+//	waitfor ready NAME                   bounded wait for READY=1 on it
+//	mcp-call [-direct] [-as USER] SOCKET TOOL JSON-ARGS
+//	                                     one tools/call through `steward-controller mcp`
+//	mcp-list [-as USER] SOCKET           tools/list through the proxy
+//	mcp-raw [-as USER] SOCKET LINE...    raw JSON-RPC lines through the proxy (@pad=N:JSON)
+//	repeat VAR TEXT N                    VAR = TEXT repeated N times
+//	jsonenv FILE VAR=PATH...             set variables from a JSON document
+//	expand FILE...                       substitute $VAR in files
+//	httpunix SOCKET METHOD PATH [BODY]   one HTTP request to an application socket
+//	account VAR NAME [GROUP...]          (root) a system account, removed at the end
+//	group VAR NAME                       (root) a system group, removed at the end
+//	mkshared VAR                         a 0755 directory every account can reach
+//	mkdirown PATH USER:GROUP MODE        (root) a directory with owner and mode
+//	cpown SRC DST USER:GROUP MODE        (root) a copy with owner and mode
+//	dial-as USER[:GROUP,...] SOCKET      (root) connect as another account, print the answer
 //
 // and the condition [root].
 package testscript
