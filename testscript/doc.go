@@ -8,6 +8,8 @@
 // from ../cmd with `go build` (without -race, as a user builds them: see
 // TestMain) and runs the journeys:
 //
+//	appliance  the reference application alone over its socket: discovery, invoke, replay
+//	           (also after a restart), conflict, its own refusals
 //	dev        steward-dev --once, and its receipts verified; a second start reuses the state
 //	call       the stack as separate daemons provisioned with the operator's and controller's
 //	           commands: tools/list (exactly three), discover, call, replay without a second
