@@ -37,12 +37,13 @@ func (w *lineWatch) Write(p []byte) (int, error) {
 }
 
 // startDev runs the whole stack (appliance, host, controller: package dev)
-// in this process on a fresh state dir until the test ends, and returns its
-// layout once every daemon is ready.
-func startDev(t *testing.T) dev.Layout {
+// in this process on a fresh state dir until the test ends (or stop is
+// called), and returns its layout once every daemon is ready.
+func startDev(t *testing.T) (l dev.Layout, stop func()) {
 	t.Helper()
 	state := t.TempDir()
-	l, err := dev.NewLayout(state)
+	var err error
+	l, err = dev.NewLayout(state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,16 @@ func startDev(t *testing.T) dev.Layout {
 	go func() {
 		done <- dev.Run(ctx, dev.Options{State: state, Stdout: w, Logger: slog.New(slog.DiscardHandler)})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev stack: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("dev stack: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case <-w.ch:
 	case err := <-done:
@@ -66,7 +71,7 @@ func startDev(t *testing.T) dev.Layout {
 	case <-time.After(60 * time.Second):
 		t.Fatal("dev stack not serving within 60 s")
 	}
-	return l
+	return l, stop
 }
 
 func decodeTool(t *testing.T, out string) toolOutput {
@@ -87,7 +92,7 @@ func TestControllerToolRoundTrip(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the foreground socket admits root only; CI runs as root")
 	}
-	l := startDev(t)
+	l, _ := startDev(t)
 	env := Env{EUID: 0, SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
 		Controller: ControllerEnv{Config: l.Config}}
 	body := `{"tool":"oracle_discover","arguments":{"application":"appliance","query":"calc"}}`
