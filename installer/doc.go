@@ -9,15 +9,20 @@
 //	uninstall [--root DIR] [--purge]         root only
 //	status [--root DIR] [--bin-dir DIR] [--json]
 //	                                          operator: `status` and `status --json`
-//	bundle-install BUNDLE                    operator; not implemented yet
-//	controller-tool REQUEST                  operator; not implemented yet
-//	controller-tool-result ID                operator; not implemented yet
-//	controller-tool-ack ID                   operator; not implemented yet
-//	controller-journal [--from SEQ]          operator; not implemented yet
-//	controller-enroll REQUEST                operator; not implemented yet
+//	bundle-install BUNDLE                    operator
+//	controller-tool REQUEST                  operator
+//	controller-tool-result ID                operator
+//	controller-tool-ack ID                   operator
+//	controller-journal [--from SEQ]          operator
+//	controller-enroll REQUEST                operator
 //
-// Exit status: 0 done (or, for status, everything in place); 1 refused,
-// failed or not implemented yet; 2 unknown verb or malformed arguments.
+// Exit status: 0 done (or, for status, everything in place); 1 failed, or
+// a state blocks the verb (the controller running, unresolved attempts,
+// no journal yet), or install/uninstall/status refused; 2 unknown verb or
+// malformed arguments, or an operator verb's input refused (ExitRefused: a
+// file that fails ReadPrivateFile, a malformed request, a bundle that does
+// not verify, an enrollment hash that does not match). Every refusal is
+// one line on stderr naming the file and the reason.
 //
 // # What install makes
 //
@@ -59,5 +64,95 @@
 //
 // ReadPrivateFile is how every operator verb reads a file it is handed: see
 // its documentation for the checks, and ToolRequestLimit and
-// EnrollRequestLimit for the bounds.
+// EnrollRequestLimit for the bounds (a bundle: controller.MaxBundleBytes).
+//
+// # The controller's files
+//
+// Where the controller lives is fixed (Env.Controller, DefaultControllerEnv:
+// the config /var/lib/steward-controller/config.json, and, while none is
+// installed, the bundle /var/lib/steward-controller/host.bundle, the journal
+// /var/lib/steward-controller/journal and the foreground socket
+// /run/steward/controller/foreground.sock); nothing on the command line or
+// in the environment can point the installer elsewhere. The installed
+// config names the bundle, state dir and sockets once it exists. It is read
+// without following a link in its last component and must be root's or the
+// controller's. Before bundle-install, controller-journal and
+// controller-enroll touch the controller's files, the installer becomes
+// the steward-controller account for good (setgroups, setresgid,
+// setresuid): what it writes is the controller's, and no path in the
+// controller's config can make root read or write elsewhere. The tool verbs
+// stay root, the only account the foreground socket admits; they check the
+// socket (root's or the controller's, no directory above it writable by
+// another account) before dialling.
+//
+// # bundle-install BUNDLE
+//
+// Reads BUNDLE (at most 1 MiB), verifies it with msg.OpenBundle (the
+// bundle's hybrid signature and every route record in it), refuses a
+// bundle built for another controller than the installed config names,
+// and installs it as the controller's bundle, mode 0600: a temporary file
+// beside it, written, fsync'd, renamed over it, the directory fsync'd. The
+// same bytes already in place are left alone ("unchanged"). The controller
+// reads the bundle when it next starts.
+//
+// # controller-tool REQUEST, controller-tool-result ID, controller-tool-ack ID
+//
+// REQUEST (at most 256 KiB) is JSON {"tool": NAME, "arguments": {...}}:
+// no other field, no duplicate key, arguments an object (absent: {}). It is
+// submitted on the foreground socket (controller.ForegroundCall, op
+// submit); the controller journals it, runs it and answers. Each verb
+// prints one JSON line {"id", "state", "result", "error"}: state is done,
+// running or interrupted, result is the tool's result as the controller
+// produced it. The result stays with the controller until acknowledged
+// (controller-tool-ack), so an operator who lost the output asks again
+// with controller-tool-result. IDs are 1 to 80 of A-Za-z0-9_-. A request
+// the controller refuses is exit 2, with its reason.
+//
+// # controller-journal [--from SEQ]
+//
+// Prints the controller's journal from SEQ (1 when absent or 0) as JSON
+// lines, one per record: {"seq", "prev", "kind", "at", "body"}. prev is
+// the hex SHA-256 of the previous record's payload; at is unix ms; body is
+// the record's CBOR body rendered as JSON: a byte string becomes a string
+// of lowercase hex (hashes, receipts, and the exact bytes a record keeps,
+// such as a rebind's before and after configs), text, booleans, null,
+// arrays and integers stay as they are (exactly, to 64 bits; bignums as
+// numbers), maps become objects (text keys only), a time tag becomes an
+// RFC 3339 string, any other tag {"tag": N, "value": ...}. The journal is
+// opened read-only: the controller may be running; the records printed are
+// those durable when the verb started. A SEQ past the end prints nothing.
+//
+// # controller-enroll REQUEST
+//
+// REQUEST (at most 8 KiB) is exactly
+//
+//	{"protocol": "steward-controller-enrollment-v1", "mode": "application",
+//	 "expectedBindingSha256": HEX, "targetConfigSha256": HEX}
+//
+// with 64 lowercase hex digits each, different from each other, no other
+// field and no duplicate key. It rebinds the controller's journal from the
+// config it ran with to the config installed now (DESIGN.md section 9):
+//
+//  1. targetConfigSha256 must be the canonical SHA-256 (journal.BindingOf)
+//     of the installed config, else refused naming it;
+//  2. the journal must exist and hold records (the controller binds its
+//     first config at its first start);
+//  3. a repeat: if the journal is already bound to the target and its last
+//     rebind record went from expectedBindingSha256, the verb prints that
+//     rebind's result with "changed": false and writes nothing (this needs
+//     no lock, so it answers while the controller runs); bound to the
+//     target otherwise, it is refused naming expectedBindingSha256;
+//  4. otherwise it opens the journal read-write, which takes its lock: a
+//     running controller holds it, and the verb fails ("the controller is
+//     running");
+//  5. under the lock, the journal's binding must equal
+//     expectedBindingSha256, else refused naming it;
+//  6. no attempt may be uncertain (controller.UncertainAttempts), else it
+//     fails listing them: resolve them first;
+//  7. it appends the rebind record (journal.Rebind), which retains the
+//     config before and after, and prints
+//     {"protocol", "bindingBefore", "bindingAfter", "seq", "changed": true}.
+//
+// A crash after the rebind is durable but before the output leaves the
+// rebind in place; running the same request again prints it, unchanged.
 package installer
