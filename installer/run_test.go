@@ -3,6 +3,7 @@ package installer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +15,21 @@ import (
 // the real binary does.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "steward-installer" {
-		os.Exit(Run(context.Background(), os.Args[1:], EnvFromOS(), os.Stdout, os.Stderr))
+		env := EnvFromOS()
+		// Test-only: the crash tests point the child at a test controller.
+		// The real binary has no such variable.
+		if v := os.Getenv(testControllerEnv); v != "" {
+			if err := json.Unmarshal([]byte(v), &env.Controller); err != nil {
+				panic(err)
+			}
+		}
+		os.Exit(Run(context.Background(), os.Args[1:], env, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
+
+// testControllerEnv carries a JSON ControllerEnv to a child test binary.
+const testControllerEnv = "STEWARD_INSTALLER_TEST_CONTROLLER"
 
 // run calls Run in process with env and returns exit status and output.
 func run(t *testing.T, env Env, args ...string) (int, string, string) {
