@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 		os.Exit(testDaemon())
 	case "listeners":
 		os.Exit(reportListeners())
+	case "bindroute":
+		os.Exit(bindRoute())
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, os.Getenv(childEnv))
 		os.Exit(2)
