@@ -239,10 +239,19 @@ func rssMB(pid int) float64 {
 // BenchmarkMCPCall: governed oracle_call round trips through the proxy
 // binary, the controller (its own process, so that its memory can be
 // read), the host and the application (in this process).
+//
+// With STEWARD_BENCH_INPROC=1 the controller runs in this process instead,
+// so that one -cpuprofile (or -blockprofile, -mutexprofile) shows proxy
+// client, controller, host and application together; the RSS figures are
+// then this whole process's.
 func BenchmarkMCPCall(b *testing.B) {
 	s := newStack(b, stackOpts{price: 1, funded: 1 << 40})
-	ch := s.startChild()
-	pid := ch.cmd.Process.Pid
+	pid := os.Getpid()
+	if os.Getenv("STEWARD_BENCH_INPROC") != "" {
+		s.startController()
+	} else {
+		pid = s.startChild().cmd.Process.Pid
+	}
 	idle := rssMB(pid)
 	for _, n := range []int{1, 16} {
 		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
