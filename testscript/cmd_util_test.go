@@ -17,21 +17,24 @@ import (
 )
 
 // defaultWait bounds every wait in a journey. The daemons start in well under
-// a second; the bound is generous because -race on two cores is slow, and it is
-// a deadline, not a sleep: the wait ends as soon as the condition holds.
+// a second; the bound is generous because `go test ./...` runs other
+// packages on the same two cores, and it is a deadline, not a sleep: the wait
+// ends as soon as the condition holds.
 const defaultWait = 30 * time.Second
 
 // pollEvery is how often a bounded wait re-checks its condition.
 const pollEvery = 5 * time.Millisecond
 
-// cmdWaitfor implements `waitfor socket|file|ready PATH [TIMEOUT]`.
+// cmdWaitfor implements `waitfor socket|file|ready PATH [TIMEOUT]`, a wait
+// bounded by TIMEOUT (default defaultWait) that fails when the deadline
+// passes first:
 //
-// ready: PATH is the name of a notifier (see cmdNotify) that has received
-// READY=1.
-// socket: PATH is a Unix socket that accepts a connection (the connection is
-// closed at once; a daemon sees a client that went away). file: PATH exists
-// and is not empty. It fails if the deadline passes first. With `!` it checks
-// that PATH is absent (a removed socket or file), with the same deadline.
+//   - socket: PATH is a Unix socket that accepts a connection (closed at
+//     once: the daemon sees a client that went away);
+//   - file: PATH exists and is not empty;
+//   - ready: PATH names a notifier (see cmdNotify) that received READY=1.
+//
+// With `!` it waits for PATH (socket or file) to be gone.
 func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 || len(args) > 3 {
 		ts.Fatalf("usage: waitfor socket|file|ready PATH [TIMEOUT]")
@@ -214,8 +217,6 @@ type errUnknownCondition string
 
 func (e errUnknownCondition) Error() string { return "unknown condition " + string(e) }
 
-func itoa(i int) string { return strconv.Itoa(i) }
-
 // cmdExpand implements `expand FILE...`: replaces $VAR and ${VAR} in each
 // file with the journey's variables, so that a config or request file in the
 // archive can name paths under $WORK.
@@ -230,9 +231,6 @@ func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(os.WriteFile(path, []byte(os.Expand(string(b), ts.Getenv)), 0o644))
 	}
 }
-
-// chmodShared lets every account write to a notify socket.
-func chmodShared(path string) error { return os.Chmod(path, 0o666) }
 
 // decodeJSON decodes one JSON document, keeping numbers as written.
 func decodeJSON(text string) (any, error) {

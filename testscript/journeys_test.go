@@ -3,6 +3,7 @@ package testscript_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -26,7 +27,7 @@ func journeyParams(dir string) testscript.Params {
 			// steward-dev without --state picks a directory under the
 			// user's state dir: keep it inside the journey.
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
-			env.Setenv("UID", itoa(os.Getuid()))
+			env.Setenv("UID", strconv.Itoa(os.Getuid()))
 			env.Values[notifiersKey{}] = &notifiers{byID: map[string]*notifier{}}
 			return nil
 		},
