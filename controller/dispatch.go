@@ -293,7 +293,7 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) resultRecord {
 // verifyReceipt checks a signed receipt against the host key and that it
 // is the receipt of this attempt, request and response.
 func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) error {
-	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
+	rc, err := c.verifiedReceipt(attempt, signed)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,18 @@ type attemptEntry struct {
 	live      bool   // begun by this process: the only attempts ever consented to
 	consented bool   // a consent was signed for it
 	settled   []byte // receipt hash of a settle that arrived before the result
+	check     *receiptCheck
+}
+
+// receiptCheck is one signature check of a signed receipt, shared by the
+// settle and the dispatch result of an attempt, which carry the same bytes:
+// whichever arrives first verifies, the other waits for its answer instead
+// of verifying the same bytes against the same key again.
+type receiptCheck struct {
+	sum  [32]byte // SHA-256 of the signed bytes
+	done chan struct{}
+	rc   msg.Receipt // read after done
+	err  error       // read after done
 }
 
 func (e *attemptEntry) public() Attempt {
@@ -235,6 +247,31 @@ func (l *ledger) remember(id string, h []byte) {
 	l.ring[l.next] = id
 	l.next = (l.next + 1) % len(l.ring)
 	l.recent[id] = h
+}
+
+// verifiedReceipt verifies signed against the pinned host key once per
+// open attempt: a second caller with the same bytes gets the first one's
+// answer. Bytes that differ (a host settling one receipt and answering
+// another) are verified on their own.
+func (c *Controller) verifiedReceipt(attempt string, signed []byte) (msg.Receipt, error) {
+	sum := sha256.Sum256(signed)
+	l := c.led
+	l.mu.Lock()
+	e := l.open[attempt]
+	if e != nil && e.check != nil && e.check.sum == sum {
+		ck := e.check
+		l.mu.Unlock()
+		<-ck.done
+		return ck.rc, ck.err
+	}
+	ck := &receiptCheck{sum: sum, done: make(chan struct{})}
+	if e != nil && e.check == nil {
+		e.check = ck
+	}
+	l.mu.Unlock()
+	ck.rc, ck.err = msg.VerifyReceipt(signed, c.bind.HostRing)
+	close(ck.done)
+	return ck.rc, ck.err
 }
 
 // uncertain lists the open attempts that are not in flight, by begin seq.

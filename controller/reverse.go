@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
@@ -47,9 +48,17 @@ func (c *Controller) serveReverse(ctx context.Context, ln *wire.Listener) {
 	}
 }
 
-// reverseConn serves one custody channel. Frames are handled in order on
-// the reading goroutine: each is a signature and a map lookup, and the
-// failpoint after a consent must fire after the reply has been written.
+// maxSettlesInFlight bounds the settles one custody channel answers at once
+// off its reading goroutine; past it the reader answers them itself, so a
+// host that floods settles slows only its own channel.
+const maxSettlesInFlight = 64
+
+// reverseConn serves one custody channel. A reserve is answered on the
+// reading goroutine (a map lookup and a signature, and the failpoint after
+// a consent must fire after its reply has been written); a settle, which
+// no call waits for, is answered on its own goroutine, so that the reserves
+// of calls in flight are not queued behind the receipt checks of finished
+// ones.
 func (c *Controller) reverseConn(ctx context.Context, pc *wire.PeerConn) {
 	ch, err := wire.ServerHandshake(pc, wire.ChannelConfig{
 		Key: c.keys.Dispatch, Role: msg.RoleControllerDispatch, PeerRole: msg.RoleHost,
@@ -64,6 +73,9 @@ func (c *Controller) reverseConn(ctx context.Context, pc *wire.PeerConn) {
 	stop := context.AfterFunc(ctx, func() { ch.Close() })
 	defer stop()
 	defer ch.Close()
+	var settles sync.WaitGroup
+	defer settles.Wait() // before the close: their replies go out first
+	sem := make(chan struct{}, maxSettlesInFlight)
 	for {
 		env, err := ch.Recv()
 		if err != nil {
@@ -71,6 +83,21 @@ func (c *Controller) reverseConn(ctx context.Context, pc *wire.PeerConn) {
 				c.log.Warn("reverse channel closed", "err", err)
 			}
 			return
+		}
+		if env.T == msg.TypeSettle {
+			select {
+			case sem <- struct{}{}:
+				settles.Go(func() {
+					defer func() { <-sem }()
+					t, body := c.custody(env)
+					if err := ch.Send(t, env.ID, body); err != nil {
+						c.log.Warn("reverse reply", "err", err)
+						ch.Close()
+					}
+				})
+				continue
+			default:
+			}
 		}
 		t, body := c.custody(env)
 		if err := ch.Send(t, env.ID, body); err != nil {
@@ -150,7 +177,17 @@ func (c *Controller) reserve(r msg.Reserve) (string, any) {
 // its attempt. The durable copy of the receipt is the result record (from
 // the dispatch reply); a settle that disagrees with it is logged loudly.
 func (c *Controller) settle(s msg.Settle) (string, any) {
-	rc, err := msg.VerifyReceipt(s.Receipt, c.bind.HostRing)
+	h := msg.ReceiptHash(s.Receipt)
+	c.led.mu.Lock()
+	if _, open := c.led.open[s.Attempt]; !open {
+		if prev, ok := c.led.recent[s.Attempt]; ok && bytes.Equal(prev, h) {
+			// The very bytes verified before the result was journaled.
+			c.led.mu.Unlock()
+			return msg.TypeSettled, msg.Settled{Attempt: s.Attempt}
+		}
+	}
+	c.led.mu.Unlock()
+	rc, err := c.verifiedReceipt(s.Attempt, s.Receipt)
 	if err != nil {
 		c.log.Error("SETTLE REFUSED: receipt does not verify against the host key", "attempt", s.Attempt, "err", err)
 		return refusal(msg.CodeBadRequest, "settle: %v", err)
@@ -159,7 +196,6 @@ func (c *Controller) settle(s msg.Settle) (string, any) {
 		c.log.Error("SETTLE REFUSED: receipt names another attempt", "attempt", s.Attempt, "receipt", rc.Attempt)
 		return refusal(msg.CodeBadRequest, "settle for attempt %s carries the receipt of attempt %s", s.Attempt, rc.Attempt)
 	}
-	h := msg.ReceiptHash(s.Receipt)
 	c.led.mu.Lock()
 	defer c.led.mu.Unlock()
 	if e := c.led.open[s.Attempt]; e != nil {

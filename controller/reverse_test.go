@@ -168,3 +168,58 @@ func TestReverseSocketForgedAndReplayed(t *testing.T) {
 	ch1.Close()
 	ch2.Close()
 }
+
+// TestReceiptCheckedOnce: the settle and the dispatch result of an attempt
+// carry the same receipt bytes; they share one signature check, while bytes
+// that differ, or do not verify, are checked (and refused) on their own.
+func TestReceiptCheckedOnce(t *testing.T) {
+	hostKey, err := wire.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, _ := wire.GenerateSigningKey()
+	c := &Controller{cfg: &Config{Name: "dev"}, bind: &Binding{HostRing: wire.NewKeyring(hostKey.Public())}, led: newLedger(), log: slog.Default()}
+	req := sha256.Sum256([]byte("request"))
+	body := []byte(`{"ok":true}`)
+	resp := sha256.Sum256(body)
+	c.led.applyBegin(beginRecord{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: req[:], Kind: msg.KindInvoke}, 2, true)
+	rc := msg.Receipt{Seq: 1, Prev: make([]byte, 32), Attempt: "a1", Controller: "dev", Application: "appliance", Operation: "op",
+		Kind: msg.KindInvoke, RequestSHA256: req[:], ResponseSHA256: resp[:], Status: 200}
+	good, _ := msg.SignReceipt(hostKey, rc)
+	bad, _ := msg.SignReceipt(forged, rc)
+
+	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: good}); typ != msg.TypeSettled {
+		t.Fatalf("settle: %s %+v", typ, b)
+	}
+	first := c.led.open["a1"].check
+	if first == nil {
+		t.Fatal("the settle's check was not kept for the result")
+	}
+	if err := c.verifyReceipt(good, "a1", req[:], body, 200); err != nil {
+		t.Fatalf("result with the settled receipt: %v", err)
+	}
+	if c.led.open["a1"].check != first {
+		t.Fatal("the result checked the same bytes again")
+	}
+	// Other bytes for the same attempt are verified on their own: a
+	// forgery is refused although a good receipt was checked before.
+	if err := c.verifyReceipt(bad, "a1", req[:], body, 200); !errors.Is(err, wire.ErrUnknownKID) {
+		t.Fatalf("forged receipt for a checked attempt: %v", err)
+	}
+	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: bad}); typ != msg.TypeRefused {
+		t.Fatalf("forged settle: %s %+v", typ, b)
+	}
+	// The result ends the attempt; a late settle of the same bytes matches
+	// the journaled receipt, other bytes are refused.
+	c.led.applyResult(resultRecord{Attempt: "a1", Outcome: msg.OutcomeDefinite, Status: 200, Body: body, Receipt: good}, 3)
+	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: good}); typ != msg.TypeSettled {
+		t.Fatalf("late settle: %s %+v", typ, b)
+	}
+	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: bad}); typ != msg.TypeRefused {
+		t.Fatalf("late forged settle: %s %+v", typ, b)
+	}
+	other, _ := msg.SignReceipt(hostKey, msg.Receipt{Attempt: "a1", Status: 500})
+	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: other}); typ != msg.TypeRefused || b.(msg.Refusal).Code != msg.CodeBadRequest {
+		t.Fatalf("late settle of another genuine receipt: %s %+v", typ, b)
+	}
+}
