@@ -197,13 +197,46 @@ func findFrame(buf []byte, from int) (int, bool) {
 	return 0, false
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
+func allZero(b []byte) bool { return firstNonZeroIn(b) < 0 }
+
+// zeroBlock is what a preallocated, never-written block holds.
+var zeroBlock [4096]byte
+
+// firstNonZeroIn returns the index of the first non-zero byte of b, or -1.
+// Whole blocks are compared with bytes.Equal, which the runtime vectorises,
+// so scanning the zero-filled end of a 64 MiB segment at open costs memory
+// bandwidth, not a loop per byte; only a block holding a non-zero byte is
+// walked byte by byte.
+func firstNonZeroIn(b []byte) int {
+	for i := 0; i < len(b); i += len(zeroBlock) {
+		blk := b[i:min(i+len(zeroBlock), len(b))]
+		if bytes.Equal(blk, zeroBlock[:len(blk)]) {
+			continue
+		}
+		for j, c := range blk {
+			if c != 0 {
+				return i + j
+			}
 		}
 	}
-	return true
+	return -1
+}
+
+// lastNonZeroIn returns the index of the last non-zero byte of b, or -1.
+func lastNonZeroIn(b []byte) int {
+	for end := len(b); end > 0; end -= len(zeroBlock) {
+		start := max(0, end-len(zeroBlock))
+		blk := b[start:end]
+		if bytes.Equal(blk, zeroBlock[:len(blk)]) {
+			continue
+		}
+		for j := len(blk) - 1; j >= 0; j-- {
+			if blk[j] != 0 {
+				return start + j
+			}
+		}
+	}
+	return -1
 }
 
 // firstNonZero reads r to its end and returns the offset of its first
@@ -213,10 +246,8 @@ func firstNonZero(r *bufio.Reader, base int64) (int64, error) {
 	off := base
 	for {
 		n, err := r.Read(buf)
-		for i := 0; i < n; i++ {
-			if buf[i] != 0 {
-				return off + int64(i), nil
-			}
+		if i := firstNonZeroIn(buf[:n]); i >= 0 {
+			return off + int64(i), nil
 		}
 		off += int64(n)
 		if err == io.EOF {
@@ -240,10 +271,8 @@ func lastNonZero(f *os.File, lo, hi int64) (int64, error) {
 		if _, err := f.ReadAt(b, hi-n); err != nil {
 			return 0, err
 		}
-		for i := len(b) - 1; i >= 0; i-- {
-			if b[i] != 0 {
-				return hi - n + int64(i) + 1, nil
-			}
+		if i := lastNonZeroIn(b); i >= 0 {
+			return hi - n + int64(i) + 1, nil
 		}
 		hi -= n
 	}
