@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -177,8 +179,32 @@ func (c *Controller) listenMCP(pre *net.UnixListener) (*wire.Listener, error) {
 	})
 }
 
+// GC settings of a serving controller when the environment sets none
+// (GOGC, GOMEMLIMIT). go-sdk allocates about 0.5-0.65 MB per tools/call,
+// nearly all of it garbage by the time the call is answered, over a live
+// heap of a few MB: at the default GOGC of 100 that is a collection every
+// dozen calls. 400 spends about a sixth less CPU per call (measured by
+// BenchmarkMCPCall/clients=16: 766 -> 637 us of controller CPU per call)
+// for about 35 MB of RSS instead of 21 under that load; the soft limit
+// keeps the heap near 80 MiB should the live heap grow.
+const (
+	mcpGCPercent   = 400
+	mcpMemoryLimit = 80 << 20
+)
+
+// tuneGC applies the GC settings above unless the environment chose its own.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(mcpGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(mcpMemoryLimit)
+	}
+}
+
 // serveMCP runs one MCP session per admitted connection until ln closes.
 func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Server) {
+	tuneGC()
 	for {
 		pc, err := ln.Accept()
 		if err != nil {
