@@ -76,4 +76,12 @@
 // directory is created 0700 and refused if others can enter it. Serve stops
 // on context cancellation: the socket is closed and removed, running
 // requests finish (up to 10 s), the journal is closed.
+//
+// # Command
+//
+// Main is the steward-appliance command (its cmd main only calls it):
+// `serve --socket PATH --state DIR [--prefix /v1] [--log-level LEVEL]`
+// prints "ready PATH" on stdout once it serves and stops cleanly on SIGINT
+// or SIGTERM. Exit status 0 after help or a clean stop, 1 when serving
+// failed, 2 for a usage error.
 package appliance

@@ -23,15 +23,20 @@ import (
 )
 
 // childEnv makes the test binary, re-executed, run the appliance instead
-// of the tests (see TestMain).
+// of the tests (see TestMain): "serve" runs Serve on the sockets named by
+// the environment, "main" runs Main with the process's arguments, as the
+// steward-appliance command does.
 const childEnv = "STEWARD_APPLIANCE_TEST_CHILD"
 
 // testSegmentSize keeps journals small in tests.
 const testSegmentSize = 1 << 20
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "serve" {
+	switch os.Getenv(childEnv) {
+	case "serve":
 		os.Exit(childServe())
+	case "main":
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

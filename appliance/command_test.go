@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"bufio"
@@ -20,16 +20,7 @@ import (
 	"github.com/stewardrt/steward/oracleops"
 )
 
-// TestMain lets the test binary, re-executed with STEWARD_APPLIANCE_MAIN
-// set, be the command itself.
-func TestMain(m *testing.M) {
-	if os.Getenv("STEWARD_APPLIANCE_MAIN") == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
-func TestHelpAndUsage(t *testing.T) {
+func TestCommandHelpAndUsage(t *testing.T) {
 	for _, c := range []struct {
 		args           []string
 		code           int
@@ -49,7 +40,7 @@ func TestHelpAndUsage(t *testing.T) {
 		{[]string{"serve", "--socket", "/x", "--state", "/y", "--prefix", "v1/"}, 1, "", "prefix: must start with /"},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := run(c.args, &stdout, &stderr)
+		code := Main(c.args, &stdout, &stderr)
 		if code != c.code || !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.stderr) ||
 			(c.stdout == "" && stdout.Len() != 0) {
 			t.Errorf("%q: exit %d\nstdout: %s\nstderr: %s", c.args, code, stdout.String(), stderr.String())
@@ -57,21 +48,23 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 }
 
-type proc struct {
+// commandProc is steward-appliance in a re-executed test binary.
+type commandProc struct {
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
 	ready  chan string
 }
 
-func start(t *testing.T, args ...string) *proc {
+// startCommand runs Main with args in a new process.
+func startCommand(t *testing.T, args ...string) *commandProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "STEWARD_APPLIANCE_MAIN=1")
+	cmd.Env = append(os.Environ(), childEnv+"=main")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
+	p := &commandProc{cmd: cmd, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -91,7 +84,7 @@ func start(t *testing.T, args ...string) *proc {
 }
 
 // waitReady waits, bounded, for the ready line.
-func (p *proc) waitReady(t *testing.T, sock string) {
+func (p *commandProc) waitReady(t *testing.T, sock string) {
 	t.Helper()
 	select {
 	case l := <-p.ready:
@@ -103,14 +96,8 @@ func (p *proc) waitReady(t *testing.T, sock string) {
 	}
 }
 
-func client(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-}
-
-func invoke(t *testing.T, c *http.Client, prefix, id string) (int, []byte) {
+// invokeCalc asks calc.evaluate for 3 * 687 / 365.25 under prefix.
+func invokeCalc(t *testing.T, c *http.Client, prefix, id string) (int, []byte) {
 	t.Helper()
 	r, err := oracleops.BuildInvoke(prefix, oracleops.InvokeBody{Arguments: json.RawMessage(`{"expression":"3 * 687 / 365.25"}`),
 		ConversationID: "c", OperationID: "calc.evaluate", RequestID: id})
@@ -130,10 +117,10 @@ func invoke(t *testing.T, c *http.Client, prefix, id string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// TestServe runs the real command in a new process: the socket is 0660
+// TestCommandServe runs the real command in a new process: the socket is 0660
 // and the state directory 0700 from the start, SIGINT and SIGTERM stop it
 // cleanly and remove the socket, and a new process replays the answer.
-func TestServe(t *testing.T) {
+func TestCommandServe(t *testing.T) {
 	dir, err := os.MkdirTemp("", "sa-cmd-")
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +128,7 @@ func TestServe(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock, state := filepath.Join(dir, "a.sock"), filepath.Join(dir, "state")
 
-	p := start(t, "serve", "--socket", sock, "--state", state, "--prefix", "/api/x")
+	p := startCommand(t, "serve", "--socket", sock, "--state", state, "--prefix", "/api/x")
 	p.waitReady(t, sock)
 	fi, err := os.Lstat(sock)
 	if err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o660 {
@@ -151,12 +138,12 @@ func TestServe(t *testing.T) {
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("state: %v %v", fi.Mode(), err)
 	}
-	c := client(sock)
-	status, first := invoke(t, c, "/api/x", "cmd-1")
+	c := unixClient(sock)
+	status, first := invokeCalc(t, c, "/api/x", "cmd-1")
 	if status != 200 || !strings.Contains(string(first), `"fraction":"2748/487"`) {
 		t.Fatalf("%d %s", status, first)
 	}
-	if status, _ := invoke(t, c, "/v1", "cmd-2"); status != 404 {
+	if status, _ := invokeCalc(t, c, "/v1", "cmd-2"); status != 404 {
 		t.Fatalf("default prefix answered under --prefix /api/x: %d", status)
 	}
 	c.CloseIdleConnections()
@@ -171,10 +158,10 @@ func TestServe(t *testing.T) {
 		t.Fatalf("no stop log:\n%s", p.stderr)
 	}
 
-	p = start(t, "serve", "--socket", sock, "--state", state, "--prefix", "/api/x")
+	p = startCommand(t, "serve", "--socket", sock, "--state", state, "--prefix", "/api/x")
 	p.waitReady(t, sock)
-	c = client(sock)
-	status, again := invoke(t, c, "/api/x", "cmd-1")
+	c = unixClient(sock)
+	status, again := invokeCalc(t, c, "/api/x", "cmd-1")
 	if status != 200 || !bytes.Equal(again, first) {
 		t.Fatalf("after restart: %d %s", status, again)
 	}
@@ -188,9 +175,9 @@ func TestServe(t *testing.T) {
 	}
 }
 
-// TestServeRefusals: a state directory others can enter, a live socket
+// TestCommandServeRefusals: a state directory others can enter, a live socket
 // and a path that is not a socket are refused, and the command exits 1.
-func TestServeRefusals(t *testing.T) {
+func TestCommandServeRefusals(t *testing.T) {
 	dir, err := os.MkdirTemp("", "sa-cmd-")
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +205,7 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--socket", live, "--state", filepath.Join(dir, "s2")}, "socket " + live + ": another process is listening on it"},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := run(append([]string{"serve"}, c.args...), &stdout, &stderr)
+		code := Main(append([]string{"serve"}, c.args...), &stdout, &stderr)
 		if code != 1 || !strings.Contains(stderr.String(), c.want) || stdout.Len() != 0 {
 			t.Errorf("%q: exit %d\nstderr: %s", c.args, code, stderr.String())
 		}
