@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -29,10 +30,18 @@ const (
 var errUsage = errors.New("usage")
 
 // CLI is the steward-operator command line: what the cmd main hands its
-// arguments, output streams and readiness hook to.
+// arguments, output streams and systemd hooks to. The hooks have the
+// signatures of package systemd's functions so that the main passes those
+// as they are; a nil hook is skipped (as outside systemd).
 type CLI struct {
 	Stdout, Stderr io.Writer
-	Ready          func() // passed to Serve
+	// Ready reports readiness once serve's journal is open and its
+	// sockets bound (systemd.Ready); its error is logged, not fatal.
+	Ready func(extra ...string) error
+	// Watchdog pings while health passes until ctx ends (systemd.StartWatchdog).
+	Watchdog func(ctx context.Context, health func() error) (time.Duration, error)
+	// Stopping reports that serve was asked to stop (systemd.Stopping).
+	Stopping func() error
 }
 
 type command struct {
@@ -183,7 +192,30 @@ func (c *CLI) cmdServe(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return Serve(ctx, *store, ServeOptions{Ready: c.Ready})
+	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
+	return Serve(ctx, *store, ServeOptions{
+		Logger: log,
+		Ready: func() {
+			if c.Ready == nil {
+				return
+			}
+			if err := c.Ready("STATUS=serving"); err != nil {
+				log.Warn("steward-operator: sd_notify READY", "err", err)
+			}
+		},
+		// The unit sets WatchdogSec=: without pings systemd kills the
+		// host, and with a failed journal the pings stop so that it does.
+		Watchdog: func(health func() error) {
+			if c.Watchdog != nil {
+				if _, err := c.Watchdog(ctx, health); err != nil {
+					log.Warn("steward-operator: sd_notify watchdog", "err", err)
+				}
+			}
+			if c.Stopping != nil {
+				context.AfterFunc(ctx, func() { c.Stopping() })
+			}
+		},
+	})
 }
 
 // admin runs one administrative request, directly or through the daemon.

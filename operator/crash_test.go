@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,53 +20,28 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-)
-
-// operatorBinary builds cmd/steward-operator once per test binary.
-func operatorBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "opbin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildBin = filepath.Join(dir, "steward-operator")
-		out, err := exec.Command("go", "build", "-o", buildBin, "github.com/stewardrt/steward/cmd/steward-operator").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildBin
-}
-
-// child is a `steward-operator serve` process.
+// child is a `steward-operator serve` process: this test binary
+// re-executed as the command (see TestMain), with a real sd_notify socket.
 type child struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr syncBuffer
 	done   chan error
+	notify *net.UnixConn // NOTIFY_SOCKET, open until the test ends
 }
 
-// startChild runs serve on store with failpoint armed ("" for none) and
-// waits for READY=1 on a real sd_notify socket.
-func startChild(t *testing.T, store, fp string) *child {
+// startChild runs serve on store with failpoint armed ("" for none) and env
+// added, and waits for READY=1 on its sd_notify socket.
+func startChild(t *testing.T, store, fp string, env ...string) *child {
 	t.Helper()
-	bin := operatorBinary(t)
 	nsPath := filepath.Join(filepath.Dir(store), fmt.Sprintf("notify-%d.sock", time.Now().UnixNano()))
 	ns, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: nsPath, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ns.Close()
-	c := &child{cmd: exec.Command(bin, "serve", "--store", store), done: make(chan error, 1)}
-	c.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+nsPath, failpoint.Env+"="+fp)
+	t.Cleanup(func() { ns.Close() })
+	c := &child{cmd: exec.Command(os.Args[0], "serve", "--store", store), done: make(chan error, 1), notify: ns}
+	c.cmd.Env = append(os.Environ(), mainEnv+"=1", "NOTIFY_SOCKET="+nsPath, failpoint.Env+"="+fp)
+	c.cmd.Env = append(c.cmd.Env, env...)
 	c.cmd.Stderr = &c.stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -79,17 +53,23 @@ func startChild(t *testing.T, store, fp string) *child {
 			<-c.done
 		}
 	})
-	ns.SetReadDeadline(time.Now().Add(30 * time.Second))
-	buf := make([]byte, 4096)
 	for {
-		n, err := ns.Read(buf)
-		if err != nil {
-			t.Fatalf("child not ready: %v; stderr: %s", err, c.stderr.String())
-		}
-		if bytes.Contains(buf[:n], []byte("READY=1")) {
+		if m := c.nextNotify(t, 30*time.Second); strings.Contains(m, "READY=1") {
 			return c
 		}
 	}
+}
+
+// nextNotify waits, at most timeout, for the child's next sd_notify message.
+func (c *child) nextNotify(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	c.notify.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 4096)
+	n, err := c.notify.Read(buf)
+	if err != nil {
+		t.Fatalf("no notification from the child: %v; stderr: %s", err, c.stderr.String())
+	}
+	return string(buf[:n])
 }
 
 // waitExit waits for the child to exit and returns its wait status.

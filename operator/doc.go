@@ -112,4 +112,14 @@
 // store) that admits only the daemon's own UID, speaking signed frames (the
 // operator key's Ed25519 half on both sides, roles "operator-admin-client"
 // and "operator-admin"). The same Store methods run in either case.
+//
+// # Under systemd
+//
+// `serve` sends READY=1 once the journal is open and every socket is bound,
+// then feeds the unit's watchdog (WATCHDOG_USEC) while the host journal is
+// sound: after a failed write or fdatasync the journal refuses every later
+// append, the health check reports it and the pings stop, so that systemd
+// restarts the host instead of leaving it to refuse every call. SIGINT or
+// SIGTERM sends STOPPING=1 and shuts down cleanly. CLI takes these hooks
+// with package systemd's signatures; the cmd main passes systemd's.
 package operator

@@ -27,6 +27,10 @@ type ServeOptions struct {
 	// Ready is called once the journal is open and every socket is bound
 	// (the cmd main passes systemd readiness here).
 	Ready func()
+	// Watchdog, if set, is called once after Ready with a check that says
+	// why the host can no longer serve (its journal failed), or nil: the
+	// cmd main feeds systemd's watchdog with it.
+	Watchdog func(health func() error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -109,6 +113,9 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	if opts.Ready != nil {
 		opts.Ready()
 	}
+	if opts.Watchdog != nil {
+		opts.Watchdog(h.health)
+	}
 	<-ctx.Done()
 	log.Info("steward-operator: shutting down")
 	closeAll()
@@ -127,6 +134,18 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		c.Close()
 	}
 	h.revMu.Unlock()
+	return nil
+}
+
+// health reports why the host can no longer serve, or nil: a journal that
+// failed a write or fdatasync refuses every later append, so every
+// dispatch, settle and administrative change would be refused. It is cheap
+// (a copy of the journal's summary) and feeds systemd's watchdog, which
+// restarts the daemon when it fails.
+func (h *Host) health() error {
+	if f := h.s.j.Summary().Failure; f != "" {
+		return fmt.Errorf("host journal %s failed: %s", filepath.Join(h.s.dir, journalDir), f)
+	}
 	return nil
 }
 

@@ -1,11 +1,10 @@
 // Command steward-operator is the operator's side of steward: the store of
 // authority (controllers, purses, grants, routes) and the host daemon.
-// See package operator; `steward-operator --help` lists the commands.
+// See package operator, whose CLI runs the commands; `steward-operator
+// --help` lists them.
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 
 	"github.com/stewardrt/steward/operator"
@@ -13,15 +12,7 @@ import (
 )
 
 func main() {
-	cli := &operator.CLI{Stdout: os.Stdout, Stderr: os.Stderr, Ready: func() {
-		if err := systemd.Ready("STATUS=serving"); err != nil {
-			slog.Warn("steward-operator: sd_notify READY=1", "err", err)
-		}
-		// The unit sets WatchdogSec=; without pings systemd kills the
-		// host. The pings stop when the process exits.
-		if _, err := systemd.StartWatchdog(context.Background(), nil); err != nil {
-			slog.Warn("steward-operator: sd_notify watchdog", "err", err)
-		}
-	}}
+	cli := &operator.CLI{Stdout: os.Stdout, Stderr: os.Stderr,
+		Ready: systemd.Ready, Watchdog: systemd.StartWatchdog, Stopping: systemd.Stopping}
 	os.Exit(cli.Main(os.Args[1:]))
 }
