@@ -143,6 +143,10 @@ func BenchmarkDirectAppliance(b *testing.B) {
 	for _, n := range []int{1, 16} {
 		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
 			cl := unixHTTP(sock)
+			// Each round has its own pool: close it, or the kept-alive
+			// connections of earlier rounds fill the appliance's connection
+			// cap and later rounds wait for its idle timeout.
+			defer cl.CloseIdleConnections()
 			runClients(b, "direct", n, func() func() error { return func() error { return invokeDirect(cl) } })
 		})
 	}
