@@ -174,15 +174,12 @@ func credentialOf(ts *testscript.TestScript, spec string) *syscall.Credential {
 	return cred
 }
 
-// dialEnv makes this test binary, run as steward-journey-dial, the dial
-// helper of cmdDialAs.
-const dialEnv = "STEWARD_JOURNEY_DIAL"
-
 // dialHelper is the child of `dial-as`: it dials the socket in its
 // argument, reads what the listener says first (a refusal is written at
 // once; an admitted peer is waited on for the protocol's first message),
-// and prints it. It is this test binary copied into the journeys' bin
-// directory, so that any account can run it.
+// and prints it. It is registered with testscript.Main (see commands), so
+// that it is this test binary copied into the journeys' bin directory,
+// which any account can run.
 func dialHelper(path string) int {
 	c, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
@@ -236,7 +233,6 @@ func cmdDialAs(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	needRoot(ts, "dial-as")
 	cmd := exec.Command(filepath.Join(binDir, dialHelperName), ts.MkAbs(args[1]))
-	cmd.Env = append(os.Environ(), dialEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credentialOf(ts, args[0])}
 	out, err := cmd.CombinedOutput()
 	fmt.Fprintf(ts.Stdout(), "%s", out)
@@ -250,25 +246,3 @@ func cmdDialAs(ts *testscript.TestScript, neg bool, args []string) {
 
 // dialHelperName is the dial helper's name in the journeys' bin directory.
 const dialHelperName = "steward-journey-dial"
-
-// installDialHelper copies this test binary into dir as the dial helper.
-func installDialHelper(dir string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	in, err := os.Open(self)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(filepath.Join(dir, dialHelperName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}

@@ -3,10 +3,11 @@
 // the real commands as separate processes, talking over real Unix sockets
 // with signed frames and fsync'd journals. Nothing is short-circuited.
 //
-// The package has no API; `go test ./testscript/` builds steward-operator,
+// The package has no API; `go test ./testscript/` registers steward-operator,
 // steward-controller, steward-installer, steward-appliance and steward-dev
-// from ../cmd with `go build` (without -race, as a user builds them: see
-// TestMain) and runs the journeys:
+// with testscript.Main (each as its cmd main runs it; see TestMain), so that
+// a journey's `exec` runs the test binary as that command in a process of
+// its own, with -race when the tests have it, and runs the journeys:
 //
 //	appliance  the reference application alone over its socket: discovery, invoke, replay
 //	           (also after a restart), conflict, its own refusals
@@ -24,7 +25,8 @@
 //	           operator store; the wrong account is refused on every socket; the call
 //	           journey as an agent account
 //
-// TestReadme runs the README's commands as written.
+// TestReadme runs the README's commands as written. TestCommandsAreTheMains
+// checks that each registered command runs exactly its cmd main's statements.
 //
 // Commands a journey may use beyond testscript's own:
 //
