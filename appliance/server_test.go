@@ -289,7 +289,7 @@ func TestInvokeBounds(t *testing.T) {
 		post(raw("op161", "c", strings.Repeat("o", 161), calc)))
 	noRecord("bad requestId", 0, nil, 400, codeBadRequest, "requestId: byte '.' at offset 1 is not one of A-Za-z0-9_-",
 		post(raw("r.1", "c", "calc.evaluate", calc)))
-	noRecord("not JSON", 0, nil, 400, codeBadRequest, "json: unexpected character 'x' at offset 0", post([]byte("x")))
+	noRecord("not JSON", 0, nil, 400, codeBadRequest, "json: unexpected 'x' at offset 0", post([]byte("x")))
 	noRecord("GET invoke", 0, nil, 405, codeBadRequest, "method not allowed; use POST",
 		func() (int, []byte) { return a.do("GET", "/v1/invoke", nil) })
 

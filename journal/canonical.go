@@ -18,7 +18,7 @@ const MaxJSONDepth = 64
 // no \u escapes for non-ASCII, no HTML escaping), and numbers kept exactly as
 // written. It refuses invalid JSON (RFC 8259 grammar, invalid UTF-8, lone
 // surrogates), duplicate keys (compared after unescaping) and nesting deeper
-// than MaxJSONDepth, wrapping ErrInvalidJSON.
+// than MaxJSONDepth with a *JSONError, which wraps ErrInvalidJSON.
 //
 // Keys sort by UTF-8 bytes, which is Unicode code point order; RFC 8785
 // sorts by UTF-16 code units instead, which differs only for keys with
@@ -55,8 +55,22 @@ type canonParser struct {
 	pos int
 }
 
+// JSONError is why CanonicalJSON refused its input: the first thing wrong
+// and the byte offset where it was found. It wraps ErrInvalidJSON.
+type JSONError struct {
+	Offset int    // byte offset in the input
+	Reason string // e.g. `duplicate key "a"`
+}
+
+func (e *JSONError) Error() string {
+	return fmt.Sprintf("journal: JSON at byte %d: %s: %v", e.Offset, e.Reason, ErrInvalidJSON)
+}
+
+// Unwrap returns ErrInvalidJSON.
+func (e *JSONError) Unwrap() error { return ErrInvalidJSON }
+
 func (p *canonParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("journal: JSON at byte %d: %s: %w", p.pos, fmt.Sprintf(format, args...), ErrInvalidJSON)
+	return &JSONError{Offset: p.pos, Reason: fmt.Sprintf(format, args...)}
 }
 
 func (p *canonParser) ws() {
@@ -85,7 +99,7 @@ func (p *canonParser) value(out []byte, depth int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return appendCanonString(out, s), nil
+		return AppendCanonicalString(out, s), nil
 	case c == 't':
 		return p.literal(out, "true")
 	case c == 'f':
@@ -252,8 +266,10 @@ func (p *canonParser) str() (string, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendCanonString writes s as a JSON string with only the required escapes.
-func appendCanonString(out []byte, s string) []byte {
+// AppendCanonicalString appends s as CanonicalJSON writes a string: quoted,
+// with only the escapes JSON requires. s is copied byte for byte otherwise,
+// so it must be valid UTF-8 for the result to be valid JSON.
+func AppendCanonicalString(out []byte, s string) []byte {
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -378,7 +394,7 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendCanonString(out, m.key)
+		out = AppendCanonicalString(out, m.key)
 		out = append(out, ':')
 		out = append(out, m.value...)
 	}

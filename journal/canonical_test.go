@@ -112,3 +112,24 @@ func TestBindingOf(t *testing.T) {
 		t.Fatalf("BindingOf(invalid) = %v", err)
 	}
 }
+
+// TestCanonicalJSONErrorOffset: a refusal is a *JSONError naming the first
+// thing wrong and its byte offset, and wraps ErrInvalidJSON.
+func TestCanonicalJSONErrorOffset(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		offset int
+		reason string
+	}{
+		{`{"a":1,"a":2}`, 7, `duplicate key "a"`},
+		{`[1 2]`, 3, `unexpected '2' in array`},
+		{`"\ud800"`, 7, `lone surrogate \ud800`},
+		{``, 0, `unexpected end of input`},
+	} {
+		_, err := CanonicalJSON([]byte(c.in))
+		var je *JSONError
+		if !errors.As(err, &je) || je.Offset != c.offset || je.Reason != c.reason || !errors.Is(err, ErrInvalidJSON) {
+			t.Errorf("%q: %#v (%v), want offset %d reason %q", c.in, je, err, c.offset, c.reason)
+		}
+	}
+}

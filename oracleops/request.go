@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/stewardrt/steward/journal"
 )
 
 // Request is one oracle-operations-v1 HTTP request, exactly as sent: the
@@ -162,11 +164,11 @@ func (b InvokeBody) Encode() ([]byte, error) {
 	out = append(out, `{"arguments":`...)
 	out = append(out, args...)
 	out = append(out, `,"conversationId":`...)
-	out = appendString(out, b.ConversationID)
+	out = journal.AppendCanonicalString(out, b.ConversationID)
 	out = append(out, `,"operationId":`...)
-	out = appendString(out, b.OperationID)
+	out = journal.AppendCanonicalString(out, b.OperationID)
 	out = append(out, `,"requestId":`...)
-	out = appendString(out, b.RequestID)
+	out = journal.AppendCanonicalString(out, b.RequestID)
 	out = append(out, '}')
 	if err := ValidateInvokeSize(len(out), 0); err != nil {
 		return nil, err
