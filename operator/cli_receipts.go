@@ -1,0 +1,112 @@
+package operator
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+)
+
+func (c *CLI) cmdReceiptsVerify(args []string) error {
+	fs := flag.NewFlagSet("receipts verify", flag.ContinueOnError)
+	store := storeFlag(fs)
+	from := fs.Uint64("from", 1, "check signatures from receipt `SEQ`")
+	file := fs.String("file", "", "verify an exported receipts `FILE` instead of a store")
+	hostKey := fs.String("host-key", "", "with --file: require this host public key `FILE` (operator.pub)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := c.parse(fs, commands()["receipts verify"].usage, args, 0); err != nil {
+		return err
+	}
+	var rep ReceiptReport
+	var err error
+	if *file != "" {
+		b, rerr := readBounded(*file, 1<<30)
+		if rerr != nil {
+			return rerr
+		}
+		var pinned *wire.HybridPublicKey
+		if *hostKey != "" {
+			kb, kerr := readBounded(*hostKey, 64<<10)
+			if kerr != nil {
+				return kerr
+			}
+			if pinned, kerr = wire.ParseHybridPublicKey(kb); kerr != nil {
+				return kerr
+			}
+		}
+		rep, err = VerifyReceiptsFile(b, pinned)
+	} else {
+		s, oerr := readOnly(*store)
+		if oerr != nil {
+			return oerr
+		}
+		defer s.Close()
+		rep, err = s.VerifyReceipts(*from)
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(rep)
+	}
+	fmt.Fprintf(c.Stdout, "%d receipts verified, chain head %s; %d checkpoints cover receipts 1..%d; %d not yet covered\n",
+		rep.Receipts, rep.Head, rep.Checkpoints, rep.CoveredThrough, rep.Uncovered)
+	for _, p := range rep.Purses {
+		fmt.Fprintf(c.Stdout, "purse %s: funded %d, charged %d, balance %d, %d receipts add up\n", p.Controller, p.Funded, p.Charged, p.Balance, p.Receipts)
+	}
+	return nil
+}
+
+func (c *CLI) cmdReceiptsExport(args []string) error {
+	fs := flag.NewFlagSet("receipts export", flag.ContinueOnError)
+	store := storeFlag(fs)
+	out := fs.String("out", "", "write the receipts to `FILE`")
+	if _, err := c.parse(fs, commands()["receipts export"].usage, args, 0); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: --out FILE is required", errUsage)
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b, err := s.ExportReceipts()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "receipts written to %s\n", *out)
+	return nil
+}
+
+func (c *CLI) cmdJournalInspect(args []string) error {
+	fs := flag.NewFlagSet("journal inspect", flag.ContinueOnError)
+	store := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := c.parse(fs, commands()["journal inspect"].usage, args, 0); err != nil {
+		return err
+	}
+	if err := needStore(*store); err != nil {
+		return err
+	}
+	sum, err := journal.Inspect(*store + "/" + journalDir)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(sum)
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.Stdout, string(b))
+	return nil
+}

@@ -1,0 +1,46 @@
+package operator
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os/signal"
+	"syscall"
+)
+
+func (c *CLI) cmdServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	store := storeFlag(fs)
+	if _, err := c.parse(fs, commands()["serve"].usage, args, 0); err != nil {
+		return err
+	}
+	if err := needStore(*store); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
+	return Serve(ctx, *store, ServeOptions{
+		Logger: log,
+		Ready: func() {
+			if c.Ready == nil {
+				return
+			}
+			if err := c.Ready("STATUS=serving"); err != nil {
+				log.Warn("steward-operator: sd_notify READY", "err", err)
+			}
+		},
+		// The unit sets WatchdogSec=: without pings systemd kills the
+		// host, and with a failed journal the pings stop so that it does.
+		Watchdog: func(health func() error) {
+			if c.Watchdog != nil {
+				if _, err := c.Watchdog(ctx, health); err != nil {
+					log.Warn("steward-operator: sd_notify watchdog", "err", err)
+				}
+			}
+			if c.Stopping != nil {
+				context.AfterFunc(ctx, func() { c.Stopping() })
+			}
+		},
+	})
+}

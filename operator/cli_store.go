@@ -1,0 +1,361 @@
+package operator
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stewardrt/steward/wire"
+)
+
+func (c *CLI) cmdInit(args []string) error {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	store := storeFlag(fs)
+	if _, err := c.parse(fs, commands()["init"].usage, args, 0); err != nil {
+		return err
+	}
+	if err := needStore(*store); err != nil {
+		return err
+	}
+	pub, err := Init(*store)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "store %s created; operator key %s\n", *store, pub.KID())
+	return nil
+}
+
+func (c *CLI) cmdControllerAdd(args []string) error {
+	fs := flag.NewFlagSet("controller add", flag.ContinueOnError)
+	store := storeFlag(fs)
+	uid := fs.Int64("uid", -1, "the controller's OS account `UID`")
+	keys := fs.String("keys", "", "the controller's public keys `FILE` (steward-controller keys init)")
+	pos, err := c.parse(fs, commands()["controller add"].usage, args, 1)
+	if err != nil {
+		return err
+	}
+	if *uid < 0 || *uid > 1<<32-2 || *keys == "" {
+		return fmt.Errorf("%w: --uid UID and --keys FILE are required", errUsage)
+	}
+	b, err := readBounded(*keys, 64<<10)
+	if err != nil {
+		return err
+	}
+	rep, err := c.admin(*store, AdminRequest{Op: OpControllerAdd, Name: pos[0], UID: uint32(*uid), Keys: b})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "controller %s pinned: uid %d, tool key %s, dispatch key %s\n", rep.Controller.Name, rep.Controller.UID, rep.Controller.ToolKID, rep.Controller.DispatchKID)
+	return nil
+}
+
+func (c *CLI) cmdControllerList(args []string) error {
+	fs := flag.NewFlagSet("controller list", flag.ContinueOnError)
+	store := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := c.parse(fs, commands()["controller list"].usage, args, 0); err != nil {
+		return err
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	cs := s.Controllers()
+	if *asJSON {
+		return c.printJSON(cs)
+	}
+	for _, v := range cs {
+		fmt.Fprintf(c.Stdout, "%s\tuid %d\ttool %s\tdispatch %s\n", v.Name, v.UID, v.ToolKID, v.DispatchKID)
+	}
+	return nil
+}
+
+func (c *CLI) purseCmd(name string, op string, args []string, npos int) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	store := storeFlag(fs)
+	pos, err := c.parse(fs, commands()[name].usage, args, npos)
+	if err != nil {
+		return err
+	}
+	req := AdminRequest{Op: op, Name: pos[0]}
+	if npos == 2 {
+		n, err := strconv.ParseUint(pos[1], 10, 63)
+		if err != nil {
+			return fmt.Errorf("%w: AMOUNT %q is not a whole number of credits", errUsage, pos[1])
+		}
+		req.Amount = n
+	}
+	rep, err := c.admin(*store, req)
+	if err != nil {
+		return err
+	}
+	c.printPurse(*rep.Purse)
+	return nil
+}
+
+func (c *CLI) printPurse(p PurseView) {
+	state := "open"
+	if p.Frozen {
+		state = "FROZEN"
+	}
+	fmt.Fprintf(c.Stdout, "purse %s: balance %d (funded %d, charged %d, held %d), %s\n", p.Controller, p.Balance, p.Funded, p.Charged, p.Holds, state)
+}
+
+func (c *CLI) cmdPurseFund(args []string) error {
+	return c.purseCmd("purse fund", OpPurseFund, args, 2)
+}
+
+func (c *CLI) cmdPurseFreeze(args []string) error {
+	return c.purseCmd("purse freeze", OpPurseFreeze, args, 1)
+}
+
+func (c *CLI) cmdPurseThaw(args []string) error {
+	return c.purseCmd("purse thaw", OpPurseThaw, args, 1)
+}
+
+func (c *CLI) cmdPurseShow(args []string) error {
+	fs := flag.NewFlagSet("purse show", flag.ContinueOnError)
+	store := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := c.parse(fs, commands()["purse show"].usage, args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p, err := s.PurseShow(pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(p)
+	}
+	c.printPurse(p)
+	return nil
+}
+
+// listFlag collects a repeatable flag; each value may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// parseTime reads an RFC 3339 time or +DURATION from now.
+func parseTime(s string, now time.Time) (time.Time, error) {
+	if d, ok := strings.CutPrefix(s, "+"); ok {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: --not-after %q: %v", errUsage, s, err)
+		}
+		return now.Add(dur), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: --not-after %q is neither RFC 3339 nor +DURATION", errUsage, s)
+	}
+	return t, nil
+}
+
+func (c *CLI) cmdGrantIssue(args []string) error {
+	fs := flag.NewFlagSet("grant issue", flag.ContinueOnError)
+	store := storeFlag(fs)
+	ctrl := fs.String("controller", "", "the controller `C`")
+	app := fs.String("application", "", "the application `A`")
+	var ops listFlag
+	fs.Var(&ops, "operations", "operation id `PATTERN` (path.Match; repeatable or comma-separated; none means all)")
+	price := fs.Uint64("price", 0, "credits per invocation")
+	dprice := fs.Uint64("discovery-price", 0, "credits per discovery (0: free, no payer callback)")
+	perDay := fs.Uint64("per-day", 0, "admitted requests per UTC day (at least 1)")
+	notAfter := fs.String("not-after", "", "expiry `TIME`: RFC 3339, or +DURATION from now")
+	if _, err := c.parse(fs, commands()["grant issue"].usage, args, 0); err != nil {
+		return err
+	}
+	if *ctrl == "" || *app == "" || *notAfter == "" {
+		return fmt.Errorf("%w: --controller, --application and --not-after are required", errUsage)
+	}
+	na, err := parseTime(*notAfter, time.Now())
+	if err != nil {
+		return err
+	}
+	rep, err := c.admin(*store, AdminRequest{Op: OpGrantIssue, Grant: &AdminGrant{
+		Controller: *ctrl, Application: *app, Operations: ops, Price: *price, DiscoveryPrice: *dprice,
+		PerDay: *perDay, NotAfter: na.UnixMilli(),
+	}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.Stdout, rep.Grant.ID)
+	return nil
+}
+
+func (c *CLI) cmdGrantRevoke(args []string) error {
+	fs := flag.NewFlagSet("grant revoke", flag.ContinueOnError)
+	store := storeFlag(fs)
+	pos, err := c.parse(fs, commands()["grant revoke"].usage, args, 1)
+	if err != nil {
+		return err
+	}
+	if _, err := c.admin(*store, AdminRequest{Op: OpGrantRevoke, Name: pos[0]}); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "grant %s revoked\n", pos[0])
+	return nil
+}
+
+func (c *CLI) cmdGrantList(args []string) error {
+	fs := flag.NewFlagSet("grant list", flag.ContinueOnError)
+	store := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := c.parse(fs, commands()["grant list"].usage, args, 0); err != nil {
+		return err
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	gs := s.Grants()
+	if *asJSON {
+		return c.printJSON(gs)
+	}
+	for _, g := range gs {
+		state := "in force"
+		if g.Revoked {
+			state = "revoked"
+		}
+		ops := strings.Join(g.Operations, ",")
+		if ops == "" {
+			ops = "*"
+		}
+		fmt.Fprintf(c.Stdout, "%s\t%s -> %s [%s]\tprice %d, discovery %d, %d/%d today, until %s, %s\n",
+			g.ID, g.Controller, g.Application, ops, g.Price, g.DiscoveryPrice, g.UsedToday, g.PerDay, g.NotAfter, state)
+	}
+	return nil
+}
+
+func (c *CLI) cmdRouteRegister(args []string) error {
+	fs := flag.NewFlagSet("route register", flag.ContinueOnError)
+	store := storeFlag(fs)
+	pos, err := c.parse(fs, commands()["route register"].usage, args, 3)
+	if err != nil {
+		return err
+	}
+	b, err := readBounded(pos[2], maxRouteRequest)
+	if err != nil {
+		return err
+	}
+	req, err := ParseRouteRequest(b)
+	if err != nil {
+		return err
+	}
+	rep, err := c.admin(*store, AdminRequest{Op: OpRouteRegister, Name: pos[0], App: pos[1], Route: &req})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "route %s revision %d selected: %s\n", rep.Route.Route, rep.Route.Revision, rep.Route.ID)
+	return nil
+}
+
+func (c *CLI) cmdRouteList(args []string) error {
+	fs := flag.NewFlagSet("route list", flag.ContinueOnError)
+	store := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := c.parse(fs, commands()["route list"].usage, args, 0); err != nil {
+		return err
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rs := s.Routes()
+	if *asJSON {
+		return c.printJSON(rs)
+	}
+	for _, r := range rs {
+		fmt.Fprintf(c.Stdout, "%s\trevision %d of %d\t%s -> %s\tcontroller %s\tforward %s\n", r.Route, r.Revision, r.Revisions, r.Application, r.Upstream, r.Controller, r.Forward)
+	}
+	return nil
+}
+
+func (c *CLI) cmdRouteShow(args []string) error {
+	fs := flag.NewFlagSet("route show", flag.ContinueOnError)
+	store := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := c.parse(fs, commands()["route show"].usage, args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	revs, err := s.Route(pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(revs)
+	}
+	for _, r := range revs {
+		fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
+			r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
+	}
+	return nil
+}
+
+func (c *CLI) cmdBundleBuild(args []string) error {
+	fs := flag.NewFlagSet("bundle build", flag.ContinueOnError)
+	store := storeFlag(fs)
+	out := fs.String("out", "", "write the bundle to `FILE`")
+	hostUID := fs.Int64("host-uid", int64(os.Geteuid()), "the host daemon's OS account `UID`")
+	pos, err := c.parse(fs, commands()["bundle build"].usage, args, 1)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: --out FILE is required", errUsage)
+	}
+	if err := needStore(*store); err != nil {
+		return err
+	}
+	// The bundle is signed with the private key, read from the store; the
+	// state may be read without the lock, so this works while serve runs.
+	key, err := wire.ReadHybridKey(*store + "/" + keyFile)
+	if err != nil {
+		return err
+	}
+	s, err := OpenReadOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if !key.Public().Equal(s.pub) {
+		return fmt.Errorf("%s does not match %s", keyFile, pubFile)
+	}
+	s.key = key
+	b, err := s.BuildBundle(pos[0], uint32(*hostUID))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "bundle for %s written to %s (%d bytes)\n", pos[0], *out, len(b))
+	return nil
+}
