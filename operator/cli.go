@@ -114,8 +114,17 @@ func (c *CLI) usage(cmds map[string]command) {
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
-// parse parses flags interspersed with npos positional arguments.
-func (c *CLI) parse(fs *flag.FlagSet, usage string, args []string, npos int) ([]string, error) {
+// flags starts the flag set of the command name with the --store flag
+// every command has.
+func flags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return fs, storeFlag(fs)
+}
+
+// parse parses flags interspersed with npos positional arguments; the flag
+// set's name is the command's, whose usage line it prints.
+func (c *CLI) parse(fs *flag.FlagSet, args []string, npos int) ([]string, error) {
+	usage := commands()[fs.Name()].usage
 	fs.SetOutput(c.Stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(c.Stderr, "usage: steward-operator "+usage)
@@ -178,6 +187,32 @@ func readOnly(store string) (*Store, error) {
 		return nil, err
 	}
 	return OpenReadOnly(store)
+}
+
+// show runs a read-only command: it opens the store without taking its
+// lock (so it works while serve runs), gets what the command shows from it
+// and prints that as JSON with --json, else as text.
+func show[T any](c *CLI, name string, args []string, npos int, get func(s *Store, pos []string) (T, error), text func(T)) error {
+	fs, store := flags(name)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := c.parse(fs, args, npos)
+	if err != nil {
+		return err
+	}
+	s, err := readOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	v, err := get(s, pos)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(v)
+	}
+	text(v)
+	return nil
 }
 
 // readBounded reads a file of at most limit bytes.

@@ -1,8 +1,6 @@
 package operator
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 
@@ -11,13 +9,12 @@ import (
 )
 
 func (c *CLI) cmdReceiptsVerify(args []string) error {
-	fs := flag.NewFlagSet("receipts verify", flag.ContinueOnError)
-	store := storeFlag(fs)
+	fs, store := flags("receipts verify")
 	from := fs.Uint64("from", 1, "check signatures from receipt `SEQ`")
 	file := fs.String("file", "", "verify an exported receipts `FILE` instead of a store")
 	hostKey := fs.String("host-key", "", "with --file: require this host public key `FILE` (operator.pub)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := c.parse(fs, commands()["receipts verify"].usage, args, 0); err != nil {
+	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
 	var rep ReceiptReport
@@ -61,10 +58,9 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 }
 
 func (c *CLI) cmdReceiptsExport(args []string) error {
-	fs := flag.NewFlagSet("receipts export", flag.ContinueOnError)
-	store := storeFlag(fs)
+	fs, store := flags("receipts export")
 	out := fs.String("out", "", "write the receipts to `FILE`")
-	if _, err := c.parse(fs, commands()["receipts export"].usage, args, 0); err != nil {
+	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -87,10 +83,11 @@ func (c *CLI) cmdReceiptsExport(args []string) error {
 }
 
 func (c *CLI) cmdJournalInspect(args []string) error {
-	fs := flag.NewFlagSet("journal inspect", flag.ContinueOnError)
-	store := storeFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := c.parse(fs, commands()["journal inspect"].usage, args, 0); err != nil {
+	fs, store := flags("journal inspect")
+	// The summary has no text form: it prints the same indented JSON with
+	// or without --json, which is accepted like every other command's.
+	fs.Bool("json", false, "print JSON")
+	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := needStore(*store); err != nil {
@@ -100,13 +97,5 @@ func (c *CLI) cmdJournalInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return c.printJSON(sum)
-	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(c.Stdout, string(b))
-	return nil
+	return c.printJSON(sum)
 }

@@ -2,16 +2,14 @@ package operator
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"os/signal"
 	"syscall"
 )
 
 func (c *CLI) cmdServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	store := storeFlag(fs)
-	if _, err := c.parse(fs, commands()["serve"].usage, args, 0); err != nil {
+	fs, store := flags("serve")
+	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := needStore(*store); err != nil {

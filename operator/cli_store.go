@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,9 +11,8 @@ import (
 )
 
 func (c *CLI) cmdInit(args []string) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	store := storeFlag(fs)
-	if _, err := c.parse(fs, commands()["init"].usage, args, 0); err != nil {
+	fs, store := flags("init")
+	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := needStore(*store); err != nil {
@@ -29,11 +27,10 @@ func (c *CLI) cmdInit(args []string) error {
 }
 
 func (c *CLI) cmdControllerAdd(args []string) error {
-	fs := flag.NewFlagSet("controller add", flag.ContinueOnError)
-	store := storeFlag(fs)
+	fs, store := flags("controller add")
 	uid := fs.Int64("uid", -1, "the controller's OS account `UID`")
 	keys := fs.String("keys", "", "the controller's public keys `FILE` (steward-controller keys init)")
-	pos, err := c.parse(fs, commands()["controller add"].usage, args, 1)
+	pos, err := c.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -53,31 +50,17 @@ func (c *CLI) cmdControllerAdd(args []string) error {
 }
 
 func (c *CLI) cmdControllerList(args []string) error {
-	fs := flag.NewFlagSet("controller list", flag.ContinueOnError)
-	store := storeFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := c.parse(fs, commands()["controller list"].usage, args, 0); err != nil {
-		return err
-	}
-	s, err := readOnly(*store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	cs := s.Controllers()
-	if *asJSON {
-		return c.printJSON(cs)
-	}
-	for _, v := range cs {
-		fmt.Fprintf(c.Stdout, "%s\tuid %d\ttool %s\tdispatch %s\n", v.Name, v.UID, v.ToolKID, v.DispatchKID)
-	}
-	return nil
+	return show(c, "controller list", args, 0, func(s *Store, _ []string) ([]ControllerView, error) { return s.Controllers(), nil },
+		func(cs []ControllerView) {
+			for _, v := range cs {
+				fmt.Fprintf(c.Stdout, "%s\tuid %d\ttool %s\tdispatch %s\n", v.Name, v.UID, v.ToolKID, v.DispatchKID)
+			}
+		})
 }
 
 func (c *CLI) purseCmd(name string, op string, args []string, npos int) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	store := storeFlag(fs)
-	pos, err := c.parse(fs, commands()[name].usage, args, npos)
+	fs, store := flags(name)
+	pos, err := c.parse(fs, args, npos)
 	if err != nil {
 		return err
 	}
@@ -118,27 +101,7 @@ func (c *CLI) cmdPurseThaw(args []string) error {
 }
 
 func (c *CLI) cmdPurseShow(args []string) error {
-	fs := flag.NewFlagSet("purse show", flag.ContinueOnError)
-	store := storeFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := c.parse(fs, commands()["purse show"].usage, args, 1)
-	if err != nil {
-		return err
-	}
-	s, err := readOnly(*store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	p, err := s.PurseShow(pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return c.printJSON(p)
-	}
-	c.printPurse(p)
-	return nil
+	return show(c, "purse show", args, 1, func(s *Store, pos []string) (PurseView, error) { return s.PurseShow(pos[0]) }, c.printPurse)
 }
 
 // listFlag collects a repeatable flag; each value may also be comma-separated.
@@ -171,8 +134,7 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 }
 
 func (c *CLI) cmdGrantIssue(args []string) error {
-	fs := flag.NewFlagSet("grant issue", flag.ContinueOnError)
-	store := storeFlag(fs)
+	fs, store := flags("grant issue")
 	ctrl := fs.String("controller", "", "the controller `C`")
 	app := fs.String("application", "", "the application `A`")
 	var ops listFlag
@@ -181,7 +143,7 @@ func (c *CLI) cmdGrantIssue(args []string) error {
 	dprice := fs.Uint64("discovery-price", 0, "credits per discovery (0: free, no payer callback)")
 	perDay := fs.Uint64("per-day", 0, "admitted requests per UTC day (at least 1)")
 	notAfter := fs.String("not-after", "", "expiry `TIME`: RFC 3339, or +DURATION from now")
-	if _, err := c.parse(fs, commands()["grant issue"].usage, args, 0); err != nil {
+	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *ctrl == "" || *app == "" || *notAfter == "" {
@@ -203,9 +165,8 @@ func (c *CLI) cmdGrantIssue(args []string) error {
 }
 
 func (c *CLI) cmdGrantRevoke(args []string) error {
-	fs := flag.NewFlagSet("grant revoke", flag.ContinueOnError)
-	store := storeFlag(fs)
-	pos, err := c.parse(fs, commands()["grant revoke"].usage, args, 1)
+	fs, store := flags("grant revoke")
+	pos, err := c.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -217,40 +178,26 @@ func (c *CLI) cmdGrantRevoke(args []string) error {
 }
 
 func (c *CLI) cmdGrantList(args []string) error {
-	fs := flag.NewFlagSet("grant list", flag.ContinueOnError)
-	store := storeFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := c.parse(fs, commands()["grant list"].usage, args, 0); err != nil {
-		return err
-	}
-	s, err := readOnly(*store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	gs := s.Grants()
-	if *asJSON {
-		return c.printJSON(gs)
-	}
-	for _, g := range gs {
-		state := "in force"
-		if g.Revoked {
-			state = "revoked"
-		}
-		ops := strings.Join(g.Operations, ",")
-		if ops == "" {
-			ops = "*"
-		}
-		fmt.Fprintf(c.Stdout, "%s\t%s -> %s [%s]\tprice %d, discovery %d, %d/%d today, until %s, %s\n",
-			g.ID, g.Controller, g.Application, ops, g.Price, g.DiscoveryPrice, g.UsedToday, g.PerDay, g.NotAfter, state)
-	}
-	return nil
+	return show(c, "grant list", args, 0, func(s *Store, _ []string) ([]GrantView, error) { return s.Grants(), nil },
+		func(gs []GrantView) {
+			for _, g := range gs {
+				state := "in force"
+				if g.Revoked {
+					state = "revoked"
+				}
+				ops := strings.Join(g.Operations, ",")
+				if ops == "" {
+					ops = "*"
+				}
+				fmt.Fprintf(c.Stdout, "%s\t%s -> %s [%s]\tprice %d, discovery %d, %d/%d today, until %s, %s\n",
+					g.ID, g.Controller, g.Application, ops, g.Price, g.DiscoveryPrice, g.UsedToday, g.PerDay, g.NotAfter, state)
+			}
+		})
 }
 
 func (c *CLI) cmdRouteRegister(args []string) error {
-	fs := flag.NewFlagSet("route register", flag.ContinueOnError)
-	store := storeFlag(fs)
-	pos, err := c.parse(fs, commands()["route register"].usage, args, 3)
+	fs, store := flags("route register")
+	pos, err := c.parse(fs, args, 3)
 	if err != nil {
 		return err
 	}
@@ -271,60 +218,29 @@ func (c *CLI) cmdRouteRegister(args []string) error {
 }
 
 func (c *CLI) cmdRouteList(args []string) error {
-	fs := flag.NewFlagSet("route list", flag.ContinueOnError)
-	store := storeFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := c.parse(fs, commands()["route list"].usage, args, 0); err != nil {
-		return err
-	}
-	s, err := readOnly(*store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	rs := s.Routes()
-	if *asJSON {
-		return c.printJSON(rs)
-	}
-	for _, r := range rs {
-		fmt.Fprintf(c.Stdout, "%s\trevision %d of %d\t%s -> %s\tcontroller %s\tforward %s\n", r.Route, r.Revision, r.Revisions, r.Application, r.Upstream, r.Controller, r.Forward)
-	}
-	return nil
+	return show(c, "route list", args, 0, func(s *Store, _ []string) ([]RouteView, error) { return s.Routes(), nil },
+		func(rs []RouteView) {
+			for _, r := range rs {
+				fmt.Fprintf(c.Stdout, "%s\trevision %d of %d\t%s -> %s\tcontroller %s\tforward %s\n", r.Route, r.Revision, r.Revisions, r.Application, r.Upstream, r.Controller, r.Forward)
+			}
+		})
 }
 
 func (c *CLI) cmdRouteShow(args []string) error {
-	fs := flag.NewFlagSet("route show", flag.ContinueOnError)
-	store := storeFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := c.parse(fs, commands()["route show"].usage, args, 1)
-	if err != nil {
-		return err
-	}
-	s, err := readOnly(*store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	revs, err := s.Route(pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return c.printJSON(revs)
-	}
-	for _, r := range revs {
-		fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
-			r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
-	}
-	return nil
+	return show(c, "route show", args, 1, func(s *Store, pos []string) ([]RouteView, error) { return s.Route(pos[0]) },
+		func(revs []RouteView) {
+			for _, r := range revs {
+				fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
+					r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
+			}
+		})
 }
 
 func (c *CLI) cmdBundleBuild(args []string) error {
-	fs := flag.NewFlagSet("bundle build", flag.ContinueOnError)
-	store := storeFlag(fs)
+	fs, store := flags("bundle build")
 	out := fs.String("out", "", "write the bundle to `FILE`")
 	hostUID := fs.Int64("host-uid", int64(os.Geteuid()), "the host daemon's OS account `UID`")
-	pos, err := c.parse(fs, commands()["bundle build"].usage, args, 1)
+	pos, err := c.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
