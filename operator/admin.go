@@ -34,22 +34,39 @@ type PurseView struct {
 // AddController pins a controller: its name, OS account UID and the public
 // keys of its roles (msg.ControllerKeys CBOR). Its purse starts empty.
 func (s *Store) AddController(name string, uid uint32, keys []byte) (ControllerView, error) {
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
 	rec := recControllerAdd{Name: name, UID: uid, Keys: keys}
-	s.mu.Lock()
-	c, err := s.st.checkControllerAdd(rec)
-	s.mu.Unlock()
+	var c *controller
+	err := s.mutate(kindControllerAdd, rec,
+		func() (err error) { c, err = s.st.checkControllerAdd(rec); return err },
+		func() { s.st.addController(c) })
 	if err != nil {
 		return ControllerView{}, err
 	}
-	if _, err := s.append(kindControllerAdd, rec); err != nil {
-		return ControllerView{}, err
+	return controllerView(c), nil
+}
+
+// mutate runs one administrative change in the order every change keeps:
+// check it against the state, append its record to the journal, then apply
+// it to the state; check and apply run under mu. adminMu holds off every
+// other change from the check to the apply, so what was checked still
+// holds when it is applied. A refused check appends nothing; a failed
+// append applies nothing.
+func (s *Store) mutate(kind string, rec any, check func() error, apply func()) error {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.Lock()
+	err := check()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := s.append(kind, rec); err != nil {
+		return err
 	}
 	s.mu.Lock()
-	s.st.addController(c)
-	s.mu.Unlock()
-	return controllerView(c), nil
+	defer s.mu.Unlock()
+	apply()
+	return nil
 }
 
 func controllerView(c *controller) ControllerView {
@@ -199,44 +216,29 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 // ImportGrant journals a grant already signed with the operator's key,
 // refusing one that does not verify (a byte changed) or does not fit.
 func (s *Store) ImportGrant(signed []byte) (GrantView, error) {
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
-	s.mu.Lock()
-	g, err := s.st.checkGrant(signed, s.pub)
-	s.mu.Unlock()
-	if err != nil {
-		return GrantView{}, err
-	}
-	if _, err := s.append(kindGrantIssue, recGrantIssue{Grant: signed}); err != nil {
-		return GrantView{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.addGrant(g, signed)
-	return s.grantView(s.st.grants[g.ID]), nil
+	var g msg.Grant
+	var v GrantView
+	err := s.mutate(kindGrantIssue, recGrantIssue{Grant: signed},
+		func() (err error) { g, err = s.st.checkGrant(signed, s.pub); return err },
+		func() { s.st.addGrant(g, signed); v = s.grantView(s.st.grants[g.ID]) })
+	return v, err
 }
 
 // RevokeGrant revokes a grant: from the append on, it admits nothing.
 func (s *Store) RevokeGrant(id string) error {
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
-	s.mu.Lock()
-	g, ok := s.st.grants[id]
-	revoked := ok && g.revoked
-	s.mu.Unlock()
-	if !ok {
-		return refusedf("no grant %s", id)
-	}
-	if revoked {
-		return refusedf("grant %s is already revoked", id)
-	}
-	if _, err := s.append(kindGrantRevoke, recGrantRevoke{ID: id}); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	g.revoked = true
-	s.mu.Unlock()
-	return nil
+	var g *grant
+	return s.mutate(kindGrantRevoke, recGrantRevoke{ID: id},
+		func() error {
+			var ok bool
+			if g, ok = s.st.grants[id]; !ok {
+				return refusedf("no grant %s", id)
+			}
+			if g.revoked {
+				return refusedf("grant %s is already revoked", id)
+			}
+			return nil
+		},
+		func() { g.revoked = true })
 }
 
 // Grants lists every grant, revoked and expired ones included.
@@ -359,21 +361,13 @@ func (s *Store) RegisterRoute(name, app string, req RouteRequest) (RouteView, er
 // key, refusing one that does not verify, forks or cycles the route's
 // history, or passes a bound.
 func (s *Store) ImportRoute(signed []byte) (RouteView, error) {
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
-	s.mu.Lock()
-	rec, id, err := s.st.checkRoute(signed, s.pub)
-	s.mu.Unlock()
-	if err != nil {
-		return RouteView{}, err
-	}
-	if _, err := s.append(kindRouteRegister, recRouteRegister{Record: signed}); err != nil {
-		return RouteView{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.addRoute(rec, signed, id)
-	return routeView(s.st.routes[rec.Route]), nil
+	var rec msg.RouteRecord
+	var id []byte
+	var v RouteView
+	err := s.mutate(kindRouteRegister, recRouteRegister{Record: signed},
+		func() (err error) { rec, id, err = s.st.checkRoute(signed, s.pub); return err },
+		func() { s.st.addRoute(rec, signed, id); v = routeView(s.st.routes[rec.Route]) })
+	return v, err
 }
 
 func routeView(r *route) RouteView {
