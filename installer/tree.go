@@ -70,22 +70,32 @@ func (t tree) openDir(rel string, create bool) (int, error) {
 // lstat examines rel without following a link; ok is false if it does not
 // exist (or a directory above it does not).
 func (t tree) lstat(rel string) (st unix.Stat_t, ok bool, err error) {
+	ok, err = t.inParent(rel, func(dfd int, name string) (bool, error) {
+		switch err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err {
+		case nil:
+			return true, nil
+		case unix.ENOENT:
+			return false, nil
+		default:
+			return false, fmt.Errorf("%s: %v", t.abs(rel), err)
+		}
+	})
+	return st, ok, err
+}
+
+// inParent runs op on rel's name in its parent directory, opened without
+// following a link. A parent that does not exist holds nothing: op does
+// not run and the result is false.
+func (t tree) inParent(rel string, op func(dfd int, name string) (bool, error)) (bool, error) {
 	dfd, err := t.openDir(filepath.Dir(rel), false)
 	if errors.Is(err, unix.ENOENT) {
-		return st, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return st, false, err
+		return false, err
 	}
 	defer unix.Close(dfd)
-	err = unix.Fstatat(dfd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW)
-	if err == unix.ENOENT {
-		return st, false, nil
-	}
-	if err != nil {
-		return st, false, fmt.Errorf("%s: %v", t.abs(rel), err)
-	}
-	return st, true, nil
+	return op(dfd, filepath.Base(rel))
 }
 
 // maxManagedFile bounds what the installer reads back of a file it
@@ -204,65 +214,47 @@ func (t tree) mkdir(rel string, mode uint32, o owner) error {
 // remove unlinks a file (a link itself, never its target); absent is fine.
 // It reports whether something was removed.
 func (t tree) remove(rel string) (bool, error) {
-	dfd, err := t.openDir(filepath.Dir(rel), false)
-	if errors.Is(err, unix.ENOENT) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer unix.Close(dfd)
-	err = unix.Unlinkat(dfd, filepath.Base(rel), 0)
-	if err == unix.ENOENT {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s: %v", t.abs(rel), err)
-	}
-	return true, unix.Fsync(dfd)
+	return t.inParent(rel, func(dfd int, name string) (bool, error) {
+		switch err := unix.Unlinkat(dfd, name, 0); err {
+		case nil:
+			return true, unix.Fsync(dfd)
+		case unix.ENOENT:
+			return false, nil
+		default:
+			return false, fmt.Errorf("%s: %v", t.abs(rel), err)
+		}
+	})
 }
 
 // removeAll removes directory rel and everything in it. The walk to its
 // parent follows no link; os.RemoveAll then works below the parent's
 // descriptor (through /proc/self/fd) and itself never follows a link.
 func (t tree) removeAll(rel string) (bool, error) {
-	dfd, err := t.openDir(filepath.Dir(rel), false)
-	if errors.Is(err, unix.ENOENT) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer unix.Close(dfd)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
-		return false, nil
-	}
-	p := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, filepath.Base(rel))
-	if err := os.RemoveAll(p); err != nil {
-		return false, fmt.Errorf("%s: %v", t.abs(rel), err)
-	}
-	return true, unix.Fsync(dfd)
+	return t.inParent(rel, func(dfd int, name string) (bool, error) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
+			return false, nil
+		}
+		p := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, name)
+		if err := os.RemoveAll(p); err != nil {
+			return false, fmt.Errorf("%s: %v", t.abs(rel), err)
+		}
+		return true, unix.Fsync(dfd)
+	})
 }
 
 // rmdirIfEmpty removes an empty directory and reports whether it did.
 func (t tree) rmdirIfEmpty(rel string) (bool, error) {
-	dfd, err := t.openDir(filepath.Dir(rel), false)
-	if errors.Is(err, unix.ENOENT) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer unix.Close(dfd)
-	err = unix.Unlinkat(dfd, filepath.Base(rel), unix.AT_REMOVEDIR)
-	switch err {
-	case nil:
-		return true, unix.Fsync(dfd)
-	case unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST:
-		return false, nil
-	}
-	return false, fmt.Errorf("%s: %v", t.abs(rel), err)
+	return t.inParent(rel, func(dfd int, name string) (bool, error) {
+		switch err := unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR); err {
+		case nil:
+			return true, unix.Fsync(dfd)
+		case unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST:
+			return false, nil
+		default:
+			return false, fmt.Errorf("%s: %v", t.abs(rel), err)
+		}
+	})
 }
 
 // firstDifference describes where have and want part, for a refusal that
