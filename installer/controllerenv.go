@@ -3,7 +3,6 @@ package installer
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,12 +149,5 @@ func readOwnedFile(path string, limit int64, owners ...uint32) ([]byte, error) {
 	if st.Size > limit {
 		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrTooLarge, st.Size, limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: read: %v", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: %w: grew past the limit of %d bytes while being read", path, ErrTooLarge, limit)
-	}
-	return data, nil
+	return readAtMost(f, path, limit)
 }

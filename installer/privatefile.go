@@ -104,6 +104,12 @@ func ReadPrivateFile(path string, ownerUID uint32, limit int64) ([]byte, error) 
 	if testHook != nil {
 		testHook("checked")
 	}
+	return readAtMost(f, path, limit)
+}
+
+// readAtMost reads f, whose size was checked against limit, to its end;
+// more than limit bytes means it grew since, which is refused.
+func readAtMost(f *os.File, path string, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", path, err)
