@@ -16,18 +16,11 @@ import (
 // nothing. Otherwise it creates what is missing and leaves the rest, so a
 // second run changes nothing.
 func runInstall(ctx context.Context, c *call, o options) int {
-	t, err := resolveTree(o)
+	t, err := resolveTree(o, c.env, ", or give --root DIR")
 	if err != nil {
 		return c.failf("%v", err)
 	}
-	if t.real && c.env.EUID != 0 {
-		return c.failf("must run as root (euid is %d), or give --root DIR", c.env.EUID)
-	}
-	binDir, err := resolveBinDir(o, c.env)
-	if err != nil {
-		return c.failf("%v", err)
-	}
-	files, err := managedFiles(binDir)
+	binDir, files, err := resolveBinFiles(o, c.env)
 	if err != nil {
 		return c.failf("%v", err)
 	}
@@ -41,20 +34,9 @@ func runInstall(ctx context.Context, c *call, o options) int {
 		return c.failf("%v", err)
 	}
 
-	// Examine.
-	var db *accountDB
-	var plan []finding
-	if t.real {
-		if db, err = readAccountDB("/"); err != nil {
-			return c.failf("%v", err)
-		}
-		plan = append(plan, checkAccounts(db)...)
-	}
-	for _, d := range systemd.Dirs() {
-		plan = append(plan, checkDir(t, db, d))
-	}
-	for _, m := range files {
-		plan = append(plan, checkFile(t, db, m))
+	db, plan, err := examine(t, files)
+	if err != nil {
+		return c.failf("%v", err)
 	}
 	refused := 0
 	for _, f := range plan {

@@ -70,8 +70,30 @@ func resolveBinDir(o options, env Env) (string, error) {
 	return filepath.Dir(env.Executable), nil
 }
 
-// resolveTree picks --root or the real system.
-func resolveTree(o options) (tree, error) {
+// resolveBinFiles resolves the bin dir (resolveBinDir) and renders the
+// managed files for it.
+func resolveBinFiles(o options, env Env) (binDir string, files []managedFile, err error) {
+	if binDir, err = resolveBinDir(o, env); err != nil {
+		return "", nil, err
+	}
+	if files, err = managedFiles(binDir); err != nil {
+		return "", nil, err
+	}
+	return binDir, files, nil
+}
+
+// resolveTree picks --root or the real system, which only root may work
+// on; a refusal for want of root goes on with asRoot, which says what to do.
+func resolveTree(o options, env Env, asRoot string) (tree, error) {
+	t, err := pickTree(o)
+	if err == nil && t.real && env.EUID != 0 {
+		return tree{}, fmt.Errorf("must run as root (euid is %d)%s", env.EUID, asRoot)
+	}
+	return t, err
+}
+
+// pickTree picks --root or the real system.
+func pickTree(o options) (tree, error) {
 	if o.root == "" {
 		return tree{root: "/", real: true}, nil
 	}
@@ -92,22 +114,34 @@ func resolveTree(o options) (tree, error) {
 	return tree{root: abs}, nil
 }
 
+// examine compares what install makes with what is there: the accounts
+// (on the real system only), steward's directories and the managed files,
+// in that order. It returns the account database it read, nil under --root.
+func examine(t tree, files []managedFile) (*accountDB, []finding, error) {
+	var db *accountDB
+	var found []finding
+	if t.real {
+		var err error
+		if db, err = readAccountDB("/"); err != nil {
+			return nil, nil, err
+		}
+		found = append(found, checkAccounts(db)...)
+	}
+	for _, d := range systemd.Dirs() {
+		found = append(found, checkDir(t, db, d))
+	}
+	for _, m := range files {
+		found = append(found, checkFile(t, db, m))
+	}
+	return db, found, nil
+}
+
 // checkFile compares one managed file with what is there.
 func checkFile(t tree, db *accountDB, m managedFile) finding {
 	f := finding{Kind: "file", Name: t.abs(m.rel)}
-	st, ok, err := t.lstat(m.rel)
+	st, ok := lstatAs(t, m.rel, unix.S_IFREG, m.mode, &f)
 	switch {
-	case err != nil:
-		f.State, f.Detail = stateDiffers, err.Error()
-		return f
 	case !ok:
-		f.State = stateMissing
-		return f
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		f.State, f.Detail = stateDiffers, fmt.Sprintf("a %s, want a regular file", fileType(st.Mode))
-		return f
-	case st.Mode&0o7777 != m.mode:
-		f.State, f.Detail = stateDiffers, fmt.Sprintf("mode %04o, want %04o", st.Mode&0o7777, m.mode)
 		return f
 	case t.real && (st.Uid != 0 || st.Gid != 0):
 		f.State, f.Detail = stateDiffers, fmt.Sprintf("owner %d:%d, want root:root", st.Uid, st.Gid)
@@ -129,19 +163,8 @@ func checkFile(t tree, db *accountDB, m managedFile) finding {
 // checkDir compares one of steward's directories with what is there.
 func checkDir(t tree, db *accountDB, d systemd.Dir) finding {
 	f := finding{Kind: "dir", Name: t.abs(rel(d.Path))}
-	st, ok, err := t.lstat(rel(d.Path))
-	switch {
-	case err != nil:
-		f.State, f.Detail = stateDiffers, err.Error()
-		return f
-	case !ok:
-		f.State = stateMissing
-		return f
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		f.State, f.Detail = stateDiffers, fmt.Sprintf("a %s, want a directory", fileType(st.Mode))
-		return f
-	case st.Mode&0o7777 != d.Mode:
-		f.State, f.Detail = stateDiffers, fmt.Sprintf("mode %04o, want %04o", st.Mode&0o7777, d.Mode)
+	st, ok := lstatAs(t, rel(d.Path), unix.S_IFDIR, d.Mode, &f)
+	if !ok {
 		return f
 	}
 	if t.real {
@@ -156,6 +179,31 @@ func checkDir(t tree, db *accountDB, d systemd.Dir) finding {
 	f.State = stateOK
 	return f
 }
+
+// lstatAs looks at rel, not following a link, and compares its type with
+// ifmt and its permission bits with mode. Where it cannot look, nothing is
+// there or either differs, it sets f's state and detail (nothing there:
+// missing) and returns false; else it returns what it found for the
+// remaining checks.
+func lstatAs(t tree, rel string, ifmt, mode uint32, f *finding) (unix.Stat_t, bool) {
+	st, ok, err := t.lstat(rel)
+	switch {
+	case err != nil:
+		f.State, f.Detail = stateDiffers, err.Error()
+	case !ok:
+		f.State = stateMissing
+	case st.Mode&unix.S_IFMT != ifmt:
+		f.State, f.Detail = stateDiffers, fmt.Sprintf("a %s, want %s", fileType(st.Mode), wantType[ifmt])
+	case st.Mode&0o7777 != mode:
+		f.State, f.Detail = stateDiffers, fmt.Sprintf("mode %04o, want %04o", st.Mode&0o7777, mode)
+	default:
+		return st, true
+	}
+	return st, false
+}
+
+// wantType names a file type as a finding wants it.
+var wantType = map[uint32]string{unix.S_IFREG: "a regular file", unix.S_IFDIR: "a directory", unix.S_IFSOCK: "a socket"}
 
 // ownerDiff says how uid:gid differ from user:group, or "".
 func ownerDiff(db *accountDB, uid, gid uint32, user, group string) string {

@@ -32,12 +32,9 @@ func managedPaths() []string {
 // directories (keys, journals, the store) and the accounts are kept unless
 // --purge. Removing what is already gone is not an error.
 func runUninstall(ctx context.Context, c *call, o options) int {
-	t, err := resolveTree(o)
+	t, err := resolveTree(o, c.env, ", or give --root DIR")
 	if err != nil {
 		return c.failf("%v", err)
-	}
-	if t.real && c.env.EUID != 0 {
-		return c.failf("must run as root (euid is %d), or give --root DIR", c.env.EUID)
 	}
 	if t.real {
 		active, err := activeUnits(ctx)
