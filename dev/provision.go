@@ -277,8 +277,9 @@ func writeConfig(l Layout, uid uint32, w io.Writer) error {
 	return nil
 }
 
-// writeFileAtomic writes b to a temporary file beside path, fsyncs it and
-// renames it over path.
+// writeFileAtomic writes b to a temporary file beside path, fsyncs it,
+// renames it over path and fsyncs the directory, without which the rename
+// itself may not survive a crash.
 func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
@@ -296,5 +297,21 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs directory dir, making the entries changed in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("%s: fsync directory: %w", dir, err)
+	}
+	return d.Close()
 }
