@@ -11,70 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/internal/notifytest"
 	"github.com/stewardrt/steward/systemd"
 	"golang.org/x/sys/unix"
 )
 
-// notifySocket is the test's NOTIFY_SOCKET: a datagram socket that records
-// each message with its sender's pid, as systemd does.
-type notifySocket struct {
-	path string
-	conn *net.UnixConn
-}
-
-func listenNotify(t *testing.T) *notifySocket {
+// expectReadyAndWatchdog reads READY=1 and then two WATCHDOG=1 from n,
+// all from pid.
+func expectReadyAndWatchdog(t *testing.T, n *notifytest.Socket, who string, pid int32) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-	}); err != nil || serr != nil {
-		t.Fatal(err, serr)
-	}
-	return &notifySocket{path: path, conn: conn}
-}
-
-// next returns the next message and its sender's pid, failing the test if
-// none arrives within the deadline.
-func (n *notifySocket) next(t *testing.T, within time.Duration) (string, int32) {
-	t.Helper()
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	n.conn.SetReadDeadline(time.Now().Add(within))
-	k, oobn, _, _, err := n.conn.ReadMsgUnix(buf, oob)
-	if err != nil {
-		t.Fatalf("no notification within %v: %v", within, err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("control messages %v: %v", msgs, err)
-	}
-	cred, err := unix.ParseUnixCredentials(&msgs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(buf[:k]), cred.Pid
-}
-
-// expect reads notifications until READY=1 and then two WATCHDOG=1, all
-// from pid.
-func (n *notifySocket) expectReadyAndWatchdog(t *testing.T, who string, pid int32) {
-	t.Helper()
-	msg, from := n.next(t, 60*time.Second)
+	msg, from := n.Next(t, 60*time.Second)
 	if msg != "READY=1\nSTATUS=serving" || from != pid {
 		t.Fatalf("%s: first notification %q from pid %d, want READY=1 from %d", who, msg, from, pid)
 	}
 	for i := 0; i < 2; i++ {
-		msg, from = n.next(t, 30*time.Second)
+		msg, from = n.Next(t, 30*time.Second)
 		if msg != "WATCHDOG=1" || from != pid {
 			t.Fatalf("%s: notification %q from pid %d, want WATCHDOG=1 from %d", who, msg, from, pid)
 		}
@@ -133,20 +84,20 @@ func TestDaemonsNotifyAndWatchdog(t *testing.T) {
 	l, stop := startDev(t) // provisions a store, keys, a bundle and a config
 	stop()
 
-	ns := listenNotify(t)
-	watch := []string{"NOTIFY_SOCKET=" + ns.path, "WATCHDOG_USEC=200000"}
+	ns := notifytest.Listen(t)
+	watch := []string{"NOTIFY_SOCKET=" + ns.Path, "WATCHDOG_USEC=200000"}
 	host := exec.Command(filepath.Join(bin, "steward-operator"), "serve", "--store", l.OperatorStore)
 	host.Env = append(os.Environ(), watch...)
 	startDaemon(t, host)
-	ns.expectReadyAndWatchdog(t, "steward-operator", int32(host.Process.Pid))
+	expectReadyAndWatchdog(t, ns, "steward-operator", int32(host.Process.Pid))
 	var st unix.Stat_t
 	if err := unix.Lstat(l.ForwardSocket, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Mode&0o7777 != systemd.RouteSocketMode {
 		t.Fatalf("the host's route socket %s: %v, mode %o", l.ForwardSocket, err, st.Mode)
 	}
 
 	// A notify socket of its own: the host keeps pinging the first.
-	ns = listenNotify(t)
-	watch[0] = "NOTIFY_SOCKET=" + ns.path
+	ns = notifytest.Listen(t)
+	watch[0] = "NOTIFY_SOCKET=" + ns.Path
 	ctl := exec.Command(activate,
 		"--listen="+l.ReverseSocket, "--listen="+l.ForegroundSocket, "--listen="+l.MCPSocket,
 		"--fdname="+systemd.FDReverse+":"+systemd.FDForeground+":"+systemd.FDMCP,
@@ -191,7 +142,7 @@ func TestDaemonsNotifyAndWatchdog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wake.Close()
-	ns.expectReadyAndWatchdog(t, "steward-controller", int32(ctl.Process.Pid))
+	expectReadyAndWatchdog(t, ns, "steward-controller", int32(ctl.Process.Pid))
 
 	// The controller answers on the foreground socket systemd bound.
 	env := Env{EUID: 0, Controller: ControllerEnv{Config: l.Config}}

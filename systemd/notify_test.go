@@ -14,82 +14,32 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/stewardrt/steward/internal/notifytest"
 )
 
-// notifySocket is the test's side of NOTIFY_SOCKET: a datagram socket that
-// records each message with the sender's credentials, as systemd does.
-type notifySocket struct {
-	path string
-	conn *net.UnixConn
-}
-
-func listenNotify(t *testing.T) *notifySocket {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-	}); err != nil || serr != nil {
-		t.Fatal(err, serr)
-	}
-	return &notifySocket{path: path, conn: conn}
-}
-
-// next returns the next message and its sender's pid, failing the test if
-// none arrives within the deadline.
-func (n *notifySocket) next(t *testing.T, within time.Duration) (string, int32) {
-	t.Helper()
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	n.conn.SetReadDeadline(time.Now().Add(within))
-	k, oobn, _, _, err := n.conn.ReadMsgUnix(buf, oob)
-	if err != nil {
-		t.Fatalf("no notification within %v: %v", within, err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("control messages %v: %v", msgs, err)
-	}
-	cred, err := unix.ParseUnixCredentials(&msgs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(buf[:k]), cred.Pid
-}
-
 func TestReadyAndStopping(t *testing.T) {
-	ns := listenNotify(t)
-	t.Setenv("NOTIFY_SOCKET", ns.path)
+	ns := notifytest.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", ns.Path)
 	if err := Ready("STATUS=serving 2 routes"); err != nil {
 		t.Fatal(err)
 	}
-	if msg, pid := ns.next(t, 10*time.Second); msg != "READY=1\nSTATUS=serving 2 routes" || pid != int32(os.Getpid()) {
+	if msg, pid := ns.Next(t, 10*time.Second); msg != "READY=1\nSTATUS=serving 2 routes" || pid != int32(os.Getpid()) {
 		t.Fatalf("got %q from pid %d", msg, pid)
 	}
 	if err := Stopping(); err != nil {
 		t.Fatal(err)
 	}
-	if msg, _ := ns.next(t, 10*time.Second); msg != "STOPPING=1" {
+	if msg, _ := ns.Next(t, 10*time.Second); msg != "STOPPING=1" {
 		t.Fatalf("got %q", msg)
 	}
-	if os.Getenv("NOTIFY_SOCKET") != ns.path {
+	if os.Getenv("NOTIFY_SOCKET") != ns.Path {
 		t.Fatal("NOTIFY_SOCKET was unset; the watchdog needs it")
 	}
 }
 
 func TestNotifyRefusesMalformedLines(t *testing.T) {
-	ns := listenNotify(t)
-	t.Setenv("NOTIFY_SOCKET", ns.path)
+	ns := notifytest.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", ns.Path)
 	for _, bad := range [][]string{
 		{"READY"},             // no '='
 		{"=1"},                // no key
@@ -106,7 +56,7 @@ func TestNotifyRefusesMalformedLines(t *testing.T) {
 	if err := Notify("STATUS=after"); err != nil {
 		t.Fatal(err)
 	}
-	if msg, _ := ns.next(t, 10*time.Second); msg != "STATUS=after" {
+	if msg, _ := ns.Next(t, 10*time.Second); msg != "STATUS=after" {
 		t.Fatalf("first datagram %q, want STATUS=after", msg)
 	}
 }
@@ -132,17 +82,17 @@ func TestNotifyUnreachableSocket(t *testing.T) {
 }
 
 func TestWatchdogEnvironment(t *testing.T) {
-	ns := listenNotify(t)
+	ns := notifytest.Listen(t)
 	cases := []struct {
 		name, usec, pid, notify string
 		interval                time.Duration
 		errText                 string
 	}{
-		{"enabled", "2000000", "", ns.path, 2 * time.Second, ""},
-		{"for this pid", "2000000", strconv.Itoa(os.Getpid()), ns.path, 2 * time.Second, ""},
-		{"for another pid", "2000000", strconv.Itoa(os.Getpid() + 1), ns.path, 0, ""},
-		{"malformed", "soon", "", ns.path, 0, "WATCHDOG_USEC"},
-		{"zero", "0", "", ns.path, 0, "positive"},
+		{"enabled", "2000000", "", ns.Path, 2 * time.Second, ""},
+		{"for this pid", "2000000", strconv.Itoa(os.Getpid()), ns.Path, 2 * time.Second, ""},
+		{"for another pid", "2000000", strconv.Itoa(os.Getpid() + 1), ns.Path, 0, ""},
+		{"malformed", "soon", "", ns.Path, 0, "WATCHDOG_USEC"},
+		{"zero", "0", "", ns.Path, 0, "positive"},
 		{"no notify socket", "2000000", "", "", 0, "NOTIFY_SOCKET is not"},
 	}
 	for _, c := range cases {
@@ -169,8 +119,8 @@ func TestWatchdogEnvironment(t *testing.T) {
 // TestWatchdogSkipsPingsWhileUnhealthy: the first two health checks fail, so
 // the first WATCHDOG=1 may only arrive after the third check.
 func TestWatchdogSkipsPingsWhileUnhealthy(t *testing.T) {
-	ns := listenNotify(t)
-	t.Setenv("NOTIFY_SOCKET", ns.path)
+	ns := notifytest.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", ns.Path)
 	t.Setenv("WATCHDOG_USEC", "20000") // pings every 10 ms
 	t.Setenv("WATCHDOG_PID", "")
 	var checks atomic.Int32
@@ -185,7 +135,7 @@ func TestWatchdogSkipsPingsWhileUnhealthy(t *testing.T) {
 	if iv, err := StartWatchdog(ctx, check); err != nil || iv != 20*time.Millisecond {
 		t.Fatalf("StartWatchdog = %v, %v", iv, err)
 	}
-	msg, pid := ns.next(t, 10*time.Second)
+	msg, pid := ns.Next(t, 10*time.Second)
 	if msg != "WATCHDOG=1" || pid != int32(os.Getpid()) {
 		t.Fatalf("got %q from %d", msg, pid)
 	}
@@ -206,12 +156,12 @@ func TestSocketActivatedDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := listenNotify(t)
+	ns := notifytest.Listen(t)
 	sock := filepath.Join(t.TempDir(), "mcp.sock")
 	cmd := exec.Command(activate,
 		"--listen="+sock, "--fdname="+FDMCP,
 		"--setenv="+childEnv+"=daemon",
-		"--setenv=NOTIFY_SOCKET="+ns.path,
+		"--setenv=NOTIFY_SOCKET="+ns.Path,
 		"--setenv=WATCHDOG_USEC=100000",
 		exe)
 	stderr, err := cmd.StderrPipe()
@@ -256,12 +206,12 @@ func TestSocketActivatedDaemon(t *testing.T) {
 
 	// systemd-socket-activate execs the daemon in place: same pid.
 	daemonPid := int32(cmd.Process.Pid)
-	msg, pid := ns.next(t, 20*time.Second)
+	msg, pid := ns.Next(t, 20*time.Second)
 	if msg != "READY=1\nSTATUS=test daemon serving" || pid != daemonPid {
 		t.Fatalf("first notification %q from pid %d, want READY=1 from %d", msg, pid, daemonPid)
 	}
 	for i := 0; i < 2; i++ {
-		msg, pid = ns.next(t, 20*time.Second)
+		msg, pid = ns.Next(t, 20*time.Second)
 		if msg != "WATCHDOG=1" || pid != daemonPid {
 			t.Fatalf("notification %q from pid %d, want WATCHDOG=1 from %d", msg, pid, daemonPid)
 		}
