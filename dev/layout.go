@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/internal/durable"
 	"os"
 	"path/filepath"
 )
@@ -136,7 +137,7 @@ func (l Layout) writeManifest() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(l.ManifestPath(), append(b, '\n'), 0o600)
+	return durable.WriteAtomic(l.ManifestPath(), append(b, '\n'), 0o600)
 }
 
 // checkSocketsRemoved reports a socket a daemon left behind after a clean

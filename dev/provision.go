@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/internal/durable"
 	"io"
 	"io/fs"
 	"os"
@@ -102,7 +103,7 @@ func provision(l Layout, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
-	if err := writeFileAtomic(l.Bundle, bundle, 0o600); err != nil {
+	if err := durable.WriteAtomic(l.Bundle, bundle, 0o600); err != nil {
 		return err
 	}
 	if err := st.Close(); err != nil {
@@ -219,7 +220,7 @@ func ensureRoute(st *operator.Store, l Layout, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(l.RouteRequest, append(b, '\n'), 0o600)
+	return durable.WriteAtomic(l.RouteRequest, append(b, '\n'), 0o600)
 }
 
 // controllerConfig is the dev controller's config (package controller's
@@ -264,7 +265,7 @@ func writeConfig(l Layout, uid uint32, w io.Writer) error {
 	have, err := os.ReadFile(l.Config)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := writeFileAtomic(l.Config, want, 0o600); err != nil {
+		if err := durable.WriteAtomic(l.Config, want, 0o600); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "wrote the controller config %s\n", l.Config)
@@ -275,43 +276,4 @@ func writeConfig(l Layout, uid uint32, w io.Writer) error {
 		return fmt.Errorf("%s differs from the config this start computes: the controller's journal is bound to the old one; use a fresh --state", l.Config)
 	}
 	return nil
-}
-
-// writeFileAtomic writes b to a temporary file beside path, fsyncs it,
-// renames it over path and fsyncs the directory, without which the rename
-// itself may not survive a crash.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs directory dir, making the entries changed in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return fmt.Errorf("%s: fsync directory: %w", dir, err)
-	}
-	return d.Close()
 }

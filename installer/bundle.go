@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/internal/durable"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,17 +111,8 @@ func replaceFile(path string, data []byte, mode uint32) (bool, error) {
 		os.Remove(tmp)
 		return false, fmt.Errorf("%s: %v", path, err)
 	}
-	if err := syncDirectory(dir); err != nil {
-		return true, fmt.Errorf("%s: fsync directory: %v", path, err)
+	if err := durable.SyncDir(dir); err != nil {
+		return true, fmt.Errorf("%s: %v", path, err)
 	}
 	return true, nil
-}
-
-func syncDirectory(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/internal/durable"
 	"os"
 	"path/filepath"
 	"sync"
@@ -76,7 +77,7 @@ func Init(dir string) (*wire.HybridPublicKey, error) {
 	if err := wire.WriteHybridKey(filepath.Join(dir, keyFile), key); err != nil {
 		return nil, err
 	}
-	if err := writeFileSync(filepath.Join(dir, pubFile), key.Public().MarshalCOSEKey(), 0o644); err != nil {
+	if err := durable.WriteNew(filepath.Join(dir, pubFile), key.Public().MarshalCOSEKey(), 0o644); err != nil {
 		return nil, err
 	}
 	j, err := journal.Open(filepath.Join(dir, journalDir), journal.Options{
@@ -86,6 +87,14 @@ func Init(dir string) (*wire.HybridPublicKey, error) {
 		return nil, err
 	}
 	if err := j.Close(); err != nil {
+		return nil, err
+	}
+	// The key file's name and the store's own name in its parent are
+	// durable only once both directories are synced.
+	if err := durable.SyncDir(dir); err != nil {
+		return nil, err
+	}
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
 	return key.Public(), nil
@@ -373,20 +382,3 @@ func (g *grant) usedOn(d int64) uint64 {
 
 // utcDay is the UTC day number of t: unix ms / 86,400,000.
 func utcDay(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
-
-// writeFileSync writes a new file (O_EXCL) and fsyncs it.
-func writeFileSync(path string, b []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}

@@ -1,4 +1,4 @@
-package dev
+package durable
 
 import (
 	"errors"
@@ -8,15 +8,15 @@ import (
 	"testing"
 )
 
-// TestWriteFileAtomic writes a new file and replaces it: each time the
+// TestWriteAtomic writes a new file and replaces it: each time the
 // whole content with the mode asked for, and no temporary file left beside
 // it. (The fsync of the directory after the rename is not observable here;
 // it is what makes the rename survive a crash.)
-func TestWriteFileAtomic(t *testing.T) {
+func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.json")
 	for _, want := range []string{"first\n", "second, longer than the first\n", "3\n"} {
-		if err := writeFileAtomic(path, []byte(want), 0o600); err != nil {
+		if err := WriteAtomic(path, []byte(want), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		have, err := os.ReadFile(path)
@@ -34,14 +34,31 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
-// TestWriteFileAtomicMissingDir reports a missing directory and writes nothing.
-func TestWriteFileAtomicMissingDir(t *testing.T) {
+// TestWriteAtomicMissingDir reports a missing directory and writes nothing.
+func TestWriteAtomicMissingDir(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "absent", "config.json")
-	if err := writeFileAtomic(path, []byte("x"), 0o600); !errors.Is(err, fs.ErrNotExist) {
+	if err := WriteAtomic(path, []byte("x"), 0o600); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err %v, want one wrapping fs.ErrNotExist", err)
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Fatalf("directory holds %v, %v; want nothing", entries, err)
+	}
+}
+
+// TestWriteNew creates a file with its mode and refuses to replace one.
+func TestWriteNew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "operator.pub")
+	if err := WriteNew(path, []byte("key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "key" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	if err := WriteNew(path, []byte("other"), 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second WriteNew: err %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "key" {
+		t.Fatalf("the existing file was changed to %q", b)
 	}
 }
