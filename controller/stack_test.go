@@ -216,6 +216,20 @@ func (s *stack) stop() {
 	}
 }
 
+// restartHost stops the in-process host and starts it again. A host's
+// shutdown drains every dispatch in flight (consent, delivery, outcome), so
+// after it the host's journal holds the final state of every attempt it was
+// given: a test waits for that instead of polling inspect.
+func (s *stack) restartHost() {
+	s.t.Helper()
+	s.stopHost()
+	if err := <-s.hostDone; err != nil {
+		s.t.Fatalf("host: %v", err)
+	}
+	s.stopHost = nil
+	s.startHost()
+}
+
 // child is the controller running as its own process (for failpoints).
 type child struct {
 	cmd  *exec.Cmd

@@ -163,8 +163,18 @@ func validAttemptID(s string) error {
 
 // consent asks the controller for the payer's signed consent to adm's
 // charge and verifies it against the controller's pinned dispatch key.
+//
+// The wait ends on the reverse channel's answer or failure, or after
+// reserveTimeout; not when ctx is cancelled, which happens when the
+// dispatch's forward channel closes or the host shuts down. A controller
+// that consents and dies at once has its consent already queued on the
+// reverse socket while its forward socket reports EOF: whether the host
+// acts on a consent it was given must not depend on which of the two
+// sockets it happens to read first. A controller that died before
+// consenting fails the reverse channel too, so nothing waits for the
+// timeout; a shutdown drains the wait like the delivery that follows it.
 func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch, adm *admission) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserveTimeout)
 	defer cancel()
 	cl, err := h.reverseClient(ctx, rt, adm.ctrl)
 	if err != nil {

@@ -72,6 +72,7 @@ type peer struct {
 	forger                *wire.SigningKey
 	forge                 atomic.Bool
 	refuseReserve         atomic.Bool
+	beforeConsent         atomic.Pointer[func()] // runs before a consent is answered
 	reserves              atomic.Int64
 	mu                    sync.Mutex
 	settled               map[string][]byte
@@ -155,6 +156,9 @@ func (p *peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, an
 			Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: r.Charge, At: time.Now().UnixMilli()})
 		if err != nil {
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: err.Error()}
+		}
+		if f := p.beforeConsent.Load(); f != nil {
+			(*f)()
 		}
 		return msg.TypeConsent, msg.ConsentReply{Consent: c}
 	case msg.TypeSettle:

@@ -1,0 +1,94 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// TestConsentOutlivesTheForwardChannel: a controller that consents and dies
+// at once leaves its consent queued on the reverse socket while its forward
+// socket reports EOF. The host must act on the consent it was given, not
+// drop the attempt because it read the forward EOF first. The peer closes
+// its forward channel's write side before it answers the reserve, and
+// answers only once the host has read that EOF (and so cancelled the
+// dispatch's handler) and closed its side: the host must still deliver,
+// record the outcome, charge once and settle.
+func TestConsentOutlivesTheForwardChannel(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 100, price: 7})
+	w.serve(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	uid := uint32(os.Geteuid())
+	conn, err := wire.Dial(ctx, w.route.Forward, uid, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := wire.ClientHandshake(conn, wire.ChannelConfig{
+		Key: w.peer.tool, Role: msg.RoleControllerTool, PeerRole: msg.RoleHost, PeerKeys: wire.NewKeyring(w.pub.Ed25519()),
+		Path: w.route.Forward, Purpose: msg.PurposeDispatch, SendLimit: wire.MaxRequestFrame, RecvLimit: wire.MaxReplyFrame,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := wire.NewClient(ch)
+	defer cl.Close()
+
+	hostClosed := make(chan error, 1)
+	hook := func() {
+		// The dispatch is on the host's side; the controller "dies": EOF
+		// on the forward channel, and the host closes its end in turn.
+		if err := conn.CloseWrite(); err != nil {
+			hostClosed <- err
+			return
+		}
+		select {
+		case <-cl.Done():
+			hostClosed <- nil
+		case <-ctx.Done():
+			hostClosed <- ctx.Err()
+		}
+	}
+	w.peer.beforeConsent.Store(&hook)
+
+	calls := w.app.calls.Load()
+	if _, err := cl.Call(ctx, msg.TypeDispatch, invokeDispatch(t, "gone-1", "app", "calc.evaluate", `{"expression":"2+3"}`)); err == nil {
+		t.Fatal("the dispatch was answered on a forward channel the controller had closed")
+	}
+	if err := <-hostClosed; err != nil {
+		t.Fatalf("waiting for the host to close the forward channel: %v", err)
+	}
+	w.peer.beforeConsent.Store(nil)
+
+	// The host finishes the consented delivery on its own and settles it.
+	select {
+	case id := <-w.peer.settledCh:
+		if id != "gone-1" {
+			t.Fatalf("settle for %s, want gone-1", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("no settle: the host dropped the attempt although the controller had consented")
+	}
+	if got := w.app.calls.Load() - calls; got != 1 {
+		t.Fatalf("the application was called %d times, want 1", got)
+	}
+	in := inspect(t, w.dial(t), "gone-1")
+	w.peer.mu.Lock()
+	settled := w.peer.settled["gone-1"]
+	w.peer.mu.Unlock()
+	if in.State != msg.StateDefinite || in.Status != 200 || !bytes.Equal(in.Receipt, settled) {
+		t.Fatalf("inspect: %+v", in)
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if p, _ := s.PurseShow("ctl"); p.Balance != 93 || p.Charged != 7 {
+			t.Fatalf("purse %+v, want one charge of 7", p)
+		}
+	})
+}
