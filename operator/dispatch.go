@@ -49,6 +49,9 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 		consent, err = h.consent(ctx, rt, d, adm)
 		if err != nil {
 			h.s.drop(adm)
+			// The refusal may go out on a channel that is already dead: log
+			// it, so that an attempt refused here is never dropped silently.
+			h.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", d.Attempt, "err", err)
 			return refused(d, msg.CodeNoConsent, "payer consent for attempt %s: %v", d.Attempt, err)
 		}
 	}
