@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,19 +23,19 @@ import (
 // ends as soon as the condition holds.
 const defaultWait = 30 * time.Second
 
-// pollEvery is how often a bounded wait re-checks its condition.
-const pollEvery = 5 * time.Millisecond
-
 // cmdWaitfor implements `waitfor socket|file|ready PATH [TIMEOUT]`, a wait
 // bounded by TIMEOUT (default defaultWait) that fails when the deadline
 // passes first:
 //
 //   - socket: PATH is a Unix socket that accepts a connection (closed at
 //     once: the daemon sees a client that went away);
-//   - file: PATH exists and is not empty;
+//   - file: PATH is a regular file (a symlink is not followed) that is not
+//     empty;
 //   - ready: PATH names a notifier (see cmdNotify) that received READY=1.
 //
-// With `!` it waits for PATH (socket or file) to be gone.
+// With `!` it waits for PATH (socket or file) to be gone. The socket and file
+// waits block on inotify events of PATH's directory (see waitPath), not on a
+// timer.
 func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 || len(args) > 3 {
 		ts.Fatalf("usage: waitfor socket|file|ready PATH [TIMEOUT]")
@@ -56,53 +57,21 @@ func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
 	var ready func() error
 	switch kind {
 	case "socket":
-		ready = func() error {
-			fi, err := os.Lstat(path)
-			if err != nil {
-				return err
-			}
-			if fi.Mode()&os.ModeSocket == 0 {
-				return fmt.Errorf("%s is not a socket", path)
-			}
-			c, err := net.DialTimeout("unix", path, time.Second)
-			if err != nil {
-				return err
-			}
-			return c.Close()
-		}
+		ready = func() error { return socketAccepts(path) }
 	case "file":
-		ready = func() error {
-			fi, err := os.Stat(path)
-			if err != nil {
-				return err
-			}
-			if fi.Size() == 0 {
-				return fmt.Errorf("%s is empty", path)
-			}
-			return nil
-		}
+		ready = func() error { return fileNotEmpty(path) }
 	default:
 		ts.Fatalf("waitfor: unknown kind %q (socket or file)", kind)
 	}
 	if neg {
-		ready = func() error {
-			if _, err := os.Lstat(path); err == nil {
-				return fmt.Errorf("%s still exists", path)
-			}
-			return nil
-		}
+		ready = func() error { return pathGone(path) }
 	}
-	deadline := time.Now().Add(limit)
-	for {
-		err := ready()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitfor %s %s: not ready after %v: %v", kind, args[1], limit, err)
-		}
-		time.Sleep(pollEvery)
+	err := waitPath(path, limit, ready)
+	var stuck *notReadyError
+	if errors.As(err, &stuck) {
+		ts.Fatalf("waitfor %s %s: not ready after %v: %v", kind, args[1], limit, stuck.last)
 	}
+	ts.Check(err)
 }
 
 // cmdRepeat implements `repeat VAR TEXT N`: sets VAR to TEXT repeated N times,

@@ -30,7 +30,7 @@
 //
 // Commands a journey may use beyond testscript's own:
 //
-//	waitfor socket|file PATH [TIMEOUT]   bounded wait for a socket that accepts, or a non-empty file
+//	waitfor socket|file PATH [TIMEOUT]   bounded wait for a socket that accepts, or a non-empty regular file
 //	! waitfor socket|file PATH           bounded wait for PATH to be gone
 //	notify NAME                          an sd_notify socket; sets NOTIFY_SOCKET for what follows
 //	waitfor ready NAME                   bounded wait for READY=1 on it
