@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,12 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stewardrt/steward/oracleops"
 )
@@ -48,52 +45,11 @@ func TestCommandHelpAndUsage(t *testing.T) {
 	}
 }
 
-// commandProc is steward-appliance in a re-executed test binary.
-type commandProc struct {
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
-	ready  chan string
-}
-
-// startCommand runs Main with args in a new process.
-func startCommand(t *testing.T, args ...string) *commandProc {
+// startCommand runs Main with args in a new process, as the
+// steward-appliance command.
+func startCommand(t *testing.T, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), childEnv+"=main")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &commandProc{cmd: cmd, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		p.ready <- l
-		io.Copy(io.Discard, out)
-	}()
-	return p
-}
-
-// waitReady waits, bounded, for the ready line.
-func (p *commandProc) waitReady(t *testing.T, sock string) {
-	t.Helper()
-	select {
-	case l := <-p.ready:
-		if l != "ready "+sock+"\n" {
-			t.Fatalf("ready line %q; stderr:\n%s", l, p.stderr)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("not ready within 60 s; stderr:\n%s", p.stderr)
-	}
+	return startProc(t, []string{childEnv + "=main"}, args...)
 }
 
 // invokeCalc asks calc.evaluate for 3 * 687 / 365.25 under prefix.

@@ -209,20 +209,21 @@ func errorOf(t testing.TB, body []byte) errorObject {
 type child struct {
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
+	ready  chan string // the first line the child prints on stdout
 }
 
-// startChild starts the appliance in a new process on sock and state and
-// waits (bounded) for its ready line. extraEnv arms failpoints.
-func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
+// startProc re-executes the test binary with env added and args, and
+// collects its first stdout line; the process is killed at cleanup if the
+// test has not waited for it.
+func startProc(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=serve", "STEWARD_APPLIANCE_SOCKET="+sock, "STEWARD_APPLIANCE_STATE="+state)
-	cmd.Env = append(cmd.Env, extraEnv...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
+	c := &child{cmd: cmd, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -233,22 +234,34 @@ func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
 			cmd.Wait()
 		}
 	})
-	line := make(chan string, 1)
 	go func() {
 		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- l
+		c.ready <- l
 		io.Copy(io.Discard, stdout)
 	}()
+	return c
+}
+
+// waitReady waits, bounded, for the ready line naming sock.
+func (c *child) waitReady(t *testing.T, sock string) {
+	t.Helper()
 	select {
-	case l := <-line:
+	case l := <-c.ready:
 		if l != "ready "+sock+"\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
 			t.Fatalf("child said %q; stderr:\n%s", l, c.stderr)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("child not ready within 30 s; stderr:\n%s", c.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("child not ready within 60 s; stderr:\n%s", c.stderr)
 	}
+}
+
+// startChild starts the appliance in a new process on sock and state and
+// waits (bounded) for its ready line. extraEnv arms failpoints.
+func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
+	t.Helper()
+	env := append([]string{childEnv + "=serve", "STEWARD_APPLIANCE_SOCKET=" + sock, "STEWARD_APPLIANCE_STATE=" + state}, extraEnv...)
+	c := startProc(t, env, "-test.run=^$")
+	c.waitReady(t, sock)
 	return c
 }
 
