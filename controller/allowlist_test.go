@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/stewardrt/steward/internal/testaccount"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,23 +59,7 @@ func TestAgentAllowListRefusesOtherUID(t *testing.T) {
 // TestAgentAllowListSecondAccount runs the proxy as a second OS account
 // whose UID and GID are not on the allow-list.
 func TestAgentAllowListSecondAccount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create and run as a second OS account")
-	}
-	const name = "steward-test-peer"
-	if _, err := user.Lookup(name); err != nil {
-		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
-			if _, lerr := user.Lookup(name); lerr != nil {
-				t.Fatalf("useradd: %v %s", err, out)
-			}
-		}
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, gid := testaccount.Peer(t)
 	bin := controllerBin(t)
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
@@ -88,10 +71,10 @@ func TestAgentAllowListSecondAccount(t *testing.T) {
 	if err := os.Chmod(s.dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(s.cfg.Sockets.MCP, 0, gid); err != nil {
+	if err := os.Chown(s.cfg.Sockets.MCP, 0, int(gid)); err != nil {
 		t.Fatal(err)
 	}
-	got := proxyOnce(t, s.cfg.Sockets.MCP, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)})
+	got := proxyOnce(t, s.cfg.Sockets.MCP, &syscall.Credential{Uid: uid, Gid: gid})
 	if !strings.Contains(got, fmt.Sprintf("steward: peer uid %d is not on the agent allow-list", uid)) {
 		t.Fatalf("got %s", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"github.com/stewardrt/steward/internal/testaccount"
 	"net"
 	"os"
 	"os/exec"
@@ -186,10 +187,7 @@ func TestAdminCommandsWhileServing(t *testing.T) {
 // TestWrongUIDPeer: a peer whose UID is not the controller's pinned UID
 // is refused with a signed frame that says so.
 func TestWrongUIDPeer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create and run as a second OS account (steward-test-peer)")
-	}
-	uid, gid := testPeerAccount(t)
+	uid, gid := testaccount.Peer(t)
 	w := newWorld(t, worldOpts{fund: 10, price: 1})
 	w.serve(t)
 	// Let the second account reach the socket: the design gives the
@@ -262,27 +260,4 @@ func TestHelperDial(t *testing.T) {
 	}
 	env.Decode(&body)
 	fmt.Printf("%s: %s\n", env.T, body.Reason)
-}
-
-func testPeerAccount(t *testing.T) (uint32, uint32) {
-	const name = "steward-test-peer"
-	if _, err := exec.Command("id", "-u", name).Output(); err != nil {
-		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
-			if !strings.Contains(string(out), "already exists") {
-				t.Fatalf("useradd: %v: %s", err, out)
-			}
-		}
-	}
-	var uid, gid uint32
-	u, err := exec.Command("id", "-u", name).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := exec.Command("id", "-g", name).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Sscan(string(u), &uid)
-	fmt.Sscan(string(g), &gid)
-	return uid, gid
 }
