@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 func TestNamesCarryTheRun(t *testing.T) {
@@ -63,6 +65,7 @@ func TestRefusesForeignNames(t *testing.T) {
 }
 
 func TestNewRemovesAtCleanup(t *testing.T) {
+	testenv.NeedRoot(t, "to create an account")
 	var a Account
 	t.Run("inner", func(t *testing.T) {
 		a = New(t, "peer")
