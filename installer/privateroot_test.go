@@ -129,7 +129,9 @@ func inPrivateRoot(t *testing.T, checkpoints int) bool {
 	go func() { seen <- answerCheckpoints(t, before, fromChild, toChild) }()
 	err = cmd.Wait()
 	n := <-seen
-	t.Logf("in a private mount namespace:\n%s", out.String())
+	// Quoted, so that test2json takes the child's "--- PASS" lines for
+	// log text, not for results of this process's tests.
+	t.Logf("in a private mount namespace:\n| %s", strings.ReplaceAll(strings.TrimSuffix(out.String(), "\n"), "\n", "\n| "))
 	switch {
 	case err != nil:
 		t.Errorf("the real-install test in its private mount namespace: %v", err)
