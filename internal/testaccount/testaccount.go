@@ -44,7 +44,8 @@ import (
 const Prefix = "stwt-"
 
 // MaxName is the longest account or group name useradd and groupadd accept
-// (LOGIN_NAME_MAX - 1 on Linux, 32 in shadow's Debian build).
+// (shadow's limit, the size of utmp's user field: on Debian 12 a name of 33
+// characters is "invalid user name").
 const MaxName = 32
 
 // Account is an OS account a test created.
