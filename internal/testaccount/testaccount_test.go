@@ -136,7 +136,11 @@ func TestSweep(t *testing.T) {
 		t.Error("Sweep removed a running process's account or a name it did not make")
 	}
 	// A pid the kernel gave to a later process does not keep an account.
-	if alive, err := running(os.Getpid(), start-1); alive || err != nil {
+	self, err := processStart(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alive, err := running(os.Getpid(), self-1); alive || err != nil {
 		t.Errorf("this pid with another start time: running %v %v", alive, err)
 	}
 }
