@@ -2,11 +2,15 @@ package testscript_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stewardrt/steward/internal/testaccount"
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 // TestJourneys runs every acceptance journey in testdata/*.txtar against the
@@ -28,6 +32,12 @@ func journeyParams(dir string) testscript.Params {
 			// user's state dir: keep it inside the journey.
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
 			env.Setenv("UID", strconv.Itoa(os.Getuid()))
+			// The stem of the OS accounts a journey may create.
+			stem, err := testaccount.NextStem()
+			if err != nil {
+				return err
+			}
+			env.Setenv("ACCT", stem)
 			env.Values[notifiersKey{}] = &notifiers{byID: map[string]*notifier{}}
 			return nil
 		},
@@ -35,6 +45,22 @@ func journeyParams(dir string) testscript.Params {
 			switch cond {
 			case "root":
 				return os.Geteuid() == 0, nil
+			}
+			// need:root and need:exec:PROG hold when root or PROG is
+			// there, and always under CI=true: a journey guarded by
+			// [!need:...] skip then runs and fails where it needs what
+			// is missing, instead of skipping.
+			if what, ok := strings.CutPrefix(cond, "need:"); ok {
+				if testenv.CI() {
+					return true, nil
+				}
+				if prog, ok := strings.CutPrefix(what, "exec:"); ok {
+					_, err := exec.LookPath(prog)
+					return err == nil, nil
+				}
+				if what == "root" {
+					return os.Geteuid() == 0, nil
+				}
 			}
 			return false, errUnknownCondition(cond)
 		},
