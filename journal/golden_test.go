@@ -77,6 +77,10 @@ func TestGoldenJournalsAppend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// v1 bind records record no segment size: the option's holds.
+			if j.SegmentSize() != 1<<20 {
+				t.Errorf("SegmentSize = %d, want the option's %d", j.SegmentSize(), 1<<20)
+			}
 			if s := j.Summary().Segments; len(s) != 1 || s[0].Size != 1<<20 {
 				t.Errorf("segments after a read-write open: %+v", s)
 			}
