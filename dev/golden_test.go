@@ -22,7 +22,10 @@ var updateGolden = flag.Bool("update-golden", false, "write journal/testdata/gol
 // directory of golden journals is the evidence of the format it was made
 // in and is never written again: a deliberate format change bumps this
 // name, and the tests of the old directory keep reading the old records.
-const goldenVersion = "v1"
+//
+//	v1  the formats before the segment size was recorded
+//	v2  the bind record records the segment size (JournalSegmentSize here)
+const goldenVersion = "v2"
 
 // goldenDir is where the golden journals of goldenVersion go.
 var goldenDir = filepath.Join("..", "journal", "testdata", "golden", goldenVersion)
@@ -47,7 +50,7 @@ func TestWriteGoldenJournals(t *testing.T) {
 	if _, err := os.Stat(goldenDir); err == nil {
 		t.Fatalf("%s exists: it is the evidence of the %s formats and is not written again; bump goldenVersion for a new format, or remove it by hand to remake it", goldenDir, goldenVersion)
 	}
-	state := filepath.Join(shortTemp(t), "s")
+	state := filepath.Join(t.TempDir(), "s")
 	for i := 0; i < 2; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		err := Run(ctx, Options{State: state, Once: true, Stdout: io.Discard, Logger: quietLogger()})
