@@ -8,11 +8,17 @@ import (
 	"github.com/stewardrt/steward/journal/journaltest"
 )
 
-// TestGoldenApplianceJournal: the golden v1 appliance journal (the two
+// TestGoldenApplianceJournal: each version of the golden appliance journal (the two
 // calls of two dev runs, each answered once) replays into the ledger,
 // which would answer a repeat of either from the journal.
 func TestGoldenApplianceJournal(t *testing.T) {
-	dir := filepath.Join(journaltest.CopyGolden(t, "v1", "appliance"), "journal")
+	for _, v := range journaltest.Versions(t) {
+		t.Run(v, func(t *testing.T) { checkGoldenAppliance(t, v) })
+	}
+}
+
+func checkGoldenAppliance(t *testing.T, version string) {
+	dir := filepath.Join(journaltest.CopyGolden(t, version, "appliance"), "journal")
 	j, err := journal.Open(dir, journal.Options{Owner: journalOwner, Format: journalFormat, Config: journalConfig, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

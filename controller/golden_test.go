@@ -11,13 +11,19 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// TestGoldenControllerJournal: the golden v1 controller journal (two runs
+// TestGoldenControllerJournal: each version of the golden controller journal (two runs
 // of the dev stack: per run a discovery and a call, each begun and ended
 // with a definite result) replays into the ledger with no attempt left
 // open, and every result's receipt verifies under the host key of the
 // golden host journal it was answered from.
 func TestGoldenControllerJournal(t *testing.T) {
-	dir := filepath.Join(journaltest.CopyGolden(t, "v1", "controller"), "journal")
+	for _, v := range journaltest.Versions(t) {
+		t.Run(v, func(t *testing.T) { checkGoldenController(t, v) })
+	}
+}
+
+func checkGoldenController(t *testing.T, version string) {
+	dir := filepath.Join(journaltest.CopyGolden(t, version, "controller"), "journal")
 	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func TestGoldenControllerJournal(t *testing.T) {
 		t.Errorf("%d requestIds in the ledger, want the two calls", calls)
 	}
 
-	pub, err := os.ReadFile(filepath.Join(journaltest.GoldenDir(t, "v1", "host"), "operator.pub"))
+	pub, err := os.ReadFile(filepath.Join(journaltest.GoldenDir(t, version, "host"), "operator.pub"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,20 @@ import (
 	"github.com/stewardrt/steward/operator"
 )
 
-// TestGoldenHostJournal: the golden v1 host journal (two runs of the dev
+// TestGoldenHostJournal: each version of the golden host journal (two runs of the dev
 // stack: a controller pinned, its purse funded, a grant, a route, then
 // four paid operations, each reserved, delivered and checkpointed) opens
 // as an operator store and every receipt verifies: signatures, chain,
 // checkpoints, the consents and the purse arithmetic, and the exported
 // chain once more against the operator's public key alone.
 func TestGoldenHostJournal(t *testing.T) {
-	st, err := operator.OpenReadOnly(journaltest.CopyGolden(t, "v1", "host"))
+	for _, v := range journaltest.Versions(t) {
+		t.Run(v, func(t *testing.T) { checkGoldenHost(t, v) })
+	}
+}
+
+func checkGoldenHost(t *testing.T, version string) {
+	st, err := operator.OpenReadOnly(journaltest.CopyGolden(t, version, "host"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,18 +12,53 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 )
 
-// GoldenDir returns journal/testdata/golden/version/part in the source tree
-// (found from this file's path, which `go test` compiles in).
-func GoldenDir(tb testing.TB, version, part string) string {
+// goldenRoot returns journal/testdata/golden in the source tree (found
+// from this file's path, which `go test` compiles in).
+func goldenRoot(tb testing.TB) string {
 	tb.Helper()
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		tb.Fatal("journaltest: no source path for the golden journals")
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "golden", version, part)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "golden")
+}
+
+// Versions lists the committed versions of the golden journals (v1, v2,
+// ...), in order, so that an owner's test covers each one, a new one
+// included.
+func Versions(tb testing.TB) []string {
+	tb.Helper()
+	entries, err := os.ReadDir(goldenRoot(tb))
+	if err != nil {
+		tb.Fatalf("journaltest: golden journals: %v", err)
+	}
+	var vs []string
+	for _, e := range entries {
+		if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "v")); e.IsDir() && err == nil && n > 0 && e.Name() == "v"+strconv.Itoa(n) {
+			vs = append(vs, e.Name())
+		}
+	}
+	sort.Slice(vs, func(a, b int) bool {
+		x, _ := strconv.Atoi(vs[a][1:])
+		y, _ := strconv.Atoi(vs[b][1:])
+		return x < y
+	})
+	if len(vs) == 0 {
+		tb.Fatal("journaltest: no golden journals")
+	}
+	return vs
+}
+
+// GoldenDir returns journal/testdata/golden/version/part in the source tree.
+func GoldenDir(tb testing.TB, version, part string) string {
+	tb.Helper()
+	dir := filepath.Join(goldenRoot(tb), version, part)
 	if _, err := os.Stat(dir); err != nil {
 		tb.Fatalf("journaltest: golden journals: %v", err)
 	}
