@@ -82,6 +82,12 @@ func TestDaemonsNotifyAndWatchdog(t *testing.T) {
 	bin := buildDaemons(t)
 	l, stop := startDev(t) // provisions a store, keys, a bundle and a config
 	stop()
+	// A stopped dev stack removes its sockets' directory; the daemons here
+	// bind the same socket paths.
+	if err := os.Mkdir(l.Run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(l.Run) })
 
 	ns := notifytest.Listen(t)
 	watch := []string{"NOTIFY_SOCKET=" + ns.Path, "WATCHDOG_USEC=200000"}

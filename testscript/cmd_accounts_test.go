@@ -89,14 +89,14 @@ func run(ts *testscript.TestScript, name string, args ...string) {
 }
 
 // cmdMkshared implements `mkshared VAR`: creates a fresh directory under
-// the system's temporary directory, owned by root with mode 0755 so that
+// shortTempRoot (it holds sockets), owned by root with mode 0755 so that
 // every account can reach what is inside it (the journey's $WORK is private
 // to root), sets VAR to it, and removes it when the journey ends.
 func cmdMkshared(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: mkshared VAR")
 	}
-	dir, err := os.MkdirTemp("", "stwj-")
+	dir, err := os.MkdirTemp(shortTempRoot, "stwj-")
 	ts.Check(err)
 	ts.Defer(func() { os.RemoveAll(dir) })
 	ts.Check(os.Chmod(dir, 0o755))

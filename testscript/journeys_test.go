@@ -15,9 +15,12 @@ import (
 
 // TestJourneys runs every acceptance journey in testdata/*.txtar against the
 // real commands, each journey in its own temporary directory with its own
-// daemons.
+// daemons. The work directories ($WORK) are under shortTempRoot, since the
+// journeys bind sockets in them; the test removes them when it ends.
 func TestJourneys(t *testing.T) {
-	testscript.Run(t, journeyParams("testdata"))
+	p := journeyParams("testdata")
+	p.WorkdirRoot = shortTempDir(t, "stj")
+	testscript.Run(t, p)
 }
 
 // journeyParams is the journeys' environment: the custom commands, the
@@ -28,9 +31,15 @@ func journeyParams(dir string) testscript.Params {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			// steward-dev without --state picks a directory under the
-			// user's state dir: keep it inside the journey.
+			// steward-dev without --state uses a directory under the
+			// user's state dir, and puts its sockets in the user's
+			// runtime dir: keep both inside the journey.
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
+			runtime := filepath.Join(env.WorkDir, ".run")
+			if err := os.Mkdir(runtime, 0o700); err != nil {
+				return err
+			}
+			env.Setenv("XDG_RUNTIME_DIR", runtime)
 			env.Setenv("UID", strconv.Itoa(os.Getuid()))
 			// The stem of the OS accounts a journey may create.
 			stem, err := testaccount.NextStem()
