@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
+
+// stateEnded is how an attempt that is no longer open reads in an
+// inspection: its result or resolution is in the journal.
+const stateEnded msg.State = "ended"
 
 // ErrNotResolvable is wrapped when an attempt cannot be resolved: the host
 // still reports it uncertain, or it is not open.
@@ -15,33 +20,28 @@ var ErrNotResolvable = errors.New("attempt not resolvable")
 
 // Inspection is what the controller and the host know of one attempt.
 type Inspection struct {
-	Attempt   Attempt `json:"attempt"`
-	HostState string  `json:"hostState"`           // as the host reports it (msg.State*)
-	Status    int     `json:"status,omitempty"`    // the host's recorded answer, when definite
-	ReceiptID string  `json:"receiptId,omitempty"` // hex SHA-256 of the host's signed receipt
-	Detail    string  `json:"detail,omitempty"`    // the host's detail line
-	Resolved  string  `json:"resolved,omitempty"`  // set by Resolve: definite, abandoned or released
+	Attempt   Attempt   `json:"attempt"`
+	HostState msg.State `json:"hostState"`           // as the host reports it
+	Status    int       `json:"status,omitempty"`    // the host's recorded answer, when definite
+	ReceiptID string    `json:"receiptId,omitempty"` // hex SHA-256 of the host's signed receipt
+	Detail    string    `json:"detail,omitempty"`    // the host's detail line
+	Resolved  msg.State `json:"resolved,omitempty"`  // set by Resolve: definite, abandoned or released
 }
 
 // findAttempt returns an attempt's begin: from the open set, or from the
 // journal for one that has ended.
-func (c *Controller) findAttempt(id string) (Attempt, beginRecord, error) {
-	c.led.mu.Lock()
-	e := c.led.open[id]
-	if e != nil {
-		a, b := e.public(), e.begin
-		c.led.mu.Unlock()
+func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
+	if a, b, ok := c.led.Open(id); ok {
 		return a, b, nil
 	}
-	c.led.mu.Unlock()
-	var b beginRecord
+	var b ledger.Begin
 	var seq uint64
 	err := c.j.Iterate(1, func(r journal.Record) error {
-		if r.Kind != kindBegin {
+		if r.Kind != ledger.KindBegin {
 			return nil
 		}
-		var x beginRecord
-		if err := decodeBody(r, &x); err != nil {
+		var x ledger.Begin
+		if err := ledger.Decode(r, &x); err != nil {
 			return err
 		}
 		if x.Attempt == id {
@@ -56,8 +56,8 @@ func (c *Controller) findAttempt(id string) (Attempt, beginRecord, error) {
 	if seq == 0 {
 		return Attempt{}, b, fmt.Errorf("attempt %s: not in the controller journal", id)
 	}
-	e = &attemptEntry{begin: b, beginSeq: seq, state: "ended"}
-	return e.public(), b, nil
+	return Attempt{ID: b.Attempt, Tool: b.Tool, Application: b.Application, Operation: b.Operation,
+		RequestID: b.RequestID, Route: b.Route, Kind: b.Kind, State: stateEnded, BeginSeq: seq}, b, nil
 }
 
 // Inspect asks the host, over the attempt's forward channel, what it
@@ -82,7 +82,7 @@ func inspection(a Attempt, ir msg.InspectResult) Inspection {
 	return ins
 }
 
-func (c *Controller) askHost(ctx context.Context, b beginRecord) (msg.InspectResult, error) {
+func (c *Controller) askHost(ctx context.Context, b ledger.Begin) (msg.InspectResult, error) {
 	f := c.fwd[b.Application]
 	if f == nil {
 		return msg.InspectResult{}, fmt.Errorf("attempt %s: application %q is no longer configured", b.Attempt, b.Application)
@@ -118,44 +118,38 @@ func (c *Controller) askHost(ctx context.Context, b beginRecord) (msg.InspectRes
 // side and nothing is retried. An attempt the host reports uncertain or
 // delivery-requested stays uncertain: Resolve refuses it.
 func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, error) {
-	c.led.mu.Lock()
-	e := c.led.open[id]
-	if e == nil || e.state != StateUncertain {
-		state := "ended"
-		if e != nil {
-			state = e.state
+	a, b, ok := c.led.Open(id)
+	if !ok || a.State != msg.StateUncertain {
+		state := stateEnded
+		if ok {
+			state = a.State
 		}
-		c.led.mu.Unlock()
 		return Inspection{}, fmt.Errorf("%w: attempt %s is %s, not uncertain", ErrNotResolvable, id, state)
 	}
-	a, b := e.public(), e.begin
-	c.led.mu.Unlock()
 	ir, err := c.askHost(ctx, b)
 	if err != nil {
 		return Inspection{Attempt: a}, err
 	}
 	ins := inspection(a, ir)
-	rec := resolveRecord{Attempt: id, By: by, Detail: ir.Detail}
+	rec := ledger.Resolve{Attempt: id, By: by, Detail: ir.Detail}
 	switch ir.State {
 	case msg.StateDefinite:
 		if err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status); err != nil {
 			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %v", ErrNotResolvable, id, err)
 		}
-		rec.State, rec.Status, rec.Body, rec.Receipt = ResolvedDefinite, ir.Status, ir.Body, ir.Receipt
+		rec.State, rec.Status, rec.Body, rec.Receipt = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt
 	case msg.StateNotSeen:
-		rec.State = ResolvedAbandoned
+		rec.State = msg.StateAbandoned
 	case msg.StateNotSent:
-		rec.State = ResolvedReleased
+		rec.State = msg.StateReleased
 	default:
 		return ins, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain (the operator resolves it on the host)", ErrNotResolvable, id, ir.State)
 	}
-	seq, err := c.j.Append(kindResolve, rec)
+	seq, err := c.j.Append(ledger.KindResolve, rec)
 	if err != nil {
 		return ins, fmt.Errorf("attempt %s: journaling the resolution: %w", id, err)
 	}
-	c.led.mu.Lock()
-	c.led.applyResolve(rec, seq)
-	c.led.mu.Unlock()
+	c.led.Resolved(rec, seq)
 	c.log.Info("attempt resolved", "attempt", id, "state", rec.State, "by", by)
 	ins.Resolved = rec.State
 	return ins, nil

@@ -313,5 +313,5 @@ func BenchmarkMCPCall(b *testing.B) {
 			}
 		})
 	}
-	_ = msg.OutcomeDefinite
+	_ = msg.StateDefinite
 }

@@ -63,7 +63,7 @@ func TestMCPBounds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seq := s.lastSeq()
 			r, res := call(t, ctx, cs, tc.tool, tc.ok)
-			if r.AttemptID == "" || r.Outcome != msg.OutcomeDefinite {
+			if r.AttemptID == "" || r.Outcome != msg.StateDefinite {
 				t.Fatalf("at the limit: %+v isError=%v", r, res.IsError)
 			}
 			if s.lastSeq() != seq+2 {
@@ -107,7 +107,7 @@ func TestForegroundBounds(t *testing.T) {
 	}
 	var tr ToolResult
 	json.Unmarshal(rep.Result, &tr)
-	if rep.State != foreground.StateDone || tr.Outcome != msg.OutcomeDefinite || tr.Status != 200 {
+	if rep.State != foreground.StateDone || tr.Outcome != msg.StateDefinite || tr.Status != 200 {
 		t.Fatalf("body at the bound: %+v %+v", rep, tr)
 	}
 	if got := s.lastSeq(); got != seq+4 {

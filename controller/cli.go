@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/stewardrt/steward/controller/foreground"
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 )
 
@@ -26,11 +27,7 @@ func ListAttempts(cfgPath string) ([]Attempt, error) {
 		return nil, fmt.Errorf("controller journal: %w", err)
 	}
 	defer j.Close()
-	l := newLedger()
-	if err := l.rebuild(j); err != nil {
-		return nil, err
-	}
-	return l.uncertain(), nil
+	return ledger.Uncertain(j)
 }
 
 // InspectAttempt asks the host what it recorded of an attempt. While the
@@ -100,15 +97,15 @@ func InspectJournal(cfgPath string) (JournalSummary, error) {
 		return JournalSummary{}, fmt.Errorf("controller journal: %w", err)
 	}
 	defer j.Close()
-	l := newLedger()
-	if err := l.rebuild(j); err != nil {
+	open, err := ledger.Uncertain(j)
+	if err != nil {
 		return JournalSummary{}, err
 	}
 	b, h := j.Binding(), j.Head()
 	return JournalSummary{
 		Dir: cfg.JournalDir(), Owner: j.Owner(), Format: j.Format(),
 		Binding: fmt.Sprintf("%x", b), LastSeq: j.LastSeq(), Head: fmt.Sprintf("%x", h),
-		Recovered: j.Recoveries(), Uncertain: l.uncertain(),
+		Recovered: j.Recoveries(), Uncertain: open,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/controller/ledger"
 	"log/slog"
 	"os"
 	"sync"
@@ -21,7 +22,7 @@ type Controller struct {
 	bind   *Binding
 	keys   *Keys
 	j      *journal.Journal
-	led    *ledger
+	led    *ledger.Ledger
 	fwd    map[string]*forward // by application
 	log    *slog.Logger
 	limits sync.Map     // application -> int: its limits.request_bytes, once seen
@@ -49,7 +50,7 @@ func open(cfgPath string, log *slog.Logger, segmentSize int64) (*Controller, err
 		return nil, err
 	}
 	c := newController(cfg, raw, bind, keys, j, log)
-	if err := c.led.rebuild(j); err != nil {
+	if err := c.led.Replay(j); err != nil {
 		j.Close()
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: newLedger(), fwd: map[string]*forward{}, log: log}
+	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: ledger.New(), fwd: map[string]*forward{}, log: log}
 	for app, r := range bind.Routes {
 		c.fwd[app] = &forward{route: r, c: c}
 	}

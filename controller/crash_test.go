@@ -20,12 +20,12 @@ import (
 func TestCrashFailpoints(t *testing.T) {
 	cases := []struct {
 		failpoint string
-		hostState string // what the host reports once it has settled
-		resolved  string
+		hostState msg.State // what the host reports once it has settled
+		resolved  msg.State
 	}{
-		{FailAfterBegin, msg.StateNotSeen, ResolvedAbandoned},
-		{FailAfterConsent, msg.StateDefinite, ResolvedDefinite},
-		{FailAfterAnswer, msg.StateDefinite, ResolvedDefinite},
+		{FailAfterBegin, msg.StateNotSeen, msg.StateAbandoned},
+		{FailAfterConsent, msg.StateDefinite, msg.StateDefinite},
+		{FailAfterAnswer, msg.StateDefinite, msg.StateDefinite},
 	}
 	for _, tc := range cases {
 		t.Run(tc.failpoint, func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestCrashFailpoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(list) != 1 || list[0].RequestID != "crash-1" || list[0].State != StateUncertain {
+			if len(list) != 1 || list[0].RequestID != "crash-1" || list[0].State != msg.StateUncertain {
 				t.Fatalf("attempts list: %+v", list)
 			}
 			id := list[0].ID
@@ -95,15 +95,15 @@ func TestCrashFailpoints(t *testing.T) {
 			}
 
 			r, res = call(t, ctx, cs2, ToolCall, args)
-			if res.IsError || r.Outcome != msg.OutcomeDefinite {
+			if res.IsError || r.Outcome != msg.StateDefinite {
 				t.Fatalf("after resolve: %+v", r)
 			}
 			switch tc.resolved {
-			case ResolvedDefinite:
+			case msg.StateDefinite:
 				if !r.Replayed || r.AttemptID != id || r.ReceiptID != ins.ReceiptID {
 					t.Fatalf("want the host's answer replayed: %+v (receipt %s)", r, ins.ReceiptID)
 				}
-			case ResolvedAbandoned:
+			case msg.StateAbandoned:
 				if r.Replayed || r.AttemptID == id {
 					t.Fatalf("want a new attempt: %+v", r)
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -34,27 +35,27 @@ type Refusal struct {
 // UTF-8), the attempt and the receipt. Application output is data, never an
 // instruction to steward.
 type ToolResult struct {
-	Outcome    string   `json:"outcome"`
-	Status     int      `json:"status,omitempty"`
-	BodyText   string   `json:"bodyText,omitempty"`
-	BodyBase64 string   `json:"bodyBase64,omitempty"` // only when the body is not UTF-8
-	AttemptID  string   `json:"attemptId,omitempty"`
-	ReceiptID  string   `json:"receiptId,omitempty"`
-	Replayed   bool     `json:"replayed,omitempty"`
-	Refusal    *Refusal `json:"refusal,omitempty"`
-	Detail     string   `json:"detail,omitempty"`
+	Outcome    msg.State `json:"outcome"`
+	Status     int       `json:"status,omitempty"`
+	BodyText   string    `json:"bodyText,omitempty"`
+	BodyBase64 string    `json:"bodyBase64,omitempty"` // only when the body is not UTF-8
+	AttemptID  string    `json:"attemptId,omitempty"`
+	ReceiptID  string    `json:"receiptId,omitempty"`
+	Replayed   bool      `json:"replayed,omitempty"`
+	Refusal    *Refusal  `json:"refusal,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
 }
 
 // IsError reports a steward refusal or an unfinished transport outcome;
 // an application's own non-2xx answer is a definite outcome, not an error.
-func (r *ToolResult) IsError() bool { return r.Outcome != msg.OutcomeDefinite }
+func (r *ToolResult) IsError() bool { return r.Outcome != msg.StateDefinite }
 
 func refused(code, reason, attempt string) *ToolResult {
-	return &ToolResult{Outcome: msg.OutcomeRefused, AttemptID: attempt, Refusal: &Refusal{Code: code, Reason: reason}}
+	return &ToolResult{Outcome: msg.StateRefused, AttemptID: attempt, Refusal: &Refusal{Code: code, Reason: reason}}
 }
 
 func answer(attempt string, status int, body, receipt []byte) *ToolResult {
-	r := &ToolResult{Outcome: msg.OutcomeDefinite, Status: status, AttemptID: attempt}
+	r := &ToolResult{Outcome: msg.StateDefinite, Status: status, AttemptID: attempt}
 	if utf8.Valid(body) {
 		r.BodyText = string(body)
 	} else {
@@ -66,11 +67,11 @@ func answer(attempt string, status int, body, receipt []byte) *ToolResult {
 	return r
 }
 
-func fromResult(res resultRecord) *ToolResult {
+func fromResult(res ledger.Result) *ToolResult {
 	switch res.Outcome {
-	case msg.OutcomeDefinite:
+	case msg.StateDefinite:
 		return answer(res.Attempt, res.Status, res.Body, res.Receipt)
-	case msg.OutcomeRefused:
+	case msg.StateRefused:
 		t := refused(msg.CodeInternal, res.Detail, res.Attempt)
 		if res.Refusal != nil {
 			t.Refusal = &Refusal{Code: res.Refusal.Code, Reason: res.Refusal.Reason}
@@ -102,87 +103,55 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	}
 	defer c.gate.RUnlock()
 	id := newID()
-	b := beginRecord{
+	b := ledger.Begin{
 		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
-		RequestID: p.requestID, ConversationID: p.conversationID, Arguments: p.args,
+		RequestID: p.requestID, ConversationID: p.conversationID,
 		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
 		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
 	}
-	key := reqKey{p.application, p.requestID}
-	c.led.mu.Lock()
-	prev := c.led.byReq[key]
-	if p.requestID != "" && prev != nil {
-		switch prev.state {
-		case StateDefinite:
-			attempt, seq, same := prev.attempt, prev.answerSeq, prev.sha == p.sha
-			c.led.mu.Unlock()
-			if !same {
-				return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, attempt), "")
-			}
-			return c.replay(attempt, seq)
-		case StatePending:
-			attempt, same := prev.attempt, prev.sha == p.sha
-			c.led.mu.Unlock()
-			if !same {
-				return refused(msg.CodeConflict, fmt.Sprintf("requestId %q is in flight with different arguments as attempt %s", p.requestID, attempt), "")
-			}
-			return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q is in flight as attempt %s", p.requestID, attempt), "")
-		case StateUncertain:
-			attempt := prev.attempt
-			c.led.mu.Unlock()
-			return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: inspect it with `steward-controller attempts inspect %s`", p.requestID, attempt, attempt), "")
-		}
-		// refused, not-sent, abandoned, released: nothing reached the
-		// application, a new attempt may be made.
+	if prior, ok := c.led.Begin(b); !ok {
+		return c.decidedBy(p, prior)
 	}
-	c.led.applyBegin(b, 0, true)
-	c.led.mu.Unlock()
-
-	seq, err := c.j.Append(kindBegin, b)
+	seq, err := c.j.Append(ledger.KindBegin, b)
 	if err != nil {
-		c.led.mu.Lock()
-		delete(c.led.open, id)
-		if p.requestID != "" {
-			if prev != nil {
-				c.led.byReq[key] = prev
-			} else {
-				delete(c.led.byReq, key)
-			}
-		}
-		c.led.mu.Unlock()
+		c.led.Abort(id)
 		c.log.Error("journal begin failed; nothing sent", "attempt", id, "err", err)
 		return refused(msg.CodeJournal, "the controller journal refused the call; nothing was sent", "")
 	}
-	c.led.mu.Lock()
-	if e := c.led.open[id]; e != nil {
-		e.beginSeq = seq
-	}
-	c.led.mu.Unlock()
+	c.led.Journaled(id, seq)
 	failpoint.Hit(FailAfterBegin)
 
 	res := c.send(ctx, p, id)
-	rseq, err := c.j.Append(kindResult, res)
-	c.led.mu.Lock()
+	rseq, err := c.j.Append(ledger.KindResult, res)
 	if err != nil {
-		if e := c.led.open[id]; e != nil {
-			e.state, e.detail = StateUncertain, "the result could not be journaled"
-		}
-		if q := c.led.byReq[key]; p.requestID != "" && q != nil && q.attempt == id {
-			q.state = StateUncertain
-		}
-		c.led.mu.Unlock()
+		c.led.Unfinished(id, "the result could not be journaled")
 		c.log.Error("journal result failed; the attempt is uncertain", "attempt", id, "err", err)
-		return &ToolResult{Outcome: msg.OutcomeUncertain, AttemptID: id, Detail: "the controller journal refused the result; the attempt is uncertain until inspected"}
+		return &ToolResult{Outcome: msg.StateUncertain, AttemptID: id, Detail: "the controller journal refused the result; the attempt is uncertain until inspected"}
 	}
-	if e := c.led.open[id]; e != nil && e.settled != nil && res.Receipt != nil && !bytes.Equal(e.settled, msg.ReceiptHash(res.Receipt)) {
-		c.log.Error("SETTLE MISMATCH: the host settled a different receipt than it answered", "attempt", id)
-	}
-	c.led.applyResult(res, rseq)
-	c.led.mu.Unlock()
-	if p.kind == msg.KindList && res.Outcome == msg.OutcomeDefinite && res.Status == 200 {
+	c.led.Finish(res, rseq)
+	if p.kind == msg.KindList && res.Outcome == msg.StateDefinite && res.Status == 200 {
 		c.learnLimits(p.application, res.Body)
 	}
 	return fromResult(res)
+}
+
+// decidedBy answers a call that an earlier attempt with the same
+// requestId decides: its recorded answer, or a refusal naming it.
+func (c *Controller) decidedBy(p *plan, prior ledger.Prior) *ToolResult {
+	switch prior.State {
+	case msg.StateDefinite:
+		if !prior.SameRequest {
+			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
+		}
+		return c.replay(prior.Attempt, prior.AnswerSeq)
+	case msg.StatePending:
+		if !prior.SameRequest {
+			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q is in flight with different arguments as attempt %s", p.requestID, prior.Attempt), "")
+		}
+		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q is in flight as attempt %s", p.requestID, prior.Attempt), "")
+	default:
+		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: inspect it with `steward-controller attempts inspect %s`", p.requestID, prior.Attempt, prior.Attempt), "")
+	}
 }
 
 // replay answers from the journaled answer of an earlier attempt.
@@ -194,14 +163,14 @@ func (c *Controller) replay(attempt string, seq uint64) *ToolResult {
 	}
 	var t *ToolResult
 	switch rec.Kind {
-	case kindResult:
-		var r resultRecord
-		if err = decodeBody(rec, &r); err == nil {
+	case ledger.KindResult:
+		var r ledger.Result
+		if err = ledger.Decode(rec, &r); err == nil {
 			t = fromResult(r)
 		}
-	case kindResolve:
-		var r resolveRecord
-		if err = decodeBody(rec, &r); err == nil {
+	case ledger.KindResolve:
+		var r ledger.Resolve
+		if err = ledger.Decode(rec, &r); err == nil {
 			t = answer(r.Attempt, r.Status, r.Body, r.Receipt)
 		}
 	default:
@@ -227,7 +196,7 @@ func dispatchTimeout(r msg.RouteRecord) time.Duration {
 
 // send delivers the dispatch on the route's forward channel and classifies
 // what came back. Nothing is ever resent.
-func (c *Controller) send(ctx context.Context, p *plan, id string) resultRecord {
+func (c *Controller) send(ctx context.Context, p *plan, id string) ledger.Result {
 	f := c.fwd[p.application]
 	d := msg.Dispatch{
 		Attempt: id, Application: p.application, Kind: p.kind, Operation: p.operation,
@@ -242,11 +211,11 @@ func (c *Controller) send(ctx context.Context, p *plan, id string) resultRecord 
 	if err != nil {
 		if !sent {
 			c.log.Warn("route unavailable; nothing sent", "attempt", id, "route", p.route.Route, "err", err)
-			return resultRecord{Attempt: id, Outcome: msg.OutcomeRefused,
+			return ledger.Result{Attempt: id, Outcome: msg.StateRefused,
 				Refusal: &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host cannot be reached for application " + p.application}}
 		}
 		c.log.Error("channel failed after dispatch was sent; attempt uncertain", "attempt", id, "err", err)
-		return resultRecord{Attempt: id, Outcome: msg.OutcomeUncertain, Detail: "the channel to the host failed after the dispatch was sent"}
+		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the channel to the host failed after the dispatch was sent"}
 	}
 	failpoint.Hit(FailAfterAnswer)
 	switch env.T {
@@ -254,37 +223,37 @@ func (c *Controller) send(ctx context.Context, p *plan, id string) resultRecord 
 		var r msg.DispatchResult
 		if err := env.Decode(&r); err != nil || r.Attempt != id {
 			c.log.Error("malformed dispatch result", "attempt", id, "err", err)
-			return resultRecord{Attempt: id, Outcome: msg.OutcomeUncertain, Detail: "the host's answer was malformed"}
+			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's answer was malformed"}
 		}
 		return c.checkResult(p, r)
 	case msg.TypeRefused:
 		var r msg.Refusal
 		if err := env.Decode(&r); err != nil {
-			return resultRecord{Attempt: id, Outcome: msg.OutcomeUncertain, Detail: "the host's refusal was malformed"}
+			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's refusal was malformed"}
 		}
-		return resultRecord{Attempt: id, Outcome: msg.OutcomeRefused, Refusal: &r}
+		return ledger.Result{Attempt: id, Outcome: msg.StateRefused, Refusal: &r}
 	default:
-		return resultRecord{Attempt: id, Outcome: msg.OutcomeUncertain, Detail: "the host answered with an unexpected frame " + env.T}
+		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host answered with an unexpected frame " + env.T}
 	}
 }
 
 // checkResult verifies a definite answer's receipt against the pinned
 // host key and the attempt. A receipt that does not verify leaves the
 // attempt uncertain: the answer cannot be trusted, nor retried.
-func (c *Controller) checkResult(p *plan, r msg.DispatchResult) resultRecord {
-	res := resultRecord{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
+func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
+	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
 	switch r.Outcome {
-	case msg.OutcomeDefinite:
+	case msg.StateDefinite:
 		if err := c.verifyReceipt(r.Receipt, r.Attempt, p.sha[:], r.Body, r.Status); err != nil {
 			c.log.Error("RECEIPT REFUSED: the host's answer carries a receipt that does not verify", "attempt", r.Attempt, "err", err)
-			return resultRecord{Attempt: r.Attempt, Outcome: msg.OutcomeUncertain, Detail: "the host's receipt did not verify: " + err.Error()}
+			return ledger.Result{Attempt: r.Attempt, Outcome: msg.StateUncertain, Detail: "the host's receipt did not verify: " + err.Error()}
 		}
-	case msg.OutcomeRefused, msg.OutcomeNotSent, msg.OutcomeUncertain:
+	case msg.StateRefused, msg.StateNotSent, msg.StateUncertain:
 		res.Receipt = nil
 	default:
-		return resultRecord{Attempt: r.Attempt, Outcome: msg.OutcomeUncertain, Detail: "the host answered an unknown outcome " + r.Outcome}
+		return ledger.Result{Attempt: r.Attempt, Outcome: msg.StateUncertain, Detail: "the host answered an unknown outcome " + string(r.Outcome)}
 	}
-	if r.Outcome == msg.OutcomeRefused && r.Refusal == nil {
+	if r.Outcome == msg.StateRefused && r.Refusal == nil {
 		res.Refusal = &msg.Refusal{Code: msg.CodeInternal, Reason: r.Detail}
 	}
 	return res
@@ -293,7 +262,7 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) resultRecord {
 // verifyReceipt checks a signed receipt against the host key and that it
 // is the receipt of this attempt, request and response.
 func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) error {
-	rc, err := c.verifiedReceipt(attempt, signed)
+	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
 	if err != nil {
 		return err
 	}

@@ -32,24 +32,20 @@
 // # Journal
 //
 // STATEDIR/journal, owner "steward-controller", format
-// "steward-controller-journal-v1". Record kinds and bodies (CBOR):
-//
-//	begin      {attempt, tool, application, operation, requestId, conversationId,
-//	            arguments (canonical JSON), kind, method, path, body, requestSha256,
-//	            route, foreground}
-//	result     {attempt, outcome, status, body, receipt, refusal, detail}
-//	resolve    {attempt, state (definite|abandoned|released), by, status, body, receipt, detail}
-//	fg-submit  {id, tool, arguments}
-//	fg-result  {id, result (ToolResult JSON)}
-//	fg-ack     {id}
+// "steward-controller-journal-v1". Its record kinds and bodies are package
+// ledger's (controller/ledger), the one interpreter of that language, which
+// the installer also reads. A begin no longer carries the tool's arguments
+// beside the invoke body that contains them; begins written before that
+// keep the field and still read.
 //
 // begin is durable before anything is sent; result is durable before the
 // agent is answered. A payer consent gets no fsync of its own: the set of
 // consented attempts lives in memory, and after a restart every begin
 // without a result is uncertain (pending inspection) and is never consented
-// to again. The receipt's durable copy is the result record, taken from the
-// dispatch reply; a settle on the reverse channel is verified against the
-// pinned host key and checked against it, and a mismatch is logged loudly.
+// to again. The receipt reaches the controller once, in the dispatch reply:
+// it is verified against the pinned host key and the attempt, and its
+// durable copy is the result record. A controller that missed the reply
+// asks the host with inspect (attempts inspect|resolve).
 //
 // At start the journal is iterated to rebuild the index: the open
 // (pending or uncertain) attempts, and per application the latest attempt

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/controller/foreground"
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -89,70 +90,45 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request) for
 			return fail(err)
 		}
 		id := newID()
-		done := make(chan struct{})
-		c.led.mu.Lock()
-		c.led.fg[id] = &fgEntry{tool: req.Tool, done: done}
-		c.led.mu.Unlock()
-		if _, err := c.j.Append(kindFgSubmit, fgSubmitRecord{ID: id, Tool: req.Tool, Arguments: p.args}); err != nil {
-			c.led.mu.Lock()
-			delete(c.led.fg, id)
-			c.led.mu.Unlock()
+		c.led.FgStart(id, req.Tool)
+		if _, err := c.j.Append(ledger.KindFgSubmit, ledger.FgSubmit{ID: id, Tool: req.Tool, Arguments: p.args}); err != nil {
+			c.led.FgAbort(id)
 			return fail(fmt.Errorf("the controller journal refused the request; nothing was sent"))
 		}
 		res, _ := json.Marshal(c.dispatch(ctx, p, id))
-		_, err = c.j.Append(kindFgResult, fgResultRecord{ID: id, Result: res})
-		c.led.mu.Lock()
-		if err == nil {
-			c.led.fg[id].result = res
-		}
-		close(done)
-		c.led.mu.Unlock()
-		if err != nil {
+		if _, err := c.j.Append(ledger.KindFgResult, ledger.FgResult{ID: id, Result: res}); err != nil {
+			c.led.FgEnd(id, nil)
 			return foreground.Reply{ID: id, State: foreground.StateInterrupted, Result: res, Error: "the result could not be journaled"}
 		}
+		c.led.FgEnd(id, res)
 		return foreground.Reply{ID: id, State: foreground.StateDone, Result: res}
 	case foreground.OpResult:
-		c.led.mu.Lock()
-		defer c.led.mu.Unlock()
-		e := c.led.fg[req.ID]
-		if e == nil {
-			return fail(fmt.Errorf("no foreground request %q awaits acknowledgement", req.ID))
-		}
-		select {
-		case <-e.done:
-		default:
+		st, err := c.led.FgLookup(req.ID)
+		switch {
+		case err != nil:
+			return fail(err)
+		case st.Running:
 			return foreground.Reply{ID: req.ID, State: foreground.StateRunning}
-		}
-		if e.result == nil {
-			msg, _ := json.Marshal(map[string]string{"attemptId": e.attempt})
+		case st.Result == nil:
+			msg, _ := json.Marshal(map[string]string{"attemptId": st.Attempt})
 			return foreground.Reply{ID: req.ID, State: foreground.StateInterrupted, Result: msg}
 		}
-		return foreground.Reply{ID: req.ID, State: foreground.StateDone, Result: e.result}
+		return foreground.Reply{ID: req.ID, State: foreground.StateDone, Result: st.Result}
 	case foreground.OpAck:
-		c.led.mu.Lock()
-		e := c.led.fg[req.ID]
-		c.led.mu.Unlock()
-		if e == nil {
-			return fail(fmt.Errorf("no foreground request %q awaits acknowledgement", req.ID))
-		}
-		select {
-		case <-e.done:
-		default:
+		st, err := c.led.FgLookup(req.ID)
+		switch {
+		case err != nil:
+			return fail(err)
+		case st.Running:
 			return fail(fmt.Errorf("foreground request %q is still running", req.ID))
 		}
-		if _, err := c.j.Append(kindFgAck, fgAckRecord{ID: req.ID}); err != nil {
+		if _, err := c.j.Append(ledger.KindFgAck, ledger.FgAck{ID: req.ID}); err != nil {
 			return fail(fmt.Errorf("the controller journal refused the acknowledgement"))
 		}
-		c.led.mu.Lock()
-		delete(c.led.fg, req.ID)
-		c.led.mu.Unlock()
+		c.led.FgAcked(req.ID)
 		return foreground.Reply{ID: req.ID, State: foreground.StateDone}
 	case foreground.OpAttempts:
-		open := c.led.uncertain()
-		if open == nil {
-			open = []Attempt{} // a list, never JSON null
-		}
-		b, _ := json.Marshal(open)
+		b, _ := json.Marshal(c.led.UncertainAttempts()) // a list, never JSON null
 		return foreground.Reply{State: foreground.StateDone, Result: b}
 	case foreground.OpInspect, foreground.OpResolve:
 		var ins Inspection

@@ -2,10 +2,11 @@ package controller
 
 import (
 	"errors"
-	"github.com/stewardrt/steward/controller/foreground"
 	"log/slog"
 	"testing"
 
+	"github.com/stewardrt/steward/controller/foreground"
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -13,7 +14,7 @@ import (
 // fuzzController has one configured application and no journal: plan
 // never touches the journal.
 func fuzzController() *Controller {
-	return &Controller{cfg: &Config{Name: "dev"}, led: newLedger(), log: slog.Default(),
+	return &Controller{cfg: &Config{Name: "dev"}, led: ledger.New(), log: slog.Default(),
 		bind: &Binding{Routes: map[string]msg.RouteRecord{"appliance": {Route: "r", Application: "appliance", Prefix: "/v1"}}}}
 }
 

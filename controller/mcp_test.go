@@ -57,7 +57,7 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 	// Discovery: a search and one descriptor, free (no discovery price).
 	before := s.purse()
 	d, res := call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "query": "sha"})
-	if res.IsError || d.Outcome != msg.OutcomeDefinite || d.Status != 200 || !strings.Contains(d.BodyText, "text.sha256") || d.AttemptID == "" || d.ReceiptID == "" {
+	if res.IsError || d.Outcome != msg.StateDefinite || d.Status != 200 || !strings.Contains(d.BodyText, "text.sha256") || d.AttemptID == "" || d.ReceiptID == "" {
 		t.Fatalf("discover: %+v", d)
 	}
 	d, res = call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "operationId": "text.sha256"})
@@ -70,7 +70,7 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 
 	// A call, charged once.
 	c1, res := call(t, ctx, cs, ToolCall, callArgs("req-1", map[string]any{"text": "hello"}))
-	if res.IsError || c1.Outcome != msg.OutcomeDefinite || c1.Status != 200 || c1.ReceiptID == "" || c1.Replayed {
+	if res.IsError || c1.Outcome != msg.StateDefinite || c1.Status != 200 || c1.ReceiptID == "" || c1.Replayed {
 		t.Fatalf("call: %+v", c1)
 	}
 	after := s.purse()
@@ -106,7 +106,7 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 
 	// An application's own refusal is a definite answer, not a tool error.
 	c4, res := call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "operationId": "no.such.op"})
-	if res.IsError || c4.Outcome != msg.OutcomeDefinite || c4.Status != 404 {
+	if res.IsError || c4.Outcome != msg.StateDefinite || c4.Status != 404 {
 		t.Fatalf("app refusal: %+v isError=%v", c4, res.IsError)
 	}
 }

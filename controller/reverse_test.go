@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -21,16 +22,24 @@ func TestConsentRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{cfg: &Config{Name: "dev"}, keys: &Keys{Dispatch: k}, led: newLedger(), log: slog.Default()}
+	c := &Controller{cfg: &Config{Name: "dev"}, keys: &Keys{Dispatch: k}, led: ledger.New(), log: slog.Default()}
 	h := sha256.Sum256([]byte("request"))
-	b := beginRecord{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: h[:], Kind: msg.KindInvoke}
-	c.led.applyBegin(b, 2, true)
+	b := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: h[:], Kind: msg.KindInvoke}
+	if _, ok := c.led.Begin(b); !ok {
+		t.Fatal("begin refused")
+	}
 	r := msg.Reserve{Attempt: "a1", Controller: "dev", Application: "appliance", Operation: "op", RequestSHA256: h[:], Charge: 5}
 
 	wrong := r
 	wrong.RequestSHA256 = make([]byte, 32)
 	if typ, body := c.reserve(wrong); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeNoConsent {
 		t.Fatalf("wrong hash: %s %+v", typ, body)
+	}
+	// A reserve for another controller's name is refused .
+	other := r
+	other.Controller = "other"
+	if typ, body := c.reserve(other); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeNoConsent {
+		t.Fatalf("another controller: %s %+v", typ, body)
 	}
 	typ, body := c.reserve(r)
 	if typ != msg.TypeConsent {
@@ -46,15 +55,6 @@ func TestConsentRules(t *testing.T) {
 	unknown.Attempt = "nope"
 	if typ, body := c.reserve(unknown); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeUnknown {
 		t.Fatalf("unknown: %s %+v", typ, body)
-	}
-	// An attempt found in the journal at start is never consented to.
-	b2 := b
-	b2.Attempt = "a2"
-	c.led.applyBegin(b2, 3, false)
-	r2 := r
-	r2.Attempt = "a2"
-	if typ, body := c.reserve(r2); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeNoConsent {
-		t.Fatalf("pre-restart attempt: %s %+v", typ, body)
 	}
 }
 
@@ -126,15 +126,17 @@ func TestReverseSocketForgedAndReplayed(t *testing.T) {
 	if ref.Code != msg.CodeUnknown {
 		t.Fatalf("refusal %+v", ref)
 	}
-	// A settle carrying a receipt signed by another key.
-	badReceipt, _ := msg.SignReceipt(forged, msg.Receipt{Attempt: "unknown"})
-	ch.Send(msg.TypeSettle, "2", msg.Settle{Attempt: "unknown", Receipt: badReceipt})
+	// A frame the reverse socket does not serve (the settle of earlier
+	// versions: a receipt now reaches the controller only in the dispatch
+	// result) is refused, naming its type.
+	ch.Send("settle", "2", msg.Inspect{Attempt: "unknown"})
 	env, err = ch.Recv()
-	if err != nil || env.T != msg.TypeRefused {
-		t.Fatalf("forged receipt: %v %+v", err, env)
+	ref = msg.Refusal{}
+	if err != nil || env.T != msg.TypeRefused || env.Decode(&ref) != nil || ref.Reason != `unexpected frame type "settle" on the reverse socket` {
+		t.Fatalf("a settle frame: %v %+v %+v", err, env, ref)
 	}
-	// Replay the captured settle frame byte for byte: the controller
-	// refuses it and closes the channel.
+	// Replay the captured frame byte for byte: the controller refuses it
+	// and closes the channel.
 	rc.mu.Lock()
 	replay := rc.last
 	rc.mu.Unlock()
@@ -169,57 +171,33 @@ func TestReverseSocketForgedAndReplayed(t *testing.T) {
 	ch2.Close()
 }
 
-// TestReceiptCheckedOnce: the settle and the dispatch result of an attempt
-// carry the same receipt bytes; they share one signature check, while bytes
-// that differ, or do not verify, are checked (and refused) on their own.
-func TestReceiptCheckedOnce(t *testing.T) {
+// TestReceiptVerified: a receipt reaches the controller once, in the
+// dispatch result, and is verified there against the pinned host key and
+// the attempt: a forgery or another attempt's receipt is refused.
+func TestReceiptVerified(t *testing.T) {
 	hostKey, err := wire.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	forged, _ := wire.GenerateSigningKey()
-	c := &Controller{cfg: &Config{Name: "dev"}, bind: &Binding{HostRing: wire.NewKeyring(hostKey.Public())}, led: newLedger(), log: slog.Default()}
+	c := &Controller{cfg: &Config{Name: "dev"}, bind: &Binding{HostRing: wire.NewKeyring(hostKey.Public())}, led: ledger.New(), log: slog.Default()}
 	req := sha256.Sum256([]byte("request"))
 	body := []byte(`{"ok":true}`)
 	resp := sha256.Sum256(body)
-	c.led.applyBegin(beginRecord{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: req[:], Kind: msg.KindInvoke}, 2, true)
 	rc := msg.Receipt{Seq: 1, Prev: make([]byte, 32), Attempt: "a1", Controller: "dev", Application: "appliance", Operation: "op",
 		Kind: msg.KindInvoke, RequestSHA256: req[:], ResponseSHA256: resp[:], Status: 200}
 	good, _ := msg.SignReceipt(hostKey, rc)
 	bad, _ := msg.SignReceipt(forged, rc)
-
-	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: good}); typ != msg.TypeSettled {
-		t.Fatalf("settle: %s %+v", typ, b)
-	}
-	first := c.led.open["a1"].check
-	if first == nil {
-		t.Fatal("the settle's check was not kept for the result")
-	}
 	if err := c.verifyReceipt(good, "a1", req[:], body, 200); err != nil {
-		t.Fatalf("result with the settled receipt: %v", err)
+		t.Fatalf("genuine receipt: %v", err)
 	}
-	if c.led.open["a1"].check != first {
-		t.Fatal("the result checked the same bytes again")
-	}
-	// Other bytes for the same attempt are verified on their own: a
-	// forgery is refused although a good receipt was checked before.
 	if err := c.verifyReceipt(bad, "a1", req[:], body, 200); !errors.Is(err, wire.ErrUnknownKID) {
-		t.Fatalf("forged receipt for a checked attempt: %v", err)
+		t.Fatalf("forged receipt: %v", err)
 	}
-	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: bad}); typ != msg.TypeRefused {
-		t.Fatalf("forged settle: %s %+v", typ, b)
+	if err := c.verifyReceipt(good, "a2", req[:], body, 200); err == nil || err.Error() != "receipt is for attempt a1" {
+		t.Fatalf("another attempt's receipt: %v", err)
 	}
-	// The result ends the attempt; a late settle of the same bytes matches
-	// the journaled receipt, other bytes are refused.
-	c.led.applyResult(resultRecord{Attempt: "a1", Outcome: msg.OutcomeDefinite, Status: 200, Body: body, Receipt: good}, 3)
-	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: good}); typ != msg.TypeSettled {
-		t.Fatalf("late settle: %s %+v", typ, b)
-	}
-	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: bad}); typ != msg.TypeRefused {
-		t.Fatalf("late forged settle: %s %+v", typ, b)
-	}
-	other, _ := msg.SignReceipt(hostKey, msg.Receipt{Attempt: "a1", Status: 500})
-	if typ, b := c.settle(msg.Settle{Attempt: "a1", Receipt: other}); typ != msg.TypeRefused || b.(msg.Refusal).Code != msg.CodeBadRequest {
-		t.Fatalf("late settle of another genuine receipt: %s %+v", typ, b)
+	if err := c.verifyReceipt(good, "a1", req[:], body, 500); err == nil || err.Error() != "receipt status 200 does not match the answer's 500" {
+		t.Fatalf("another status: %v", err)
 	}
 }

@@ -48,7 +48,7 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	if err := checkAdopted(opts.Listeners, c.cfg.Sockets); err != nil {
 		return err
 	}
-	for _, a := range c.led.uncertain() {
+	for _, a := range c.led.UncertainAttempts() {
 		c.log.Warn("uncertain attempt found at start: inspect it with `steward-controller attempts inspect`",
 			"attempt", a.ID, "tool", a.Tool, "application", a.Application, "requestId", a.RequestID, "detail", a.Detail)
 	}

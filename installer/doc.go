@@ -175,7 +175,7 @@
 //     running");
 //  5. under the lock, the journal's binding must equal
 //     expectedBindingSha256, else refused naming it;
-//  6. no attempt may be uncertain (controller.UncertainAttempts), else it
+//  6. no attempt may be uncertain (ledger.Uncertain), else it
 //     fails listing them and the verbs that resolve them;
 //  7. it appends the rebind record (journal.Rebind), which retains the
 //     config before and after, and prints

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
 )
@@ -155,7 +155,7 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 	}
 	ro.Close()
 
-	j, err := journal.Open(dir, journal.Options{Owner: controller.JournalOwner, Format: controller.JournalFormat})
+	j, err := journal.Open(dir, journal.Options{Owner: ledger.JournalOwner, Format: ledger.JournalFormat})
 	if errors.Is(err, journal.ErrLocked) {
 		return c.failf("the controller is running (its journal %s is locked): stop it first (systemctl stop %s)", dir, "steward-controller.service")
 	}
@@ -168,7 +168,7 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 	if hex.EncodeToString(cur[:]) != req.ExpectedBindingSha256 {
 		return c.refusef("%s: expectedBindingSha256 %s is not the journal's binding %x", o.operand, req.ExpectedBindingSha256, cur)
 	}
-	open, err := controller.UncertainAttempts(j)
+	open, err := ledger.Uncertain(j)
 	if err != nil {
 		return c.failf("the controller's journal %s: %v", dir, err)
 	}

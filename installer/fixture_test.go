@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/wire/msg"
@@ -77,7 +78,7 @@ func (f *ctlFixture) install(t *testing.T, b []byte) {
 func (f *ctlFixture) start(t *testing.T, b []byte) *journal.Journal {
 	t.Helper()
 	j, err := journal.Open(filepath.Join(f.cfg.StateDir, "journal"),
-		journal.Options{Owner: controller.JournalOwner, Format: controller.JournalFormat, Config: b, SegmentSize: 1 << 20})
+		journal.Options{Owner: ledger.JournalOwner, Format: ledger.JournalFormat, Config: b, SegmentSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

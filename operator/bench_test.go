@@ -72,7 +72,7 @@ func BenchmarkHostCall(b *testing.B) {
 				if err := env.Decode(&res); err != nil {
 					return err
 				}
-				if res.Outcome != msg.OutcomeDefinite || res.Status != 200 {
+				if res.Outcome != msg.StateDefinite || res.Status != 200 {
 					return fmt.Errorf("%+v", res)
 				}
 				return nil

@@ -95,7 +95,7 @@ func (c *child) stop(t *testing.T) {
 func TestCrashAtFailpoints(t *testing.T) {
 	cases := []struct {
 		fp        string
-		state     string
+		state     msg.State
 		delivered int64
 	}{
 		{FailAfterReserve, msg.StateUncertain, 0},

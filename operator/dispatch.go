@@ -28,7 +28,7 @@ const maxAttemptID = 80
 const reserveTimeout = 10 * time.Second
 
 func refused(d *msg.Dispatch, code, format string, args ...any) msg.DispatchResult {
-	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeRefused,
+	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused,
 		Refusal: &msg.Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}}
 }
 
@@ -40,7 +40,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	}
 	adm, ref := h.s.admit(rt.Controller, d, h.s.now())
 	if ref != nil {
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeRefused, Refusal: ref}
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
 	// From here on the attempt holds its place: every exit either journals
 	// a reserve record or drops the admission.
@@ -66,13 +66,13 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	case !dl.sent:
 		if err := h.s.commitNotSent(adm, dl.detail); err != nil {
 			h.log.Error("steward-operator: not-sent record", "attempt", d.Attempt, "err", err)
-			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeUncertain,
+			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
 				Detail: "delivery failed before sending (" + dl.detail + ") but the release could not be journaled: " + err.Error()}
 		}
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeNotSent, Detail: dl.detail}
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateNotSent, Detail: dl.detail}
 	case dl.err != "":
 		h.s.commitUncertain(adm, dl.err, h.log)
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeUncertain, Detail: dl.err}
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain, Detail: dl.err}
 	}
 
 	body := dl.body
@@ -88,12 +88,11 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	receipt, err := h.s.commitOutcome(adm, d, consent, dl.status, body)
 	if err != nil {
 		h.s.commitUncertain(adm, "the answer could not be journaled: "+err.Error(), h.log)
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeUncertain,
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
 			Detail: "the application answered but the outcome could not be journaled: " + err.Error()}
 	}
 	failpoint.Hit(FailAfterOutcome)
-	h.settle(rt, adm.ctrl, d.Attempt, receipt)
-	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeDefinite, Status: dl.status, Body: body, Receipt: receipt}
+	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
 }
 
 // checkDispatch validates a dispatch against its route and rebuilds the
@@ -210,34 +209,4 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch
 	default:
 		return nil, fmt.Errorf("unexpected %q reply to reserve", env.T)
 	}
-}
-
-// settle sends the receipt on the reverse channel, in the background: the
-// receipt is already durable in the outcome record and in the dispatch
-// reply, so a failed settle is logged, never retried.
-func (h *Host) settle(rt *msg.RouteRecord, c *controller, attemptID string, receipt []byte) {
-	if !h.enter() {
-		return
-	}
-	rtc := *rt
-	go func() {
-		defer h.leave()
-		ctx, cancel := context.WithTimeout(context.Background(), reserveTimeout)
-		defer cancel()
-		cl, err := h.reverseClient(ctx, &rtc, c)
-		if err == nil {
-			e, cerr := cl.Call(ctx, msg.TypeSettle, msg.Settle{Attempt: attemptID, Receipt: receipt})
-			switch {
-			case cerr != nil:
-				err = cerr
-			case e.T != msg.TypeSettled:
-				var ref msg.Refusal
-				_ = e.Decode(&ref)
-				err = fmt.Errorf("%q reply: %s", e.T, ref.Reason)
-			}
-		}
-		if err != nil {
-			h.log.Warn("steward-operator: settle not delivered (the receipt is durable)", "attempt", attemptID, "err", err)
-		}
-	}()
 }

@@ -86,8 +86,8 @@
 //	host-after-send       the request bytes are written, no answer read:
 //	                      uncertain, reservation kept; the application may
 //	                      have executed the request.
-//	host-after-outcome    the outcome record is durable, settle not sent and
-//	                      the dispatch not answered: definite, with the
+//	host-after-outcome    the outcome record is durable, the dispatch not
+//	                      answered: definite, with the
 //	                      recorded status, body and receipt; charged once.
 //
 // # Delivery

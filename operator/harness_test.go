@@ -75,14 +75,12 @@ type peer struct {
 	beforeConsent         atomic.Pointer[func()] // runs before a consent is answered
 	reserves              atomic.Int64
 	mu                    sync.Mutex
-	settled               map[string][]byte
-	settledCh             chan string
 	revPath               string
 	revL                  *wire.Listener
 }
 
 func newPeer(t testing.TB, name string) *peer {
-	p := &peer{name: name, settled: map[string][]byte{}, settledCh: make(chan string, 1024)}
+	p := &peer{name: name}
 	for _, k := range []**wire.SigningKey{&p.ctrl, &p.tool, &p.disp, &p.prv, &p.forger} {
 		var err error
 		if *k, err = wire.GenerateSigningKey(); err != nil {
@@ -161,19 +159,6 @@ func (p *peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, an
 			(*f)()
 		}
 		return msg.TypeConsent, msg.ConsentReply{Consent: c}
-	case msg.TypeSettle:
-		var s msg.Settle
-		if err := req.Decode(&s); err != nil {
-			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: err.Error()}
-		}
-		p.mu.Lock()
-		p.settled[s.Attempt] = s.Receipt
-		p.mu.Unlock()
-		select { // tests that wait read it; benchmarks never do
-		case p.settledCh <- s.Attempt:
-		default:
-		}
-		return msg.TypeSettled, msg.Settled{Attempt: s.Attempt}
 	}
 	return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "unknown " + req.T}
 }
@@ -238,7 +223,7 @@ func call(t testing.TB, cl *wire.Client, d msg.Dispatch) msg.DispatchResult {
 	if env.T == msg.TypeRefused {
 		var r msg.Refusal
 		env.Decode(&r)
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.OutcomeRefused, Refusal: &r}
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: &r}
 	}
 	var res msg.DispatchResult
 	if err := env.Decode(&res); err != nil {
@@ -373,7 +358,7 @@ func (w *world) withStore(t testing.TB, fn func(s *Store)) {
 
 func wantRefusal(t testing.TB, res msg.DispatchResult, code, reasonPart string) {
 	t.Helper()
-	if res.Outcome != msg.OutcomeRefused || res.Refusal == nil {
+	if res.Outcome != msg.StateRefused || res.Refusal == nil {
 		t.Fatalf("want refusal %s, got outcome %s status %d %s (%s)", code, res.Outcome, res.Status, res.Body, res.Detail)
 	}
 	if res.Refusal.Code != code || !strings.Contains(res.Refusal.Reason, reasonPart) {

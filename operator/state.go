@@ -104,14 +104,14 @@ type attempt struct {
 	grant      string
 	charge     uint64
 	day        int64
-	state      string // a msg.State*, or stateAdmitting before anything is durable
-	outcomeSeq uint64 // journal seq of the outcome record, when definite
+	state      msg.State // or stateAdmitting before anything is durable
+	outcomeSeq uint64    // journal seq of the outcome record, when definite
 	detail     string
 }
 
 // stateAdmitting marks an attempt being admitted: nothing durable yet, so
 // inspect answers not-seen, but a second dispatch with its id is a duplicate.
-const stateAdmitting = "admitting"
+const stateAdmitting msg.State = "admitting"
 
 // checkControllerAdd checks a controller-add record and builds the controller.
 func (st *state) checkControllerAdd(r recControllerAdd) (*controller, error) {

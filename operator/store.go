@@ -353,7 +353,7 @@ func (st *state) seeLedger(n uint64) {
 	}
 }
 
-func (st *state) attemptIn(id, want string) (*attempt, error) {
+func (st *state) attemptIn(id string, want msg.State) (*attempt, error) {
 	a, ok := st.attempts[id]
 	if !ok {
 		return nil, fmt.Errorf("attempt %s has no reserve record", id)

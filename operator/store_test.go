@@ -238,7 +238,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 		w.serve(t)
 		cl := w.dial(t)
 		for _, id := range []string{"a1", "a2", "a3"} {
-			if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.OutcomeDefinite {
+			if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 				t.Fatal(res)
 			}
 		}

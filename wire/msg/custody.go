@@ -35,17 +35,6 @@ type ConsentReply struct {
 	Consent []byte `cbor:"consent"`
 }
 
-// Settle delivers the signed receipt of a completed attempt to the controller.
-type Settle struct {
-	Attempt string `cbor:"attempt"`
-	Receipt []byte `cbor:"receipt"`
-}
-
-// Settled acknowledges a Settle.
-type Settled struct {
-	Attempt string `cbor:"attempt"`
-}
-
 // SignConsent signs c with the controller's dispatch key.
 func SignConsent(k *wire.SigningKey, c Consent) ([]byte, error) {
 	b, err := wire.Marshal(c)

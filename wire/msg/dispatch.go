@@ -25,19 +25,44 @@ type Dispatch struct {
 	ConversationID string `cbor:"conversationId"` // "" for discovery
 }
 
-// Transport outcomes of an attempt.
+// State is where an attempt stands, in the one vocabulary the controller,
+// the host and the wire share: each word has one name. A dispatch's
+// outcome is the state it ended in (StateDefinite, StateRefused,
+// StateNotSent or StateUncertain); the host reports its own view of an
+// attempt to inspect (StateNotSeen, StateDeliveryRequested, StateNotSent,
+// StateDefinite, StateUncertain); the controller adds StatePending while
+// a call is in flight and the two states a resolution leaves.
+type State string
+
+// Attempt states.
 const (
-	OutcomeDefinite  = "definite"  // the application answered; Status and Body are its answer
-	OutcomeRefused   = "refused"   // steward refused before anything was sent
-	OutcomeNotSent   = "not-sent"  // delivery failed before the first byte; released
-	OutcomeUncertain = "uncertain" // sending began and no answer was recorded
+	// StateNotSeen: the host has nothing durable of the attempt.
+	StateNotSeen State = "not-seen"
+	// StatePending: begun by this controller process, the dispatch in flight.
+	StatePending State = "pending"
+	// StateDeliveryRequested: the host reserved and marked it sent (or
+	// being sent), and has no outcome yet.
+	StateDeliveryRequested State = "delivery-requested"
+	// StateDefinite: the application answered; the status and body are its
+	// answer, refusals included.
+	StateDefinite State = "definite"
+	// StateRefused: steward refused before anything was sent.
+	StateRefused State = "refused"
+	// StateNotSent: delivery failed before the first byte; released.
+	StateNotSent State = "not-sent"
+	// StateUncertain: sending may have begun and no answer was recorded.
+	StateUncertain State = "uncertain"
+	// StateAbandoned: resolved after the host said it never saw the attempt.
+	StateAbandoned State = "abandoned"
+	// StateReleased: resolved after the host said it recorded it not sent.
+	StateReleased State = "released"
 )
 
 // DispatchResult is the host's answer to a Dispatch. A definite outcome keeps
 // the application's own status and body, refusals included.
 type DispatchResult struct {
 	Attempt string   `cbor:"attempt"`
-	Outcome string   `cbor:"outcome"`
+	Outcome State    `cbor:"outcome"`
 	Status  int      `cbor:"status"`
 	Body    []byte   `cbor:"body"`
 	Receipt []byte   `cbor:"receipt"` // COSE_Sign1 over a Receipt; nil unless definite
@@ -50,19 +75,10 @@ type Inspect struct {
 	Attempt string `cbor:"attempt"`
 }
 
-// Attempt states, as the host reports them.
-const (
-	StateNotSeen           = "not-seen"
-	StateDeliveryRequested = "delivery-requested"
-	StateNotSent           = "not-sent"
-	StateDefinite          = "definite"
-	StateUncertain         = "uncertain"
-)
-
 // InspectResult is the host's durable record of one attempt.
 type InspectResult struct {
 	Attempt string `cbor:"attempt"`
-	State   string `cbor:"state"`
+	State   State  `cbor:"state"`
 	Status  int    `cbor:"status"`
 	Body    []byte `cbor:"body"`
 	Receipt []byte `cbor:"receipt"`

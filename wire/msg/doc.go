@@ -16,7 +16,6 @@
 // # Frames on the reverse socket (the host dials the controller)
 //
 //	reserve   -> consent           the payer's signed consent to one charge
-//	settle    -> settled           the receipt of a completed attempt
 //
 // Any request may instead be answered with `refused` (Refusal), which says in
 // one line what was refused and why.

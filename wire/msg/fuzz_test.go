@@ -12,7 +12,7 @@ import (
 func bodies() []any {
 	return []any{
 		&Dispatch{}, &DispatchResult{}, &Inspect{}, &InspectResult{},
-		&Reserve{}, &Consent{}, &ConsentReply{}, &Settle{}, &Settled{},
+		&Reserve{}, &Consent{}, &ConsentReply{},
 		&Refusal{}, &Receipt{}, &Checkpoint{}, &Grant{}, &RouteRecord{},
 		&Bundle{}, &ControllerKeys{},
 	}
@@ -25,9 +25,8 @@ func FuzzDecodeBodies(f *testing.F) {
 	seeds := []any{
 		Dispatch{Attempt: "a1", Application: "appliance", Kind: KindInvoke, Operation: "calc.evaluate",
 			Method: "POST", Path: "/v1/invoke", Body: []byte(`{"arguments":{}}`), RequestSHA256: make([]byte, 32)},
-		DispatchResult{Attempt: "a1", Outcome: OutcomeDefinite, Status: 200, Body: []byte("{}")},
+		DispatchResult{Attempt: "a1", Outcome: StateDefinite, Status: 200, Body: []byte("{}")},
 		Reserve{Attempt: "a1", Controller: "c", Charge: 1},
-		Settle{Attempt: "a1", Receipt: []byte{0xd2}},
 		Refusal{Code: CodeNoGrant, Reason: "no grant"},
 		Receipt{Seq: 1, Prev: make([]byte, 32)},
 		Grant{ID: "g1", Operations: []string{"calc.*"}},

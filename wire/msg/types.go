@@ -9,8 +9,6 @@ const (
 	TypeInspectResult  = "inspect-result"
 	TypeReserve        = "reserve"
 	TypeConsent        = "consent"
-	TypeSettle         = "settle"
-	TypeSettled        = "settled"
 	TypeRefused        = "refused"
 )
 

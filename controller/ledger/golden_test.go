@@ -1,4 +1,4 @@
-package controller
+package ledger
 
 import (
 	"os"
@@ -29,17 +29,17 @@ func checkGoldenController(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	l := newLedger()
-	if err := l.rebuild(j); err != nil {
+	l := New()
+	if err := l.Replay(j); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	if len(l.open) != 0 || len(l.uncertain()) != 0 {
-		t.Errorf("open attempts after replay: %d (uncertain %+v)", len(l.open), l.uncertain())
+	if len(l.open) != 0 || len(l.UncertainAttempts()) != 0 {
+		t.Errorf("open attempts after replay: %d (uncertain %+v)", len(l.open), l.UncertainAttempts())
 	}
 	calls := 0
 	for k, q := range l.byReq {
 		calls++
-		if k.application != "appliance" || q.state != StateDefinite || q.answerSeq == 0 {
+		if k.application != "appliance" || q.state != msg.StateDefinite || q.answerSeq == 0 {
 			t.Errorf("request %+v: %+v", k, q)
 		}
 	}
@@ -58,15 +58,15 @@ func checkGoldenController(t *testing.T, version string) {
 	ring := wire.NewKeyring(host.Ed25519())
 	results := 0
 	err = j.Iterate(1, func(r journal.Record) error {
-		if r.Kind != kindResult {
+		if r.Kind != KindResult {
 			return nil
 		}
-		var res resultRecord
-		if err := decodeBody(r, &res); err != nil {
+		var res Result
+		if err := Decode(r, &res); err != nil {
 			return err
 		}
 		results++
-		if res.Outcome != msg.OutcomeDefinite || res.Status != 200 {
+		if res.Outcome != msg.StateDefinite || res.Status != 200 {
 			t.Errorf("result %d: outcome %q status %d", r.Seq, res.Outcome, res.Status)
 		}
 		if _, err := msg.VerifyReceipt(res.Receipt, ring); err != nil {

@@ -1,0 +1,30 @@
+// Package ledger is the controller journal's record language and the index
+// rebuilt from it: the one place that says what each record kind means.
+// The controller writes the records and keeps a Ledger while it runs; the
+// root installer reads the same journal to refuse an enrollment while an
+// attempt is unresolved (Uncertain), without linking the controller.
+//
+// Usage:
+//
+//	l := ledger.New()
+//	if err := l.Replay(j); err != nil { ... }   // at start
+//	prior, ok := l.Begin(b)                      // before journaling begin
+//	if !ok { /* prior decides: replay, conflict or refusal */ }
+//	seq, err := j.Append(ledger.KindBegin, b)
+//	if err != nil { l.Abort(b.Attempt) } else { l.Journaled(b.Attempt, seq) }
+//	...
+//	l.Finish(res, rseq)                          // after journaling the result
+//
+// Records (kind: body):
+//
+//	begin       Begin: journaled before anything of a call is sent
+//	result      Result: the dispatch's outcome, with the host's receipt
+//	resolve     Resolve: an uncertain attempt settled from the host's word
+//	fg-submit   FgSubmit: a foreground request accepted
+//	fg-result   FgResult: its result, kept until acknowledged
+//	fg-ack      FgAck: the result forgotten
+//
+// Every begin without a result or resolution is uncertain after a restart:
+// whether it was consented to or sent cannot be known, so it is never
+// consented to again and its requestId is refused until it is resolved.
+package ledger

@@ -1,0 +1,331 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Attempt is one attempt as the journal shows it.
+type Attempt struct {
+	ID          string    `json:"id"`
+	Tool        string    `json:"tool"`
+	Application string    `json:"application"`
+	Operation   string    `json:"operation,omitempty"`
+	RequestID   string    `json:"requestId,omitempty"`
+	Route       string    `json:"route"`
+	Kind        string    `json:"kind"`
+	State       msg.State `json:"state"`
+	Detail      string    `json:"detail,omitempty"`
+	BeginSeq    uint64    `json:"beginSeq"`
+}
+
+// Prior is what the ledger knows of the latest earlier attempt with the same
+// application requestId, when it decides a new call (see Begin).
+type Prior struct {
+	Attempt     string
+	State       msg.State // StateDefinite, StatePending or StateUncertain
+	SameRequest bool      // the same request hash as the new call
+	AnswerSeq   uint64    // the record holding the definite answer
+}
+
+// Ledger is the in-memory index of the controller journal: the attempts
+// that have not ended, the latest attempt of each application requestId,
+// and the foreground requests not yet acknowledged. The controller keeps
+// one while it runs; Replay rebuilds it at start.
+type Ledger struct {
+	// mu guards every field below. Each method takes it once and never
+	// holds it across a journal append, a signature or a network call, so
+	// it orders nothing but these maps.
+	mu    sync.Mutex
+	open  map[string]*entry    // by attempt id: pending or uncertain
+	byReq map[reqKey]*reqEntry // by (application, requestId)
+	fg    map[string]*fgEntry  // by foreground request id
+}
+
+// entry is an attempt that has not ended.
+type entry struct {
+	begin     Begin
+	beginSeq  uint64
+	state     msg.State // StatePending or StateUncertain
+	detail    string
+	live      bool      // begun by this process: the only attempts ever consented to
+	consented bool      // a consent was signed for it
+	replaced  *reqEntry // the requestId entry this begin replaced, for Abort
+}
+
+type reqKey struct{ application, requestID string }
+
+// reqEntry is the latest attempt for one application requestId.
+type reqEntry struct {
+	attempt   string
+	sha       [32]byte
+	state     msg.State
+	answerSeq uint64 // the record (result or resolve) holding the definite answer
+}
+
+// New returns an empty ledger.
+func New() *Ledger {
+	return &Ledger{open: map[string]*entry{}, byReq: map[reqKey]*reqEntry{}, fg: map[string]*fgEntry{}}
+}
+
+func (e *entry) public() Attempt {
+	return Attempt{
+		ID: e.begin.Attempt, Tool: e.begin.Tool, Application: e.begin.Application,
+		Operation: e.begin.Operation, RequestID: e.begin.RequestID, Route: e.begin.Route,
+		Kind: e.begin.Kind, State: e.state, Detail: e.detail, BeginSeq: e.beginSeq,
+	}
+}
+
+// Replay rebuilds the ledger from every record of j. Every begin without a
+// result or resolution is uncertain.
+func (l *Ledger) Replay(j *journal.Journal) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return j.Iterate(1, func(r journal.Record) error { return l.apply(r) })
+}
+
+// Uncertain replays j into a new ledger and returns its uncertain
+// attempts: what the installer refuses an enrollment over.
+func Uncertain(j *journal.Journal) ([]Attempt, error) {
+	l := New()
+	if err := l.Replay(j); err != nil {
+		return nil, err
+	}
+	return l.UncertainAttempts(), nil
+}
+
+// apply interprets one record; l.mu is held.
+func (l *Ledger) apply(r journal.Record) error {
+	switch r.Kind {
+	case KindBegin:
+		var b Begin
+		if err := Decode(r, &b); err != nil {
+			return err
+		}
+		l.begin(b, r.Seq, false)
+	case KindResult:
+		var res Result
+		if err := Decode(r, &res); err != nil {
+			return err
+		}
+		l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Seq)
+	case KindResolve:
+		var res Resolve
+		if err := Decode(r, &res); err != nil {
+			return err
+		}
+		l.end(res.Attempt, res.State, "resolved by "+res.By, r.Seq)
+	case KindFgSubmit:
+		var s FgSubmit
+		if err := Decode(r, &s); err != nil {
+			return err
+		}
+		d := make(chan struct{})
+		close(d)
+		l.fg[s.ID] = &fgEntry{tool: s.Tool, done: d}
+	case KindFgResult:
+		var s FgResult
+		if err := Decode(r, &s); err != nil {
+			return err
+		}
+		if e := l.fg[s.ID]; e != nil {
+			e.result = s.Result
+		}
+	case KindFgAck:
+		var s FgAck
+		if err := Decode(r, &s); err != nil {
+			return err
+		}
+		delete(l.fg, s.ID)
+	}
+	return nil
+}
+
+// endState is the state a dispatch outcome leaves an attempt in: an
+// outcome the ledger does not know leaves it uncertain.
+func endState(outcome msg.State) msg.State {
+	switch outcome {
+	case msg.StateDefinite, msg.StateRefused, msg.StateNotSent:
+		return outcome
+	default:
+		return msg.StateUncertain
+	}
+}
+
+// begin records a begin; live says it was begun by this process. l.mu is
+// held.
+func (l *Ledger) begin(b Begin, seq uint64, live bool) {
+	e := &entry{begin: b, beginSeq: seq, state: msg.StatePending, live: live}
+	if !live {
+		e.state, e.detail = msg.StateUncertain, "begin journaled, no result: pending inspection"
+	}
+	l.open[b.Attempt] = e
+	if b.RequestID != "" {
+		key := reqKey{b.Application, b.RequestID}
+		e.replaced = l.byReq[key]
+		var sha [32]byte
+		copy(sha[:], b.RequestSHA256)
+		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, state: e.state}
+	}
+	if b.Foreground != "" {
+		if f := l.fg[b.Foreground]; f != nil {
+			f.attempt = b.Attempt
+		}
+	}
+}
+
+// end moves an attempt to state; an uncertain one stays open. l.mu is held.
+func (l *Ledger) end(id string, state msg.State, detail string, seq uint64) {
+	e := l.open[id]
+	if e == nil {
+		return
+	}
+	if state == msg.StateUncertain {
+		e.state, e.detail = state, detail
+	} else {
+		delete(l.open, id)
+	}
+	if e.begin.RequestID != "" {
+		if q := l.byReq[reqKey{e.begin.Application, e.begin.RequestID}]; q != nil && q.attempt == id {
+			q.state = state
+			if state == msg.StateDefinite {
+				q.answerSeq = seq
+			}
+		}
+	}
+}
+
+// Begin registers b, about to be journaled by this process, unless the
+// latest earlier attempt with the same application requestId decides the
+// call instead: definite (replay it, or a conflict), pending (in flight) or
+// uncertain (refused until resolved). Then it returns that attempt and
+// false, and registers nothing. An attempt that ended refused, not-sent,
+// abandoned or released reached no application: a new one may begin.
+func (l *Ledger) Begin(b Begin) (Prior, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b.RequestID != "" {
+		if q := l.byReq[reqKey{b.Application, b.RequestID}]; q != nil {
+			switch q.state {
+			case msg.StateDefinite, msg.StatePending, msg.StateUncertain:
+				return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), AnswerSeq: q.answerSeq}, false
+			}
+		}
+	}
+	l.begin(b, 0, true)
+	return Prior{}, true
+}
+
+// Abort undoes a Begin whose record could not be journaled: the attempt is
+// forgotten and its requestId points at the attempt before it again.
+func (l *Ledger) Abort(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.open[id]
+	if e == nil {
+		return
+	}
+	delete(l.open, id)
+	if e.begin.RequestID == "" {
+		return
+	}
+	key := reqKey{e.begin.Application, e.begin.RequestID}
+	if q := l.byReq[key]; q != nil && q.attempt == id {
+		if e.replaced != nil {
+			l.byReq[key] = e.replaced
+		} else {
+			delete(l.byReq, key)
+		}
+	}
+}
+
+// Journaled records the sequence number of an attempt's begin.
+func (l *Ledger) Journaled(id string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.open[id]; e != nil {
+		e.beginSeq = seq
+	}
+}
+
+// Finish applies a journaled result at seq.
+func (l *Ledger) Finish(r Result, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end(r.Attempt, endState(r.Outcome), r.Detail, seq)
+}
+
+// Unfinished marks an attempt uncertain whose result could not be
+// journaled: it may have been performed, and nothing says so on disk.
+func (l *Ledger) Unfinished(id, detail string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end(id, msg.StateUncertain, detail, 0)
+}
+
+// Resolved applies a journaled resolution at seq.
+func (l *Ledger) Resolved(r Resolve, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end(r.Attempt, r.State, "resolved by "+r.By, seq)
+}
+
+// Open returns an attempt that has not ended, with its begin.
+func (l *Ledger) Open(id string) (Attempt, Begin, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.open[id]
+	if e == nil {
+		return Attempt{}, Begin{}, false
+	}
+	return e.public(), e.begin, true
+}
+
+// Consent marks attempt as consented to for r, once, after checking that r
+// asks for exactly what this process journaled in its begin for controller.
+// A refusal is a *msg.Refusal. Attempts found at start are never consented
+// to: whether they were before the restart cannot be known.
+func (l *Ledger) Consent(r msg.Reserve, controller string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.open[r.Attempt]
+	switch {
+	case e == nil:
+		return refusal(msg.CodeUnknown, "no journaled begin for attempt %s", r.Attempt)
+	case !e.live:
+		return refusal(msg.CodeNoConsent, "attempt %s predates this controller process and is pending inspection", r.Attempt)
+	case e.state != msg.StatePending:
+		return refusal(msg.CodeNoConsent, "attempt %s is %s", r.Attempt, e.state)
+	case e.consented:
+		return refusal(msg.CodeDuplicate, "attempt %s was already consented to", r.Attempt)
+	case r.Controller != controller || r.Application != e.begin.Application ||
+		r.Operation != e.begin.Operation || !bytes.Equal(r.RequestSHA256, e.begin.RequestSHA256):
+		return refusal(msg.CodeNoConsent, "reserve for attempt %s does not match its journaled begin", r.Attempt)
+	}
+	e.consented = true
+	return nil
+}
+
+func refusal(code, format string, a ...any) *msg.Refusal {
+	return &msg.Refusal{Code: code, Reason: fmt.Sprintf(format, a...)}
+}
+
+// UncertainAttempts lists the open attempts that are not in flight, by
+// begin seq; never nil.
+func (l *Ledger) UncertainAttempts() []Attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := []Attempt{}
+	for _, e := range l.open {
+		if e.state == msg.StateUncertain {
+			out = append(out, e.public())
+		}
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].BeginSeq < out[k].BeginSeq })
+	return out
+}

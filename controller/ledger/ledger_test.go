@@ -1,0 +1,141 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+func begin(id, reqID, body string) Begin {
+	h := sha256.Sum256([]byte(body))
+	return Begin{Attempt: id, Tool: "oracle_call", Application: "appliance", Operation: "op", RequestID: reqID,
+		Kind: msg.KindInvoke, Method: "POST", Path: "/v1/invoke", Body: []byte(body), RequestSHA256: h[:], Route: "r"}
+}
+
+// TestBeginDecides: the latest attempt of a requestId decides a new call
+// while it is definite, pending or uncertain; once it ended without
+// reaching the application, a new attempt begins; Abort puts back the
+// attempt a failed begin replaced.
+func TestBeginDecides(t *testing.T) {
+	l := New()
+	if _, ok := l.Begin(begin("a1", "r1", "x")); !ok {
+		t.Fatal("first begin refused")
+	}
+	if p, ok := l.Begin(begin("a2", "r1", "x")); ok || p.Attempt != "a1" || p.State != msg.StatePending || !p.SameRequest {
+		t.Fatalf("while a1 is in flight: %+v %v", p, ok)
+	}
+	l.Finish(Result{Attempt: "a1", Outcome: msg.StateRefused}, 2)
+	if _, ok := l.Begin(begin("a3", "r1", "y")); !ok {
+		t.Fatal("a refused attempt blocks its requestId")
+	}
+	l.Abort("a3") // its begin could not be journaled
+	if _, _, open := l.Open("a3"); open {
+		t.Fatal("an aborted attempt is still open")
+	}
+	if _, ok := l.Begin(begin("a4", "r1", "x")); !ok {
+		t.Fatal("after the abort, r1 should point at the refused a1 again")
+	}
+	l.Finish(Result{Attempt: "a4", Outcome: msg.StateDefinite, Status: 200}, 7)
+	p, ok := l.Begin(begin("a5", "r1", "x"))
+	if ok || p.Attempt != "a4" || p.State != msg.StateDefinite || !p.SameRequest || p.AnswerSeq != 7 {
+		t.Fatalf("after a definite answer: %+v %v", p, ok)
+	}
+	if p, ok := l.Begin(begin("a6", "r1", "z")); ok || p.SameRequest {
+		t.Fatalf("other arguments: %+v %v", p, ok)
+	}
+	l.Begin(begin("a7", "r2", "x"))
+	l.Unfinished("a7", "the result could not be journaled")
+	if p, ok := l.Begin(begin("a8", "r2", "x")); ok || p.State != msg.StateUncertain {
+		t.Fatalf("after an unjournaled result: %+v %v", p, ok)
+	}
+	if u := l.UncertainAttempts(); len(u) != 1 || u[0].ID != "a7" || u[0].Detail != "the result could not be journaled" {
+		t.Fatalf("uncertain %+v", u)
+	}
+	l.Resolved(Resolve{Attempt: "a7", State: msg.StateAbandoned, By: "test"}, 9)
+	if _, ok := l.Begin(begin("a9", "r2", "x")); !ok {
+		t.Fatal("an abandoned attempt blocks its requestId")
+	}
+	if u := New().UncertainAttempts(); u == nil || len(u) != 0 {
+		t.Fatalf("no uncertain attempts: %#v, want an empty list", u)
+	}
+}
+
+// TestConsentOnce: one consent per live attempt, for exactly its begin;
+// an attempt found in the journal at start is never consented to.
+func TestConsentOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: []byte(`{}`), SegmentSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := begin("old", "r0", "x")
+	if _, err := j.Append(KindBegin, b); err != nil {
+		t.Fatal(err)
+	}
+	l := New()
+	if err := l.Replay(j); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	reserve := func(b Begin) msg.Reserve {
+		return msg.Reserve{Attempt: b.Attempt, Controller: "dev", Application: b.Application, Operation: b.Operation, RequestSHA256: b.RequestSHA256, Charge: 1}
+	}
+	code := func(err error) string {
+		var r *msg.Refusal
+		if !errors.As(err, &r) {
+			t.Fatalf("refusal %v is not a *msg.Refusal", err)
+		}
+		return r.Code
+	}
+	if err := l.Consent(reserve(b), "dev"); code(err) != msg.CodeNoConsent || err.Error() != "no-consent: attempt old predates this controller process and is pending inspection" {
+		t.Fatalf("attempt from before the restart: %v", err)
+	}
+	live := begin("a1", "r1", "x")
+	l.Begin(live)
+	wrong := reserve(live)
+	wrong.Operation = "other"
+	if err := l.Consent(wrong, "dev"); code(err) != msg.CodeNoConsent {
+		t.Fatalf("another operation: %v", err)
+	}
+	if err := l.Consent(reserve(live), "other"); code(err) != msg.CodeNoConsent {
+		t.Fatalf("another controller: %v", err)
+	}
+	if err := l.Consent(reserve(live), "dev"); err != nil {
+		t.Fatalf("consent: %v", err)
+	}
+	if err := l.Consent(reserve(live), "dev"); code(err) != msg.CodeDuplicate {
+		t.Fatalf("second consent: %v", err)
+	}
+	if err := l.Consent(reserve(begin("nope", "", "x")), "dev"); code(err) != msg.CodeUnknown {
+		t.Fatalf("unknown attempt: %v", err)
+	}
+}
+
+// TestForegroundRequests: running, done, interrupted and acknowledged.
+func TestForegroundRequests(t *testing.T) {
+	l := New()
+	l.FgStart("f1", "oracle_call")
+	if st, err := l.FgLookup("f1"); err != nil || !st.Running {
+		t.Fatalf("running: %+v %v", st, err)
+	}
+	b := begin("a1", "r1", "x")
+	b.Foreground = "f1"
+	l.Begin(b)
+	l.FgEnd("f1", nil)
+	if st, err := l.FgLookup("f1"); err != nil || st.Running || st.Result != nil || st.Attempt != "a1" {
+		t.Fatalf("interrupted: %+v %v", st, err)
+	}
+	l.FgStart("f2", "oracle_call")
+	l.FgEnd("f2", []byte(`{}`))
+	if st, err := l.FgLookup("f2"); err != nil || string(st.Result) != "{}" {
+		t.Fatalf("done: %+v %v", st, err)
+	}
+	l.FgAcked("f2")
+	if _, err := l.FgLookup("f2"); err == nil || err.Error() != `no foreground request "f2" awaits acknowledgement` {
+		t.Fatalf("after ack: %v", err)
+	}
+}

@@ -1,0 +1,100 @@
+package ledger
+
+import (
+	"fmt"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Journal identity of the controller journal.
+const (
+	JournalOwner  = "steward-controller"
+	JournalFormat = "steward-controller-journal-v1"
+)
+
+// Record kinds of the controller journal (see the package doc).
+const (
+	KindBegin    = "begin"
+	KindResult   = "result"
+	KindResolve  = "resolve"
+	KindFgSubmit = "fg-submit"
+	KindFgResult = "fg-result"
+	KindFgAck    = "fg-ack"
+)
+
+// Begin is journaled before anything of a call is sent. Method, Path and
+// Body are the exact request; everything the host admits it by (operation,
+// requestId, the arguments inside an invoke body) is derived from them.
+type Begin struct {
+	Attempt        string `cbor:"attempt"`
+	Tool           string `cbor:"tool"`
+	Application    string `cbor:"application"`
+	Operation      string `cbor:"operation"`
+	RequestID      string `cbor:"requestId"`
+	ConversationID string `cbor:"conversationId"`
+	// Arguments is present only in begins written before the body became
+	// the one copy of a call's arguments (the v1 golden journal); it is
+	// read and never written.
+	Arguments     []byte `cbor:"arguments,omitempty"`
+	Kind          string `cbor:"kind"`
+	Method        string `cbor:"method"`
+	Path          string `cbor:"path"`
+	Body          []byte `cbor:"body"`
+	RequestSHA256 []byte `cbor:"requestSha256"`
+	Route         string `cbor:"route"`
+	Foreground    string `cbor:"foreground"` // the foreground request id, "" for MCP
+}
+
+// Result is journaled when a dispatch ends with an answer or a refusal.
+// Receipt is the host-signed receipt from the dispatch reply.
+type Result struct {
+	Attempt string       `cbor:"attempt"`
+	Outcome msg.State    `cbor:"outcome"`
+	Status  int          `cbor:"status"`
+	Body    []byte       `cbor:"body"`
+	Receipt []byte       `cbor:"receipt"`
+	Refusal *msg.Refusal `cbor:"refusal"`
+	Detail  string       `cbor:"detail"`
+}
+
+// Resolve settles an attempt that was left uncertain, from what the host
+// reported. State is msg.StateDefinite (it carries the host's answer),
+// msg.StateAbandoned or msg.StateReleased.
+type Resolve struct {
+	Attempt string    `cbor:"attempt"`
+	State   msg.State `cbor:"state"`
+	By      string    `cbor:"by"`
+	Status  int       `cbor:"status"`
+	Body    []byte    `cbor:"body"`
+	Receipt []byte    `cbor:"receipt"`
+	Detail  string    `cbor:"detail"`
+}
+
+// FgSubmit is journaled when a foreground request is accepted.
+type FgSubmit struct {
+	ID        string `cbor:"id"`
+	Tool      string `cbor:"tool"`
+	Arguments []byte `cbor:"arguments"`
+}
+
+// FgResult keeps a foreground request's result until acknowledged.
+type FgResult struct {
+	ID     string `cbor:"id"`
+	Result []byte `cbor:"result"` // the tool's result as JSON
+}
+
+// FgAck forgets a foreground result.
+type FgAck struct {
+	ID string `cbor:"id"`
+}
+
+// Decode decodes a record's body strictly into v, naming the record on
+// failure.
+func Decode(r journal.Record, v any) error {
+	if err := wire.Unmarshal(r.Body, v); err != nil {
+		return fmt.Errorf("journal record %d (%s): %w", r.Seq, r.Kind, err)
+	}
+	return nil
+}
