@@ -2,7 +2,9 @@ package controller
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +14,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/sys/unix"
 )
 
 // RunProxy is `steward-controller mcp`: the keyless stdio proxy an MCP
 // client launches. It holds no key and opens no journal. Lines from stdin
 // of at most MaxMCPLine bytes including the newline go to the MCP socket as
-// bytes, unparsed; a longer line is drained to its newline without being
+// the bytes read, never re-encoded; a longer line is drained to its newline without being
 // kept, answered on stdout with a JSON-RPC error naming the bound (id null:
 // the line is never parsed) and never forwarded. Replies from the socket
 // are copied to stdout as bytes, whole lines at a time so that an error
@@ -28,9 +31,34 @@ import (
 // poller: with a blocking stdin read a go-sdk stdio server stalled for
 // exactly 60 s about once in 200,000 calls.
 //
+// When stdin ends, every call forwarded before it (a request with an id)
+// is answered before the proxy closes its side of the socket: the
+// controller's go-sdk server stops writing answers the moment it reads the
+// end of its connection, so a half-close at stdin's end lost the answer to
+// a call still in flight. The proxy therefore reads, without re-encoding,
+// the id of each call it forwards and of each answer it copies, and
+// half-closes only once none is outstanding. It waits at most
+// ProxyAnswerBound for that; past the bound it closes the connection and
+// fails, naming how many calls went unanswered. (The controller still
+// finishes and journals a dispatched call it can no longer answer; the
+// same requestId replays that answer later without a second charge.)
+//
 // RunProxy returns nil when stdin ends and the socket has sent its last
-// reply, or the error that ended it.
+// reply, or the error that ended it: the controller closing the connection
+// while stdin is open or while a call is unanswered, the bound, a failed
+// read or write, or ctx.
 func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.Writer) error {
+	return runProxy(ctx, socketPath, stdin, stdout, ProxyAnswerBound)
+}
+
+// ProxyAnswerBound bounds how long the proxy waits, once stdin has ended,
+// for the answers to the calls it forwarded. The longest call a route
+// allows is a dispatch of 315 s (connect 10 s, response 300 s and 5 s of
+// slack, dispatchTimeout); the rest is room for the controller's and the
+// host's durable points.
+const ProxyAnswerBound = 6 * time.Minute
+
+func runProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.Writer, answerBound time.Duration) error {
 	in, err := pollable(stdin)
 	if err != nil {
 		return err
@@ -47,27 +75,27 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 	defer stop()
 
 	var outMu sync.Mutex
+	calls := newOpenCalls()
 	replies := make(chan error, 1)
-	go func() { replies <- copyLines(stdout, conn, &outMu) }()
+	go func() { replies <- copyLines(stdout, conn, &outMu, calls) }()
 	requests := make(chan error, 1)
-	go func() { requests <- forwardLines(in, conn, stdout, &outMu) }()
+	go func() { requests <- forwardLines(in, conn, stdout, &outMu, calls) }()
 
 	select {
 	case err := <-requests:
-		if err != nil && ctx.Err() == nil {
-			// The socket refused a write: the controller closed it. What
-			// it wrote before (a refusal line) is still read and copied.
+		if ctx.Err() != nil {
+			<-replies
+			return ctx.Err()
+		}
+		if err != nil {
+			// The socket refused a write (the controller closed it) or
+			// stdin failed. What the controller wrote before (a refusal
+			// line) is still read and copied.
 			conn.CloseWrite()
 			<-replies
 			return err
 		}
-		// stdin ended: let the controller answer what it has, then stop.
-		conn.CloseWrite()
-		err = <-replies
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
+		return drainAnswers(ctx, conn, calls, replies, answerBound)
 	case err := <-replies:
 		// The controller closed the connection (it stopped, or refused
 		// this peer): nothing more can be answered, so the proxy ends and
@@ -78,9 +106,179 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 			return ctx.Err()
 		}
 		if err == nil {
-			err = errors.New("steward mcp: the controller closed the connection")
+			err = controllerClosed(calls.open())
 		}
 		return err
+	}
+}
+
+// controllerClosed is the error of a session the controller ended.
+func controllerClosed(open int) error {
+	if open == 0 {
+		return errors.New("steward mcp: the controller closed the connection")
+	}
+	return fmt.Errorf("steward mcp: the controller closed the connection with %d %s unanswered", open, plural(open, "call", "calls"))
+}
+
+// drainAnswers runs once stdin has ended: it waits, within answerBound,
+// until every forwarded call is answered, then half-closes the socket so
+// that the controller ends the session, and copies what it still writes.
+func drainAnswers(ctx context.Context, conn *net.UnixConn, calls *openCalls, replies <-chan error, answerBound time.Duration) error {
+	calls.stdinEnded()
+	bound := time.NewTimer(answerBound)
+	defer bound.Stop()
+	select {
+	case <-calls.answered:
+		conn.CloseWrite()
+		err := <-replies
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	case err := <-replies:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return err
+		}
+		if n := calls.open(); n > 0 {
+			return controllerClosed(n)
+		}
+		return nil
+	case <-bound.C:
+		conn.Close()
+		<-replies
+		n := calls.open()
+		return fmt.Errorf("steward mcp: %d %s unanswered %s after stdin ended (the bound)", n, plural(n, "call", "calls"), answerBound)
+	case <-ctx.Done():
+		<-replies
+		return ctx.Err()
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// openCalls counts the calls forwarded to the controller that it has not
+// answered yet, by JSON-RPC id as the controller's go-sdk server reads it
+// (package jsonrpc's DecodeMessage, the server's own decoder).
+type openCalls struct {
+	mu    sync.Mutex
+	byID  map[jsonrpc.ID]int
+	n     int
+	ended bool // stdin ended: no call is added any more
+	// answered is closed once stdin has ended and no call is open.
+	answered chan struct{}
+}
+
+func newOpenCalls() *openCalls {
+	return &openCalls{byID: make(map[jsonrpc.ID]int), answered: make(chan struct{})}
+}
+
+// forwarding records the calls in one request line before it is written
+// to the socket, so that no answer can arrive before its call is counted.
+// A line the server cannot decode adds nothing: the server ends the
+// session on it, and the proxy ends with the session.
+func (o *openCalls) forwarding(line []byte) {
+	var ids []jsonrpc.ID
+	eachMessage(line, func(raw []byte) {
+		if m, err := jsonrpc.DecodeMessage(raw); err == nil {
+			if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+				ids = append(ids, r.ID)
+			}
+		}
+	})
+	if len(ids) == 0 {
+		return
+	}
+	o.mu.Lock()
+	for _, id := range ids {
+		o.byID[id]++
+		o.n++
+	}
+	o.mu.Unlock()
+}
+
+// copied records the answers in one line the controller wrote, after it
+// was copied to stdout. An answer to no open call (one the proxy did not
+// count) changes nothing.
+func (o *openCalls) copied(line []byte) {
+	var ids []jsonrpc.ID
+	eachMessage(line, func(raw []byte) {
+		if m, err := jsonrpc.DecodeMessage(raw); err == nil {
+			if r, ok := m.(*jsonrpc.Response); ok {
+				ids = append(ids, r.ID)
+			}
+		}
+	})
+	if len(ids) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		if o.byID[id] == 0 {
+			continue
+		}
+		if o.byID[id]--; o.byID[id] == 0 {
+			delete(o.byID, id)
+		}
+		o.n--
+	}
+	o.signal()
+}
+
+// stdinEnded records that no call will be forwarded any more.
+func (o *openCalls) stdinEnded() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ended = true
+	o.signal()
+}
+
+// signal closes answered once stdin has ended and no call is open; the
+// caller holds mu.
+func (o *openCalls) signal() {
+	if o.ended && o.n == 0 {
+		select {
+		case <-o.answered:
+		default:
+			close(o.answered)
+		}
+	}
+}
+
+// open is the number of calls not answered yet.
+func (o *openCalls) open() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n
+}
+
+// eachMessage calls f with each JSON-RPC message in line as the server's
+// stream decoder splits it: each JSON value in turn, and each element of a
+// value that is an array (a batch). It stops at the first value that is
+// not JSON.
+func eachMessage(line []byte, f func(raw []byte)) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return
+		}
+		var batch []json.RawMessage
+		if raw[0] == '[' && json.Unmarshal(raw, &batch) == nil {
+			for _, m := range batch {
+				f(m)
+			}
+			continue
+		}
+		f(raw)
 	}
 }
 
@@ -131,13 +329,15 @@ func lineTooLong(n int64) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"steward mcp: request line of %d bytes exceeds the bound of %d bytes including the newline"}}`+"\n", n, MaxMCPLine)
 }
 
-// forwardLines copies bounded lines from in to conn.
-func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mutex) error {
+// forwardLines copies bounded lines from in to conn, counting the calls
+// in each before it is written.
+func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mutex, calls *openCalls) error {
 	br := bufio.NewReaderSize(in, MaxMCPLine)
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {
 		case err == nil || (err == io.EOF && len(line) > 0):
+			calls.forwarding(line)
 			if _, werr := conn.Write(line); werr != nil {
 				return fmt.Errorf("steward mcp: writing to the MCP socket: %w", werr)
 			}
@@ -170,12 +370,16 @@ func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mu
 	}
 }
 
-// copyLines copies conn to stdout, holding outMu across each whole line.
-func copyLines(stdout io.Writer, conn io.Reader, outMu *sync.Mutex) error {
+// copyLines copies conn to stdout, holding outMu across each whole line,
+// and then counts the answers in the line. A line longer than the read
+// buffer is written out piece by piece as it arrives and kept whole only
+// to be counted; the controller bounds its reply lines (reply frame).
+func copyLines(stdout io.Writer, conn io.Reader, outMu *sync.Mutex, calls *openCalls) error {
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
+			var long []byte
 			outMu.Lock()
 			for {
 				if _, werr := stdout.Write(chunk); werr != nil {
@@ -185,9 +389,14 @@ func copyLines(stdout io.Writer, conn io.Reader, outMu *sync.Mutex) error {
 				if !errors.Is(err, bufio.ErrBufferFull) {
 					break
 				}
+				long = append(long, chunk...)
 				chunk, err = br.ReadSlice('\n')
 			}
 			outMu.Unlock()
+			if len(long) > 0 {
+				chunk = append(long, chunk...)
+			}
+			calls.copied(chunk)
 		}
 		if err != nil {
 			if err == io.EOF || errors.Is(err, net.ErrClosed) {
