@@ -1,0 +1,35 @@
+package dev
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stewardrt/steward/internal/umasktest"
+)
+
+// TestPrivateFilesUnderUmask0: what a first start provisions under umask 0
+// (the operator store, the controller's keys, bundle and config, the route
+// request) is 0600 files in 0700 directories, but
+// for the two public keys.
+func TestPrivateFilesUnderUmask0(t *testing.T) {
+	umasktest.Under(t, 0, func(t *testing.T) {
+		l, err := NewLayout(filepath.Join(shortTemp(t), "s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := provision(l, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{l.Bundle, l.Config, l.RouteRequest} {
+			if _, err := os.Lstat(p); err != nil {
+				t.Fatalf("provision wrote no %s: %v", p, err)
+			}
+		}
+		umasktest.CheckPrivate(t, l.State, map[string]os.FileMode{
+			"operator/operator.pub":          0o644,
+			"controller/keys/controller.pub": 0o644,
+		})
+	})
+}
