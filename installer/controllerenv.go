@@ -3,12 +3,12 @@ package installer
 import (
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 
-	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/systemd"
 	"golang.org/x/sys/unix"
 )
@@ -97,22 +97,22 @@ var errNoConfig = errors.New("no controller config is installed")
 type installedConfig struct {
 	path string
 	raw  []byte
-	cfg  *controller.Config
+	cfg  *ctlconf.Config
 }
 
 // readInstalledConfig reads and parses the installed config. The file must
 // be a regular file (its last component is not followed if it is a link)
-// owned by root or one of owners, at most controller.MaxConfigBytes.
+// owned by root or one of owners, at most ctlconf.MaxConfigBytes.
 // A missing file wraps errNoConfig.
 func readInstalledConfig(path string, owners ...uint32) (installedConfig, error) {
-	raw, err := readOwnedFile(path, controller.MaxConfigBytes, owners...)
+	raw, err := readOwnedFile(path, ctlconf.MaxConfigBytes, owners...)
 	if errors.Is(err, os.ErrNotExist) {
 		return installedConfig{}, fmt.Errorf("%s: %w", path, errNoConfig)
 	}
 	if err != nil {
 		return installedConfig{}, err
 	}
-	cfg, err := controller.ParseConfig(raw)
+	cfg, err := ctlconf.Parse(raw)
 	if err != nil {
 		return installedConfig{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -64,7 +64,7 @@
 //
 // ReadPrivateFile is how every operator verb reads a file it is handed: see
 // its documentation for the checks, and ToolRequestLimit and
-// EnrollRequestLimit for the bounds (a bundle: controller.MaxBundleBytes).
+// EnrollRequestLimit for the bounds (a bundle: ctlconf.MaxBundleBytes).
 //
 // # The controller's files
 //
@@ -99,7 +99,7 @@
 //
 // REQUEST (at most 256 KiB) is JSON {"tool": NAME, "arguments": {...}}:
 // no other field, no duplicate key, arguments an object (absent: {}). It is
-// submitted on the foreground socket (controller.ForegroundCall, op
+// submitted on the foreground socket (foreground.Call, op
 // submit); the controller journals it, runs it and answers. Each verb
 // prints one JSON line {"id", "state", "result", "error"}: state is done,
 // running or interrupted, result is the tool's result as the controller
