@@ -38,8 +38,9 @@ import (
 // a call still in flight. The proxy therefore reads, without re-encoding,
 // the id of each call it forwards and of each answer it copies, and
 // half-closes only once none is outstanding. It waits at most
-// ProxyAnswerBound for that; past the bound it closes the connection and
-// fails, naming how many calls went unanswered. (The controller still
+// ProxyAnswerBound for that and for the controller to end the session;
+// past the bound it closes the connection and fails, naming how many calls
+// went unanswered. (The controller still
 // finishes and journals a dispatched call it can no longer answer; the
 // same requestId replays that answer later without a second charge.)
 //
@@ -90,9 +91,11 @@ func runProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 		if err != nil {
 			// The socket refused a write (the controller closed it) or
 			// stdin failed. What the controller wrote before (a refusal
-			// line) is still read and copied.
+			// line) is still read and copied, for at most the bound.
 			conn.CloseWrite()
+			bound := time.AfterFunc(answerBound, func() { conn.Close() })
 			<-replies
+			bound.Stop()
 			return err
 		}
 		return drainAnswers(ctx, conn, calls, replies, answerBound)
@@ -120,40 +123,42 @@ func controllerClosed(open int) error {
 	return fmt.Errorf("steward mcp: the controller closed the connection with %d %s unanswered", open, plural(open, "call", "calls"))
 }
 
-// drainAnswers runs once stdin has ended: it waits, within answerBound,
-// until every forwarded call is answered, then half-closes the socket so
-// that the controller ends the session, and copies what it still writes.
+// drainAnswers runs once stdin has ended: it waits until every forwarded
+// call is answered, then half-closes the socket so that the controller ends
+// the session, and copies what it still writes until it does. All of that
+// takes at most answerBound.
 func drainAnswers(ctx context.Context, conn *net.UnixConn, calls *openCalls, replies <-chan error, answerBound time.Duration) error {
 	calls.stdinEnded()
 	bound := time.NewTimer(answerBound)
 	defer bound.Stop()
-	select {
-	case <-calls.answered:
-		conn.CloseWrite()
-		err := <-replies
-		if ctx.Err() != nil {
+	answered := calls.answered
+	for {
+		select {
+		case <-answered:
+			conn.CloseWrite()
+			answered = nil // a nil channel: this case is done
+		case err := <-replies:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				return err
+			}
+			if n := calls.open(); n > 0 {
+				return controllerClosed(n)
+			}
+			return nil
+		case <-bound.C:
+			conn.Close()
+			<-replies
+			if n := calls.open(); n > 0 {
+				return fmt.Errorf("steward mcp: %d %s unanswered %s after stdin ended (the bound)", n, plural(n, "call", "calls"), answerBound)
+			}
+			return fmt.Errorf("steward mcp: every call was answered, but the controller had not closed the connection %s after stdin ended (the bound)", answerBound)
+		case <-ctx.Done():
+			<-replies
 			return ctx.Err()
 		}
-		return err
-	case err := <-replies:
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			return err
-		}
-		if n := calls.open(); n > 0 {
-			return controllerClosed(n)
-		}
-		return nil
-	case <-bound.C:
-		conn.Close()
-		<-replies
-		n := calls.open()
-		return fmt.Errorf("steward mcp: %d %s unanswered %s after stdin ended (the bound)", n, plural(n, "call", "calls"), answerBound)
-	case <-ctx.Done():
-		<-replies
-		return ctx.Err()
 	}
 }
 

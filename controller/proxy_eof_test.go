@@ -220,3 +220,59 @@ func TestProxyControllerCloses(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyBoundAfterAnswers: a controller that answers every call but
+// never ends the session after the proxy half-closes holds the proxy only
+// for the bound.
+func TestProxyBoundAfterAnswers(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	sock, _ := fakeController(t, func(c *net.UnixConn) {
+		br := bufio.NewReader(c)
+		if _, err := br.ReadString('\n'); err != nil {
+			return
+		}
+		io.WriteString(c, `{"jsonrpc":"2.0","id":9,"result":{}}`+"\n")
+		io.Copy(io.Discard, br) // the proxy's half-close
+		<-release               // and then never close
+	})
+	out, err := proxyWithInput(t, sock, pingLine, true, 50*time.Millisecond)
+	want := "steward mcp: every call was answered, but the controller had not closed the connection 50ms after stdin ended (the bound)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v, want %s", err, want)
+	}
+	if out != `{"jsonrpc":"2.0","id":9,"result":{}}`+"\n" {
+		t.Fatalf("printed %q", out)
+	}
+}
+
+// TestProxyBoundAfterRefusedWrite: a controller that stops reading (the
+// socket refuses the proxy's write) but never closes holds the proxy only
+// for the bound, and the proxy fails with the refused write.
+func TestProxyBoundAfterRefusedWrite(t *testing.T) {
+	shut := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	sock, _ := fakeController(t, func(c *net.UnixConn) {
+		c.CloseRead()
+		close(shut)
+		<-release
+	})
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	// No deadline of the test's own: only the bound ends the wait.
+	done := make(chan error, 1)
+	go func() { done <- runProxy(context.Background(), sock, inR, io.Discard, 50*time.Millisecond) }()
+	<-shut
+	if _, err := io.WriteString(inW, pingLine); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	if err == nil || !strings.HasPrefix(err.Error(), "steward mcp: writing to the MCP socket: ") || !strings.HasSuffix(err.Error(), "broken pipe") {
+		t.Fatalf("err %v, want the refused write", err)
+	}
+}
