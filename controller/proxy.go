@@ -2,9 +2,7 @@ package controller
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,18 +12,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/sys/unix"
 )
 
 // RunProxy is `steward-controller mcp`: the keyless stdio proxy an MCP
 // client launches. It holds no key and opens no journal. Lines from stdin
 // of at most MaxMCPLine bytes including the newline go to the MCP socket as
-// the bytes read, never re-encoded; a longer line is drained to its newline without being
-// kept, answered on stdout with a JSON-RPC error naming the bound (id null:
-// the line is never parsed) and never forwarded. Replies from the socket
-// are copied to stdout as bytes, whole lines at a time so that an error
-// line is never spliced into a reply.
+// the bytes read, never re-encoded; a longer line is drained to its
+// newline without being kept, answered on stdout with a JSON-RPC error
+// naming the bound (id null: the line is never parsed) and never
+// forwarded. Replies from the socket are copied to stdout as bytes, whole
+// lines at a time so that an error line is never spliced into a reply.
 //
 // stdin is switched to non-blocking mode and read through the runtime's
 // poller: with a blocking stdin read a go-sdk stdio server stalled for
@@ -35,14 +32,15 @@ import (
 // is answered before the proxy closes its side of the socket: the
 // controller's go-sdk server stops writing answers the moment it reads the
 // end of its connection, so a half-close at stdin's end lost the answer to
-// a call still in flight. The proxy therefore reads, without re-encoding,
-// the id of each call it forwards and of each answer it copies, and
-// half-closes only once none is outstanding. It waits at most
-// ProxyAnswerBound for that and for the controller to end the session;
-// past the bound it closes the connection and fails, naming how many calls
-// went unanswered. (The controller still
-// finishes and journals a dispatched call it can no longer answer; the
-// same requestId replays that answer later without a second charge.)
+// a call still in flight. The proxy therefore reads the top level of each
+// line it forwards and copies (its id and whether it has a method, never
+// the params or result: headOf) to count the calls open, and half-closes
+// only once none is. It waits at most ProxyAnswerBound for that and for
+// the controller to end the session; past the bound it closes the
+// connection and fails, naming how many calls went unanswered. (The
+// controller still finishes and journals a dispatched call it can no
+// longer answer; the same requestId replays that answer later without a
+// second charge.)
 //
 // RunProxy returns nil when stdin ends and the socket has sent its last
 // reply, or the error that ended it: the controller closing the connection
@@ -53,7 +51,7 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 }
 
 // ProxyAnswerBound bounds how long the proxy waits, once stdin has ended,
-// for the answers to the calls it forwarded. The longest call a route
+// for the answers to the calls it forwarded and the end of the session. The longest call a route
 // allows is a dispatch of 315 s (connect 10 s, response 300 s and 5 s of
 // slack, dispatchTimeout); the rest is room for the controller's and the
 // host's durable points.
@@ -167,124 +165,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// openCalls counts the calls forwarded to the controller that it has not
-// answered yet, by JSON-RPC id as the controller's go-sdk server reads it
-// (package jsonrpc's DecodeMessage, the server's own decoder).
-type openCalls struct {
-	mu    sync.Mutex
-	byID  map[jsonrpc.ID]int
-	n     int
-	ended bool // stdin ended: no call is added any more
-	// answered is closed once stdin has ended and no call is open.
-	answered chan struct{}
-}
-
-func newOpenCalls() *openCalls {
-	return &openCalls{byID: make(map[jsonrpc.ID]int), answered: make(chan struct{})}
-}
-
-// forwarding records the calls in one request line before it is written
-// to the socket, so that no answer can arrive before its call is counted.
-// A line the server cannot decode adds nothing: the server ends the
-// session on it, and the proxy ends with the session.
-func (o *openCalls) forwarding(line []byte) {
-	var ids []jsonrpc.ID
-	eachMessage(line, func(raw []byte) {
-		if m, err := jsonrpc.DecodeMessage(raw); err == nil {
-			if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-				ids = append(ids, r.ID)
-			}
-		}
-	})
-	if len(ids) == 0 {
-		return
-	}
-	o.mu.Lock()
-	for _, id := range ids {
-		o.byID[id]++
-		o.n++
-	}
-	o.mu.Unlock()
-}
-
-// copied records the answers in one line the controller wrote, after it
-// was copied to stdout. An answer to no open call (one the proxy did not
-// count) changes nothing.
-func (o *openCalls) copied(line []byte) {
-	var ids []jsonrpc.ID
-	eachMessage(line, func(raw []byte) {
-		if m, err := jsonrpc.DecodeMessage(raw); err == nil {
-			if r, ok := m.(*jsonrpc.Response); ok {
-				ids = append(ids, r.ID)
-			}
-		}
-	})
-	if len(ids) == 0 {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, id := range ids {
-		if o.byID[id] == 0 {
-			continue
-		}
-		if o.byID[id]--; o.byID[id] == 0 {
-			delete(o.byID, id)
-		}
-		o.n--
-	}
-	o.signal()
-}
-
-// stdinEnded records that no call will be forwarded any more.
-func (o *openCalls) stdinEnded() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.ended = true
-	o.signal()
-}
-
-// signal closes answered once stdin has ended and no call is open; the
-// caller holds mu.
-func (o *openCalls) signal() {
-	if o.ended && o.n == 0 {
-		select {
-		case <-o.answered:
-		default:
-			close(o.answered)
-		}
-	}
-}
-
-// open is the number of calls not answered yet.
-func (o *openCalls) open() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.n
-}
-
-// eachMessage calls f with each JSON-RPC message in line as the server's
-// stream decoder splits it: each JSON value in turn, and each element of a
-// value that is an array (a batch). It stops at the first value that is
-// not JSON.
-func eachMessage(line []byte, f func(raw []byte)) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return
-		}
-		var batch []json.RawMessage
-		if raw[0] == '[' && json.Unmarshal(raw, &batch) == nil {
-			for _, m := range batch {
-				f(m)
-			}
-			continue
-		}
-		f(raw)
-	}
 }
 
 // aLongTimeAgo, as a read deadline, wakes a blocked read at once.

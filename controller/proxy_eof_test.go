@@ -276,3 +276,21 @@ func TestProxyBoundAfterRefusedWrite(t *testing.T) {
 		t.Fatalf("err %v, want the refused write", err)
 	}
 }
+
+// BenchmarkProxyCallAccounting is what the proxy adds per call to count
+// it: reading the id of a tools/call line and of its answer (a 4 KiB
+// bodyText).
+func BenchmarkProxyCallAccounting(b *testing.B) {
+	req := []byte(`{"jsonrpc":"2.0","id":12345,"method":"tools/call","params":{"name":"oracle_call","arguments":{"application":"appliance","requestId":"r-123456","conversationId":"conv-1","operationId":"text.sha256","arguments":{"text":"hello"}}}}` + "\n")
+	body := strings.Repeat("x", 4096)
+	answer := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"{\"bodyText\":\"` + body + `\"}"}],"structuredContent":{"bodyText":"` + body + `"}}}` + "\n")
+	calls := newOpenCalls()
+	b.ReportAllocs()
+	for b.Loop() {
+		calls.forwarding(req)
+		calls.copied(answer)
+	}
+	if calls.open() != 0 {
+		b.Fatal(calls.open())
+	}
+}
