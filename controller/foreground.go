@@ -148,7 +148,11 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request) for
 		c.led.mu.Unlock()
 		return foreground.Reply{ID: req.ID, State: foreground.StateDone}
 	case foreground.OpAttempts:
-		b, _ := json.Marshal(c.led.uncertain())
+		open := c.led.uncertain()
+		if open == nil {
+			open = []Attempt{} // a list, never JSON null
+		}
+		b, _ := json.Marshal(open)
 		return foreground.Reply{State: foreground.StateDone, Result: b}
 	case foreground.OpInspect, foreground.OpResolve:
 		var ins Inspection

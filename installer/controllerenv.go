@@ -33,6 +33,12 @@ type ControllerEnv struct {
 	Bundle     string
 	StateDir   string
 	Foreground string
+	// MCP and Reverse, with Foreground and StateDir, are the installed
+	// layout that controller-config requires a config to name: the units
+	// make these sockets and directory, and nothing else is writable to the
+	// controller under ProtectSystem=strict.
+	MCP     string
+	Reverse string
 }
 
 // DefaultControllerEnv is the controller as package systemd installs it.
@@ -43,6 +49,8 @@ func DefaultControllerEnv() ControllerEnv {
 		Bundle:     systemd.DefaultControllerBundle,
 		StateDir:   systemd.ControllerStateDir,
 		Foreground: systemd.ForegroundSocketPath,
+		MCP:        systemd.MCPSocketPath,
+		Reverse:    systemd.ReverseSocketPath,
 	}
 }
 

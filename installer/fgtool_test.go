@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/dev"
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 // lineWatch closes ch when a write contains want: the dev stack says it
@@ -89,9 +90,7 @@ func decodeTool(t *testing.T, out string) toolOutput {
 // controller's foreground socket, fetches its result, acknowledges it, and
 // checks the controller forgot it; the controller's own refusal is exit 2.
 func TestControllerToolRoundTrip(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the foreground socket admits root only; CI runs as root")
-	}
+	testenv.NeedRoot(t, "to dial the foreground socket, which admits root only")
 	l, _ := startDev(t)
 	env := Env{EUID: 0, SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
 		Controller: ControllerEnv{Config: l.Config}}
@@ -157,5 +156,36 @@ func TestToolRequestShape(t *testing.T) {
 	r, err := parseToolRequest([]byte(`{"tool":"oracle_discover"}`))
 	if err != nil || string(r.Arguments) != "{}" {
 		t.Fatalf("absent arguments: %+v %v", r, err)
+	}
+}
+
+// TestControllerAttemptsVerbs reaches the controller's attempts commands
+// through the operator's verbs on a running controller: the list, and the
+// controller's refusal of an attempt it does not know (exit 2); an id
+// outside the alphabet is refused before anything is sent.
+func TestControllerAttemptsVerbs(t *testing.T) {
+	l, _ := startDev(t)
+	env := Env{EUID: os.Geteuid(), SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
+		Controller: ControllerEnv{Config: l.Config}}
+	code, out, errs := run(t, env, "controller-attempts")
+	if o := decodeTool(t, out); code != ExitOK || errs != "" || o.State != "done" || string(o.Result) != "[]" {
+		t.Fatalf("controller-attempts: exit %d\n%s%s", code, out, errs)
+	}
+	for _, verb := range []string{"controller-attempt-inspect", "controller-attempt-resolve"} {
+		code, out, errs = run(t, env, verb, "a-unknown")
+		if code != ExitRefused || out != "" || !strings.Contains(errs, "steward-installer "+verb+": refused: the controller refused the request: ") ||
+			!strings.Contains(errs, "a-unknown") {
+			t.Fatalf("%s of an unknown attempt: exit %d\n%s%s", verb, code, out, errs)
+		}
+		code, out, errs = run(t, env, verb, "bad/id")
+		if code != ExitRefused || out != "" || errs != "steward-installer "+verb+": refused: ID \"bad/id\" has byte '/' at offset 3, not one of A-Za-z0-9_-\n" {
+			t.Fatalf("%s of a bad id: exit %d\n%s%s", verb, code, out, errs)
+		}
+	}
+	rule := string(renderSudoers("/opt/steward/bin"))
+	for _, want := range []string{"steward-installer controller-attempts,", "steward-installer controller-attempt-inspect *", "steward-installer controller-attempt-resolve *"} {
+		if !strings.Contains(rule, want) {
+			t.Errorf("the sudoers drop-in lacks %q:\n%s", want, rule)
+		}
 	}
 }

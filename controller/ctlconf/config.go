@@ -212,3 +212,21 @@ func ReadBounded(path string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Key file names inside a config's KeyDir: the four role keys that
+// `steward-controller keys init` writes, and the public half of them.
+const (
+	ControllerKeyFile = "controller.key"
+	ToolKeyFile       = "tool.key"
+	DispatchKeyFile   = "dispatch.key"
+	ProviderKeyFile   = "provider.key"
+	// PublicKeysFile holds msg.ControllerKeys (CBOR), the file
+	// `steward-operator controller add --keys` reads.
+	PublicKeysFile = "controller.pub"
+)
+
+// RoleKeyFiles lists the four role key files, in the order the controller
+// loads them.
+func RoleKeyFiles() []string {
+	return []string{ControllerKeyFile, ToolKeyFile, DispatchKeyFile, ProviderKeyFile}
+}
