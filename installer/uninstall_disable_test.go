@@ -1,29 +1,17 @@
 package installer
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/systemd"
 )
-
-// skipOrFail skips t, saying why, or fails it when CI=true: CI provides
-// what the test needs.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
-}
 
 // writeUnits writes the files install writes, as systemd.Render makes
 // them, under root. (Not installTree: uninstall reads none of the sudoers
@@ -51,7 +39,7 @@ func enableUnits(t *testing.T, root string) {
 	t.Helper()
 	systemctl, err := findTool("systemctl", "systemd")
 	if err != nil {
-		skipOrFail(t, "the links under test are systemctl enable's: %v", err)
+		testenv.Missing(t, "the links under test are systemctl enable's: %v", err)
 	}
 	args := append([]string{"--root=" + root, "enable"}, stewardUnits()...)
 	if root == "/" {
@@ -179,91 +167,72 @@ func TestUninstallDisablesRootTree(t *testing.T) {
 	}
 }
 
-// privateMountsEnv names the test a child in its own mount namespace runs.
-const privateMountsEnv = "STEWARD_INSTALLER_TEST_PRIVATE_MOUNTS"
-
-// inPrivateMounts runs body as root in a child of the test binary that
-// runs only t's test, in a mount namespace of its own (mounts do not
-// propagate back) where /etc, /run and /var/lib are empty tmpfs: the real
-// system's paths, none of the machine's files.
-func inPrivateMounts(t *testing.T, body func(t *testing.T)) {
-	t.Helper()
-	if os.Getenv(privateMountsEnv) == t.Name() {
-		for _, d := range []string{"/etc", "/run", "/var/lib"} {
-			if err := syscall.Mount("steward-test", d, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"); err != nil {
-				t.Fatalf("mount a tmpfs on %s: %v", d, err)
+// stewardLinks keeps the links (as linksIn lists them) that point at one
+// of steward's unit files.
+func stewardLinks(links []string) []string {
+	var out []string
+	for _, l := range links {
+		for _, u := range stewardUnits() {
+			if strings.HasSuffix(l, " -> /"+systemd.UnitDir+"/"+u) {
+				out = append(out, l)
 			}
 		}
-		body(t)
-		return
 	}
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root for a private mount namespace with its own /etc, /run and /var/lib")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), privateMountsEnv+"="+t.Name())
-	// Go makes / private (MS_REC|MS_PRIVATE) in a child unshared this way.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s in a private mount namespace: %v\n%s", t.Name(), err, out)
-	}
-	if !bytes.Contains(out, []byte("--- PASS: "+t.Name()+" (")) {
-		t.Fatalf("the child did not run %s:\n%s", t.Name(), out)
-	}
-	if testing.Verbose() {
-		t.Logf("the child in its private mounts:\n%s", out)
-	}
+	return out
 }
 
-// TestUninstallRealRootRefusesFirst runs uninstall on the real root, in
-// private mounts. Where systemd seems to run (/run/systemd/system) but
-// cannot say whether steward's units are active, uninstall refuses before
-// it disables or removes anything, as it does for an active unit. Where
-// systemd does not run, it removes the links that enable the units (that
-// systemctl enable made) and then the units.
+// TestUninstallRealRootRefusesFirst runs uninstall on the real root, in the
+// private root of the real-install tests. Where systemd seems to run
+// (/run/systemd/system) but cannot say whether steward's units are active,
+// uninstall refuses before it disables or removes anything, as it does for
+// an active unit. Where systemd does not run, it removes the links that
+// enable the units (that systemctl enable made) and then the units. (The
+// refusal of an active unit under a running systemd is the booted
+// journey's.)
 func TestUninstallRealRootRefusesFirst(t *testing.T) {
-	inPrivateMounts(t, func(t *testing.T) {
-		writeUnits(t, "/")
-		enableUnits(t, "/") // offline: /run/systemd/system does not exist yet
-		unitDir := "/" + systemd.UnitDir
-		before := linksIn(t, unitDir)
-		if !slices.Equal(before, enabledLinks()) {
-			t.Fatalf("systemctl enable made %v", before)
+	if !inPrivateRoot(t, 1) {
+		return
+	}
+	writeUnits(t, "/")
+	enableUnits(t, "/") // offline: /run/systemd/system does not exist yet
+	hostCheckpoint(t, "units written and enabled")
+	unitDir := "/" + systemd.UnitDir
+	before := linksIn(t, unitDir)
+	if got := stewardLinks(before); !slices.Equal(got, enabledLinks()) {
+		t.Fatalf("systemctl enable made %v", got)
+	}
+	if err := os.MkdirAll("/run/systemd/system", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := Env{EUID: 0, Executable: "/nonexistent/steward-installer"}
+	code, out, errs := run(t, root, "uninstall")
+	if code != ExitFail || out != "" || !strings.HasPrefix(errs, "steward-installer uninstall: cannot tell whether steward's units run: ") {
+		t.Fatalf("uninstall with systemd unreachable: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+	t.Logf("refused: %s", strings.TrimSpace(errs))
+	if got := linksIn(t, unitDir); !slices.Equal(got, before) {
+		t.Fatalf("a refused uninstall changed the links: %v", got)
+	}
+	for _, u := range stewardUnits() {
+		if _, err := os.Lstat(filepath.Join(unitDir, u)); err != nil {
+			t.Fatalf("a refused uninstall removed %s: %v", u, err)
 		}
-		if err := os.MkdirAll("/run/systemd/system", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		root := Env{EUID: 0, Executable: "/nonexistent/steward-installer"}
-		code, out, errs := run(t, root, "uninstall")
-		if code != ExitFail || out != "" || !strings.HasPrefix(errs, "steward-installer uninstall: cannot tell whether steward's units run: ") {
-			t.Fatalf("uninstall with systemd unreachable: exit %d\nstdout %q\nstderr %q", code, out, errs)
-		}
-		t.Logf("refused: %s", strings.TrimSpace(errs))
-		if got := linksIn(t, unitDir); !slices.Equal(got, before) {
-			t.Fatalf("a refused uninstall changed the links: %v", got)
-		}
-		for _, u := range stewardUnits() {
-			if _, err := os.Lstat(filepath.Join(unitDir, u)); err != nil {
-				t.Fatalf("a refused uninstall removed %s: %v", u, err)
-			}
-		}
+	}
 
-		if err := os.Remove("/run/systemd/system"); err != nil {
-			t.Fatal(err)
+	if err := os.Remove("/run/systemd/system"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, root, "uninstall")
+	if code != ExitOK || errs != "" {
+		t.Fatalf("uninstall: exit %d\n%s%s", code, out, errs)
+	}
+	for _, l := range enabledLinks() {
+		if !strings.Contains(out, fmt.Sprintf("removed link %s/%s\n", unitDir, l)) {
+			t.Errorf("uninstall did not say it removed %s:\n%s", l, out)
 		}
-		code, out, errs = run(t, root, "uninstall")
-		if code != ExitOK || errs != "" {
-			t.Fatalf("uninstall: exit %d\n%s%s", code, out, errs)
-		}
-		for _, l := range enabledLinks() {
-			if !strings.Contains(out, fmt.Sprintf("removed link %s/%s\n", unitDir, l)) {
-				t.Errorf("uninstall did not say it removed %s:\n%s", l, out)
-			}
-		}
-		if got := linksIn(t, unitDir); len(got) != 0 {
-			t.Errorf("links left: %v", got)
-		}
-		t.Logf("uninstall:\n%s", out)
-	})
+	}
+	if got := stewardLinks(linksIn(t, unitDir)); len(got) != 0 {
+		t.Errorf("links left: %v", got)
+	}
+	t.Logf("uninstall:\n%s", out)
 }
