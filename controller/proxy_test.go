@@ -109,7 +109,9 @@ func TestProxyLineBound(t *testing.T) {
 	}
 	// A much longer line is drained too, and the next line still passes.
 	huge := jsonLine(5 * MaxMCPLine)
-	small := []byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n")
+	// A notification: the echo server answers no call, so the proxy has
+	// none to wait for when stdin ends.
+	small := []byte(`{"jsonrpc":"2.0","method":"notifications/ping"}` + "\n")
 	go func() { inW.Write(huge); inW.Write(small) }()
 	if got := readLine(); !strings.Contains(got, fmt.Sprintf("request line of %d bytes", 5*MaxMCPLine)) {
 		t.Fatalf("huge line: %s", got)

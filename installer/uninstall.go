@@ -2,11 +2,16 @@ package installer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
 	"sort"
 	"strings"
 
 	"github.com/stewardrt/steward/systemd"
+	"golang.org/x/sys/unix"
 )
 
 // managedPaths lists the files install writes, in the order uninstall
@@ -27,15 +32,20 @@ func managedPaths() []string {
 	return append(out, rest...)
 }
 
-// runUninstall removes what install made: the sudoers drop-in, the units,
+// runUninstall removes what install made: the sudoers drop-in first; then
+// it disables the units (on a booted system, systemctl disable; on any
+// tree, every link that enables one of them is removed) and removes them,
 // the sysusers.d and tmpfiles.d files and the runtime directories. State
 // directories (keys, journals, the store) and the accounts are kept unless
-// --purge. Removing what is already gone is not an error.
+// --purge. On a booted system it refuses while a unit is active, before
+// anything changes, and reloads systemd once the units are gone. Removing
+// what is already gone is not an error.
 func runUninstall(ctx context.Context, c *call, o options) int {
 	t, err := resolveTree(o, c.env, ", or give --root DIR")
 	if err != nil {
 		return c.failf("%v", err)
 	}
+	booted := t.real && sdBooted()
 	if t.real {
 		active, err := activeUnits(ctx)
 		if err != nil {
@@ -52,12 +62,28 @@ func runUninstall(ctx context.Context, c *call, o options) int {
 			fmt.Fprintf(c.stdout, "absent %s\n", what)
 		}
 	}
-	for _, p := range managedPaths() {
-		removed, err := t.remove(p)
-		if err != nil {
-			return c.failf("%v", err)
+	removeFiles := func(paths []string) error {
+		for _, p := range paths {
+			removed, err := t.remove(p)
+			if err != nil {
+				return err
+			}
+			say("file "+t.abs(p), removed)
 		}
-		say("file "+t.abs(p), removed)
+		return nil
+	}
+	// The sudoers drop-in first (managedPaths): the operator loses its
+	// privilege before anything else changes. Then the units are disabled
+	// before their files go, so that no link is left to a unit that is gone.
+	paths := managedPaths()
+	if err := removeFiles(paths[:1]); err != nil {
+		return c.failf("%v", err)
+	}
+	if err := disableUnits(ctx, c, t, booted); err != nil {
+		return c.failf("%v", err)
+	}
+	if err := removeFiles(paths[1:]); err != nil {
+		return c.failf("%v", err)
 	}
 	dirs := systemd.Dirs()
 	for i := len(dirs) - 1; i >= 0; i-- { // children before parents
@@ -77,6 +103,12 @@ func runUninstall(ctx context.Context, c *call, o options) int {
 			return c.failf("%v", err)
 		}
 		say("dir "+t.abs(rel(d.Path)), removed)
+	}
+	if booted {
+		if err := reloadSystemd(ctx); err != nil {
+			return c.failf("%v", err)
+		}
+		fmt.Fprintf(c.stdout, "reloaded systemd (systemctl daemon-reload): it has forgotten the removed units\n")
 	}
 	if t.real {
 		if !o.purge {
@@ -132,4 +164,150 @@ func removeAccounts(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.stdout, "removed group %s\n", g)
 	}
 	return nil
+}
+
+// stewardUnits are the names of the units install writes (the files of
+// managedPaths directly in systemd.UnitDir).
+func stewardUnits() []string {
+	var units []string
+	for _, p := range managedPaths() {
+		if path.Dir(p) == systemd.UnitDir {
+			units = append(units, path.Base(p))
+		}
+	}
+	return units
+}
+
+// disableUnits undoes `systemctl enable` of steward's units. On a booted
+// system, systemctl disables the units whose files are still there (it
+// knows their [Install] sections); then, on any tree, disableUnits removes
+// every link left in systemd.UnitDir that enables one of them, each named
+// on stdout. That covers a --root tree, a system where systemd does not
+// run, links made by hand, and links an older uninstall left dangling.
+func disableUnits(ctx context.Context, c *call, t tree, booted bool) error {
+	units := stewardUnits()
+	if booted {
+		var present []string
+		for _, u := range units {
+			_, ok, err := t.lstat(path.Join(systemd.UnitDir, u))
+			if err != nil {
+				return err
+			}
+			if ok {
+				present = append(present, u)
+			}
+		}
+		if len(present) > 0 {
+			systemctl, err := findTool("systemctl", "systemd")
+			if err != nil {
+				return err
+			}
+			// One daemon-reload, once the files are gone (reloadSystemd).
+			if err := runTool(ctx, systemctl, append([]string{"disable", "--no-reload", "--"}, present...)...); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "disabled %s (systemctl disable)\n", strings.Join(present, " "))
+		}
+	}
+	links, err := enablingLinks(t, units)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		removed, err := t.remove(l.rel)
+		if err != nil {
+			return err
+		}
+		if removed {
+			fmt.Fprintf(c.stdout, "removed link %s -> %s\n", t.abs(l.rel), l.target)
+		}
+	}
+	return nil
+}
+
+// reloadSystemd has systemd reread its unit files.
+func reloadSystemd(ctx context.Context) error {
+	systemctl, err := findTool("systemctl", "systemd")
+	if err != nil {
+		return err
+	}
+	return runTool(ctx, systemctl, "daemon-reload")
+}
+
+// unitLink is a symbolic link that enables one of steward's units.
+type unitLink struct {
+	rel    string // the link, relative to the tree's root
+	target string // what it points at, as it reads
+}
+
+// isEnablingDir reports whether a directory in systemd.UnitDir is one
+// systemctl enable links units into: TARGET.wants for WantedBy=,
+// TARGET.requires for RequiredBy=, TARGET.upholds for UpheldBy=.
+func isEnablingDir(name string) bool {
+	return strings.HasSuffix(name, ".wants") || strings.HasSuffix(name, ".requires") || strings.HasSuffix(name, ".upholds")
+}
+
+// enablingLinks finds the links in systemd.UnitDir (an Alias=) and in its
+// enabling directories that point at one of units' files there. A link
+// counts by where it points, read without following it, so a dangling one
+// counts too; systemctl writes the target as an absolute path inside the
+// tree ("/etc/systemd/system/UNIT", under --root as well), and a relative
+// target is taken from the link's directory.
+func enablingLinks(t tree, units []string) ([]unitLink, error) {
+	files := make(map[string]bool, len(units))
+	for _, u := range units {
+		files["/"+path.Join(systemd.UnitDir, u)] = true
+	}
+	var links []unitLink
+	subdirs, err := scanLinks(t, systemd.UnitDir, files, &links)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range subdirs {
+		if _, err := scanLinks(t, path.Join(systemd.UnitDir, d), files, &links); err != nil {
+			return nil, err
+		}
+	}
+	return links, nil
+}
+
+// scanLinks appends to links the links in directory rel that point at one
+// of files (tree paths), and returns the names of the enabling
+// directories in rel. A missing rel holds nothing.
+func scanLinks(t tree, rel string, files map[string]bool, links *[]unitLink) ([]string, error) {
+	dfd, err := t.openDir(rel, false)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dir := os.NewFile(uintptr(dfd), t.abs(rel))
+	defer dir.Close()
+	entries, err := dir.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", t.abs(rel), err)
+	}
+	var subdirs []string
+	for _, e := range entries {
+		switch {
+		case e.IsDir() && isEnablingDir(e.Name()):
+			subdirs = append(subdirs, e.Name())
+		case e.Type() == fs.ModeSymlink:
+			buf := make([]byte, unix.PathMax)
+			n, err := unix.Readlinkat(dfd, e.Name(), buf)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", t.abs(path.Join(rel, e.Name())), err)
+			}
+			target := string(buf[:n])
+			points := target
+			if !path.IsAbs(points) {
+				points = path.Join("/"+rel, points)
+			}
+			if files[path.Clean(points)] {
+				*links = append(*links, unitLink{rel: path.Join(rel, e.Name()), target: target})
+			}
+		}
+	}
+	return subdirs, nil
 }

@@ -2,8 +2,8 @@ package operator
 
 import (
 	"fmt"
-	"os"
 
+	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
@@ -75,7 +75,9 @@ func (c *CLI) cmdReceiptsExport(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, b, 0o644); err != nil {
+	// The operator's record of every charge: private to the operator,
+	// 0600 whatever the umask, replacing what was at --out.
+	if err := durable.WriteAtomic(*out, b, 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "receipts written to %s\n", *out)

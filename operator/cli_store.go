@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -269,7 +270,10 @@ func (c *CLI) cmdBundleBuild(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, b, 0o644); err != nil {
+	// The bundle is the controller's: `steward-installer bundle-install`
+	// takes only a file private to the operator. It is 0600 whatever the
+	// umask, and replaces (never writes through) what was at --out.
+	if err := durable.WriteAtomic(*out, b, 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "bundle for %s written to %s (%d bytes)\n", pos[0], *out, len(b))

@@ -119,10 +119,13 @@ func ReadHybridPublicKeyFile(path string) (*HybridPublicKey, error) {
 // and checks its owner and mode on the open descriptor.
 func openKeyDir(path string, kind keyFileKind, create bool) (int, error) {
 	dir := filepath.Dir(path)
+	made := false
 	if create {
-		if err := os.Mkdir(dir, kind.dirMode); err != nil && !errors.Is(err, os.ErrExist) {
+		err := os.Mkdir(dir, kind.dirMode)
+		if err != nil && !errors.Is(err, os.ErrExist) {
 			return -1, fmt.Errorf("wire: %s file %s: create directory: %w", kind.what, path, err)
 		}
+		made = err == nil
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -130,6 +133,14 @@ func openKeyDir(path string, kind keyFileKind, create bool) (int, error) {
 			return -1, unsafeKeyFile(path, "directory %s is a symlink or not a directory", dir)
 		}
 		return -1, fmt.Errorf("wire: %s file %s: open directory: %w", kind.what, path, err)
+	}
+	if made {
+		// The directory this call made has exactly its mode, whatever the
+		// umask left of it; one that existed keeps its own and is checked.
+		if err := unix.Fchmod(fd, uint32(kind.dirMode)); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("wire: %s file %s: chmod directory: %w", kind.what, path, err)
+		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -163,7 +174,8 @@ func denyWord(deny uint32) string {
 	return "write access"
 }
 
-// writeKeyFile creates path with data, O_EXCL, fsyncs it and its directory.
+// writeKeyFile creates path with data, O_EXCL and with exactly the kind's
+// mode, fsyncs it and its directory.
 func writeKeyFile(path string, data []byte, kind keyFileKind) (err error) {
 	dfd, err := openKeyDir(path, kind, true)
 	if err != nil {
@@ -183,7 +195,11 @@ func writeKeyFile(path string, data []byte, kind keyFileKind) (err error) {
 			unix.Unlinkat(dfd, base, 0)
 		}
 	}()
-	if _, err = f.Write(data); err == nil {
+	// Exactly the kind's mode, whatever the umask left of it at create.
+	if err = unix.Fchmod(fd, uint32(kind.fileMode)); err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // SyncDir fsyncs directory dir, making the entries changed in it durable.
@@ -27,11 +28,19 @@ func SyncDir(dir string) error {
 	return d.Close()
 }
 
-// WriteNew creates path (refusing an existing file), writes b, fsyncs the
-// file and then its directory.
+// WriteNew creates path (refusing an existing file or a symlink there),
+// writes b, fsyncs the file and then its directory. The file has exactly
+// mode, whatever the umask: it is created with mode and then fchmod'ed to
+// it, so that a permissive umask cannot open it up and a strict one cannot
+// take a bit the caller asked for.
 func WriteNew(path string, b []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
 	if err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		os.Remove(path)
 		return err
 	}
 	if err := writeSync(f, b); err != nil {
@@ -40,13 +49,22 @@ func WriteNew(path string, b []byte, mode os.FileMode) error {
 	return SyncDir(filepath.Dir(path))
 }
 
-// WriteAtomic writes b to a temporary file beside path, fsyncs it, renames
-// it over path and fsyncs the directory: a reader sees the old bytes or the
-// new ones, never a mix, before and after a crash.
+// WriteAtomic writes b to a new temporary file beside path (created
+// O_EXCL, mode exactly mode as in WriteNew), fsyncs it, renames it over
+// path and fsyncs the directory: a reader sees the old bytes or the new
+// ones, never a mix, before and after a crash. What was at path before is
+// replaced, not written through: an old file's looser mode and a symlink
+// there are gone with it.
 func WriteAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return err
 	}
 	if err := writeSync(f, b); err != nil {
@@ -57,7 +75,7 @@ func WriteAtomic(path string, b []byte, mode os.FileMode) error {
 		os.Remove(tmp)
 		return err
 	}
-	return SyncDir(filepath.Dir(path))
+	return SyncDir(dir)
 }
 
 // writeSync writes b to f, fsyncs and closes it.
