@@ -10,20 +10,30 @@ import (
 
 // Names of the listeners Options.Listeners may carry: the
 // FileDescriptorName= of steward's .socket units (package systemd's
-// FDReverse, FDForeground and FDMCP).
+// FDForeground and FDMCP). ListenerReverse is named only to be refused.
 const (
 	ListenerReverse    = "reverse"
 	ListenerForeground = "foreground"
 	ListenerMCP        = "mcp"
 )
 
-// checkAdopted refuses a passed listener with a name Serve does not know or
-// bound at another path than the config names for it: the channel of every
-// custody connection is bound to the socket path, so a listener at another
-// path would serve channels neither side can agree on. Nothing passed is
+// errAdoptedReverse says why a passed reverse listener is refused: the host
+// checks with SO_PEERCRED that the reverse socket's listener is the
+// controller's account before it asks for a payer consent, and a socket
+// systemd made reports pid 1, uid 0 (DESIGN.md section 2).
+var errAdoptedReverse = fmt.Errorf("%w: a passed reverse listener cannot be served: the host's SO_PEERCRED check would see systemd (uid 0), not the controller; the controller binds the reverse socket itself (remove its .socket unit)", ErrConfig)
+
+// checkAdopted refuses a passed listener with a name Serve does not know,
+// a passed reverse listener (errAdoptedReverse), or one bound at another
+// path than the config names for it: the channel of every custody
+// connection is bound to the socket path, so a listener at another path
+// would serve channels neither side can agree on. Nothing passed is
 // ignored.
 func checkAdopted(ls map[string]*net.UnixListener, s Sockets) error {
-	paths := map[string]string{ListenerReverse: s.Reverse, ListenerForeground: s.Foreground, ListenerMCP: s.MCP}
+	if _, ok := ls[ListenerReverse]; ok {
+		return errAdoptedReverse
+	}
+	paths := map[string]string{ListenerForeground: s.Foreground, ListenerMCP: s.MCP}
 	names := make([]string, 0, len(ls))
 	for name := range ls {
 		names = append(names, name)
@@ -32,7 +42,7 @@ func checkAdopted(ls map[string]*net.UnixListener, s Sockets) error {
 	for _, name := range names {
 		want, ok := paths[name]
 		if !ok {
-			return fmt.Errorf("%w: passed listener %q is none of %s, %s, %s", ErrConfig, name, ListenerReverse, ListenerForeground, ListenerMCP)
+			return fmt.Errorf("%w: passed listener %q is neither %s nor %s", ErrConfig, name, ListenerForeground, ListenerMCP)
 		}
 		l := ls[name]
 		if l == nil {

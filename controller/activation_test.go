@@ -21,18 +21,21 @@ func TestCheckAdopted(t *testing.T) {
 		return l
 	}
 	s := Sockets{MCP: filepath.Join(dir, "mcp.sock"), Reverse: filepath.Join(dir, "reverse.sock"), Foreground: filepath.Join(dir, "fg.sock")}
-	mcp, rev, other := listen("mcp.sock"), listen("reverse.sock"), listen("other.sock")
+	mcp, fg, rev, other := listen("mcp.sock"), listen("fg.sock"), listen("reverse.sock"), listen("other.sock")
 	if err := checkAdopted(nil, s); err != nil {
 		t.Fatalf("none passed: %v", err)
 	}
-	if err := checkAdopted(map[string]*net.UnixListener{ListenerMCP: mcp, ListenerReverse: rev}, s); err != nil {
+	if err := checkAdopted(map[string]*net.UnixListener{ListenerMCP: mcp, ListenerForeground: fg}, s); err != nil {
 		t.Fatalf("two passed: %v", err)
 	}
 	for _, c := range []struct {
 		ls   map[string]*net.UnixListener
 		want string
 	}{
-		{map[string]*net.UnixListener{"admin": mcp}, `passed listener "admin" is none of reverse, foreground, mcp`},
+		{map[string]*net.UnixListener{"admin": mcp}, `passed listener "admin" is neither foreground nor mcp`},
+		// systemd's reverse socket would report uid 0 to the host's peer check.
+		{map[string]*net.UnixListener{ListenerReverse: rev}, `a passed reverse listener cannot be served: the host's SO_PEERCRED check would see systemd (uid 0), not the controller`},
+		{map[string]*net.UnixListener{ListenerMCP: mcp, ListenerReverse: rev}, `a passed reverse listener cannot be served`},
 		{map[string]*net.UnixListener{ListenerForeground: other}, `passed listener "foreground" is bound at ` + filepath.Join(dir, "other.sock") + `, but the config's socket for it is ` + s.Foreground},
 		{map[string]*net.UnixListener{ListenerMCP: rev}, `passed listener "mcp" is bound at`},
 		{map[string]*net.UnixListener{ListenerMCP: nil}, `passed listener "mcp" is nil`},

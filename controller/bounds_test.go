@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/stewardrt/steward/controller/foreground"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,33 +101,33 @@ func TestForegroundBounds(t *testing.T) {
 		return b
 	}
 	seq := s.lastSeq()
-	rep, err := ForegroundCall(ctx, sock, ForegroundRequest{Op: FgSubmit, Tool: ToolCall, Arguments: bodyArgs("fg-1", 65536)})
+	rep, err := foreground.Call(ctx, sock, uint32(os.Geteuid()), foreground.Request{Op: foreground.OpSubmit, Tool: ToolCall, Arguments: bodyArgs("fg-1", 65536)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tr ToolResult
 	json.Unmarshal(rep.Result, &tr)
-	if rep.State != FgDone || tr.Outcome != msg.OutcomeDefinite || tr.Status != 200 {
+	if rep.State != foreground.StateDone || tr.Outcome != msg.OutcomeDefinite || tr.Status != 200 {
 		t.Fatalf("body at the bound: %+v %+v", rep, tr)
 	}
 	if got := s.lastSeq(); got != seq+4 {
 		t.Fatalf("journal moved %d -> %d, want fg-submit, begin, result, fg-result", seq, got)
 	}
 	// result, then ack, then the result is gone.
-	rep2, err := ForegroundCall(ctx, sock, ForegroundRequest{Op: FgResult, ID: rep.ID})
+	rep2, err := foreground.Call(ctx, sock, uint32(os.Geteuid()), foreground.Request{Op: foreground.OpResult, ID: rep.ID})
 	if err != nil || string(rep2.Result) != string(rep.Result) {
 		t.Fatalf("result: %v %+v", err, rep2)
 	}
-	if _, err := ForegroundCall(ctx, sock, ForegroundRequest{Op: FgAck, ID: rep.ID}); err != nil {
+	if _, err := foreground.Call(ctx, sock, uint32(os.Geteuid()), foreground.Request{Op: foreground.OpAck, ID: rep.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ForegroundCall(ctx, sock, ForegroundRequest{Op: FgResult, ID: rep.ID}); !errors.Is(err, ErrForeground) {
+	if _, err := foreground.Call(ctx, sock, uint32(os.Geteuid()), foreground.Request{Op: foreground.OpResult, ID: rep.ID}); !errors.Is(err, foreground.ErrRefused) {
 		t.Fatalf("result after ack: %v", err)
 	}
 
 	seq = s.lastSeq()
-	_, err = ForegroundCall(ctx, sock, ForegroundRequest{Op: FgSubmit, Tool: ToolCall, Arguments: bodyArgs("fg-2", 65537)})
-	if !errors.Is(err, ErrForeground) || !strings.Contains(err.Error(), "invocation body: 65537 bytes exceeds the bound of 65536") {
+	_, err = foreground.Call(ctx, sock, uint32(os.Geteuid()), foreground.Request{Op: foreground.OpSubmit, Tool: ToolCall, Arguments: bodyArgs("fg-2", 65537)})
+	if !errors.Is(err, foreground.ErrRefused) || !strings.Contains(err.Error(), "invocation body: 65537 bytes exceeds the bound of 65536") {
 		t.Fatalf("body one past: %v", err)
 	}
 	if s.lastSeq() != seq {
@@ -135,8 +137,8 @@ func TestForegroundBounds(t *testing.T) {
 	// The frame bound: a request frame of exactly 262,144 bytes is read
 	// (and then refused for its arguments), one of 262,145 is refused by
 	// the frame bound. Neither journals anything.
-	frameArgs := func(n int) ForegroundRequest {
-		r := ForegroundRequest{Op: FgSubmit, Tool: ToolCall}
+	frameArgs := func(n int) foreground.Request {
+		r := foreground.Request{Op: foreground.OpSubmit, Tool: ToolCall}
 		for pad := n - 64; ; pad++ {
 			r.Arguments = []byte(`{"pad":"` + strings.Repeat("p", pad) + `"}`)
 			b, _ := wire.Marshal(r)
@@ -148,12 +150,12 @@ func TestForegroundBounds(t *testing.T) {
 			}
 		}
 	}
-	_, err = ForegroundCall(ctx, sock, frameArgs(wire.MaxRequestFrame))
-	if !errors.Is(err, ErrForeground) || !strings.Contains(err.Error(), `unknown field "pad"`) {
+	_, err = foreground.Call(ctx, sock, uint32(os.Geteuid()), frameArgs(wire.MaxRequestFrame))
+	if !errors.Is(err, foreground.ErrRefused) || !strings.Contains(err.Error(), `unknown field "pad"`) {
 		t.Fatalf("frame at the bound: %v", err)
 	}
-	_, err = ForegroundCall(ctx, sock, frameArgs(wire.MaxRequestFrame+1))
-	if !errors.Is(err, ErrForeground) || !strings.Contains(err.Error(), "frame of 262145 bytes exceeds the request frame bound of 262144 bytes") {
+	_, err = foreground.Call(ctx, sock, uint32(os.Geteuid()), frameArgs(wire.MaxRequestFrame+1))
+	if !errors.Is(err, foreground.ErrRefused) || !strings.Contains(err.Error(), "frame of 262145 bytes exceeds the request frame bound of 262144 bytes") {
 		t.Fatalf("frame one past: %v", err)
 	}
 	if s.lastSeq() != seq {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"syscall"
 
+	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/journal"
 )
 
@@ -34,13 +37,13 @@ func ListAttempts(cfgPath string) ([]Attempt, error) {
 // daemon runs (it holds the journal lock) the request goes through its
 // foreground socket; otherwise the journal is opened here.
 func InspectAttempt(ctx context.Context, cfgPath, id string, log *slog.Logger) (Inspection, error) {
-	return attemptOp(ctx, cfgPath, id, FgInspect, log)
+	return attemptOp(ctx, cfgPath, id, foreground.OpInspect, log)
 }
 
 // ResolveAttempt records what the host says of an uncertain attempt (see
 // Controller.Resolve), through the daemon when it runs.
 func ResolveAttempt(ctx context.Context, cfgPath, id string, log *slog.Logger) (Inspection, error) {
-	return attemptOp(ctx, cfgPath, id, FgResolve, log)
+	return attemptOp(ctx, cfgPath, id, foreground.OpResolve, log)
 }
 
 func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (Inspection, error) {
@@ -50,7 +53,11 @@ func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (I
 		if cerr != nil {
 			return Inspection{}, cerr
 		}
-		rep, ferr := ForegroundCall(ctx, cfg.Sockets.Foreground, ForegroundRequest{Op: op, ID: id})
+		owner, oerr := stateOwner(cfg)
+		if oerr != nil {
+			return Inspection{}, oerr
+		}
+		rep, ferr := foreground.Call(ctx, cfg.Sockets.Foreground, owner, foreground.Request{Op: op, ID: id})
 		if ferr != nil {
 			return Inspection{}, fmt.Errorf("the controller daemon is running; through its foreground socket: %w", ferr)
 		}
@@ -64,7 +71,7 @@ func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (I
 		return Inspection{}, err
 	}
 	defer c.Close()
-	if op == FgResolve {
+	if op == foreground.OpResolve {
 		return c.Resolve(ctx, id, "cli")
 	}
 	return c.Inspect(ctx, id)
@@ -103,4 +110,16 @@ func InspectJournal(cfgPath string) (JournalSummary, error) {
 		Binding: fmt.Sprintf("%x", b), LastSeq: j.LastSeq(), Head: fmt.Sprintf("%x", h),
 		Recovered: j.Recoveries(), Uncertain: l.uncertain(),
 	}, nil
+}
+
+// stateOwner returns the account the controller runs as: the owner of its
+// state directory (systemd's StateDirectory= makes it the service's User=).
+// The foreground socket must belong to that account whether the daemon
+// bound it or systemd made it for the daemon.
+func stateOwner(cfg *Config) (uint32, error) {
+	fi, err := os.Stat(cfg.StateDir)
+	if err != nil {
+		return 0, fmt.Errorf("the controller's state directory: %w", err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Uid, nil
 }

@@ -44,7 +44,7 @@ type CLI struct {
 	Stdin          *os.File // the agent's side of `mcp` (read through the runtime poller)
 	Stdout, Stderr io.Writer
 	// Listeners returns the sockets passed by socket activation, keyed
-	// ListenerReverse, ListenerForeground and ListenerMCP (systemd.Listeners).
+	// ListenerForeground and ListenerMCP (systemd.Listeners).
 	Listeners func() (map[string]*net.UnixListener, error)
 	// Ready reports readiness once serve's journal is open and its
 	// sockets bound (systemd.Ready).

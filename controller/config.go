@@ -1,261 +1,46 @@
 package controller
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-
-	"github.com/stewardrt/steward/oracleops"
-	"github.com/stewardrt/steward/wire"
-	"github.com/stewardrt/steward/wire/msg"
+	"github.com/stewardrt/steward/controller/ctlconf"
 )
 
-// MaxServices bounds the application services of one controller config
-// (DESIGN.md section 8). This is the one place that owns the number.
-const MaxServices = 16
-
-// MaxConfigBytes bounds the config file. A config is a few hundred bytes;
-// the bound keeps a mistaken path (a log, a binary) from being read whole.
-const MaxConfigBytes = 65536
-
-// MaxBundleBytes bounds the host bundle file.
-const MaxBundleBytes = 1 << 20
+// The config's format and bounds are package ctlconf's, which the root
+// installer links without the rest of the controller; these names are
+// the same things, for the controller's own code.
+const (
+	MaxServices    = ctlconf.MaxServices
+	MaxConfigBytes = ctlconf.MaxConfigBytes
+	MaxBundleBytes = ctlconf.MaxBundleBytes
+)
 
 // ErrConfig is wrapped by every refusal of a controller config.
-var ErrConfig = errors.New("controller config refused")
+var ErrConfig = ctlconf.ErrConfig
 
-// Config is the controller's configuration, read from JSON with unknown
-// fields refused. Its canonical JSON is the binding of the controller's
-// journal (DESIGN.md section 4).
-type Config struct {
-	Name     string  `json:"name"`     // the controller's name, as the operator pinned it
-	StateDir string  `json:"stateDir"` // the journal lives in STATEDIR/journal
-	KeyDir   string  `json:"keyDir"`   // the four role keys
-	Bundle   string  `json:"bundle"`   // the host bundle from `steward-operator bundle build`
-	Sockets  Sockets `json:"sockets"`
-	Agents   Agents  `json:"agents"`
-	// ForegroundUIDs may use the foreground socket; absent means [0] (root).
-	ForegroundUIDs []uint32 `json:"foregroundUids,omitempty"`
-	// AllowedApplicationLifetimeRoutes names the bundle routes this
-	// controller may use for the lifetime of an application service.
-	AllowedApplicationLifetimeRoutes []string `json:"allowedApplicationLifetimeRoutes"`
-	ToolTask                         ToolTask `json:"toolTask"`
-}
+// Config is the controller's configuration (package ctlconf).
+type Config = ctlconf.Config
 
-// Sockets are the controller's listening sockets.
-type Sockets struct {
-	MCP        string `json:"mcp"`
-	Reverse    string `json:"reverse"`
-	Foreground string `json:"foreground"`
-}
+// Sockets are the controller's listening sockets (package ctlconf).
+type Sockets = ctlconf.Sockets
 
-// Agents is the allow-list of the MCP socket: a peer is admitted when its
-// UID or its GID is listed.
-type Agents struct {
-	UIDs []uint32 `json:"uids"`
-	GIDs []uint32 `json:"gids"`
-}
+// Agents is the allow-list of the MCP socket (package ctlconf).
+type Agents = ctlconf.Agents
 
-// ToolTask is what the agent-facing tools may reach.
-type ToolTask struct {
-	ApplicationServices []Service `json:"applicationServices"`
-}
+// ToolTask is what the agent-facing tools may reach (package ctlconf).
+type ToolTask = ctlconf.ToolTask
 
-// Service is one application the tools can discover and call, and the
-// protocol it speaks.
-type Service struct {
-	Application string `json:"application"`
-	Protocol    string `json:"protocol"`
-}
+// Service is one application the tools can call (package ctlconf).
+type Service = ctlconf.Service
 
-// ParseConfig decodes and validates a config (everything that can be
-// checked without the bundle). Unknown fields, trailing data, an unknown
-// protocol, a duplicate application and more than MaxServices services are
-// refused, each with one line that wraps ErrConfig.
-func ParseConfig(raw []byte) (*Config, error) {
-	if len(raw) > MaxConfigBytes {
-		return nil, fmt.Errorf("%w: %d bytes exceeds the bound of %d", ErrConfig, len(raw), MaxConfigBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var c Config
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the config object", ErrConfig)
-	}
-	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	return &c, nil
-}
+// ParseConfig is ctlconf.Parse.
+func ParseConfig(raw []byte) (*Config, error) { return ctlconf.Parse(raw) }
 
-// LoadConfig reads and parses the config file at path, returning the raw
-// bytes too: they are what the journal binds.
-func LoadConfig(path string) (*Config, []byte, error) {
-	raw, err := readBounded(path, MaxConfigBytes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	c, err := ParseConfig(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, raw, nil
-}
+// LoadConfig is ctlconf.Load.
+func LoadConfig(path string) (*Config, []byte, error) { return ctlconf.Load(path) }
 
-func (c *Config) validate() error {
-	if err := validateName("name", c.Name); err != nil {
-		return err
-	}
-	for _, p := range []struct{ field, path string }{
-		{"stateDir", c.StateDir}, {"keyDir", c.KeyDir}, {"bundle", c.Bundle},
-		{"sockets.mcp", c.Sockets.MCP}, {"sockets.reverse", c.Sockets.Reverse},
-		{"sockets.foreground", c.Sockets.Foreground},
-	} {
-		if p.path == "" || !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
-			return fmt.Errorf("%s: %q must be a clean absolute path", p.field, p.path)
-		}
-	}
-	socks := []string{c.Sockets.MCP, c.Sockets.Reverse, c.Sockets.Foreground}
-	slices.Sort(socks)
-	if len(slices.Compact(socks)) != 3 {
-		return errors.New("sockets: mcp, reverse and foreground must be three different paths")
-	}
-	if len(c.ToolTask.ApplicationServices) == 0 {
-		return errors.New("toolTask.applicationServices: no application services")
-	}
-	if n := len(c.ToolTask.ApplicationServices); n > MaxServices {
-		return fmt.Errorf("toolTask.applicationServices: %d services exceeds the bound of %d", n, MaxServices)
-	}
-	seen := map[string]bool{}
-	for i, s := range c.ToolTask.ApplicationServices {
-		field := "toolTask.applicationServices[" + strconv.Itoa(i) + "]"
-		if err := validateName(field+".application", s.Application); err != nil {
-			return err
-		}
-		if s.Protocol != msg.ProtocolOracleOperationsV1 {
-			return fmt.Errorf("%s.protocol: unknown protocol %q (only %s exists)", field, s.Protocol, msg.ProtocolOracleOperationsV1)
-		}
-		if seen[s.Application] {
-			return fmt.Errorf("%s.application: duplicate application %q", field, s.Application)
-		}
-		seen[s.Application] = true
-	}
-	for i, r := range c.AllowedApplicationLifetimeRoutes {
-		if err := validateName("allowedApplicationLifetimeRoutes["+strconv.Itoa(i)+"]", r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func readBounded(path string, limit int64) ([]byte, error) { return ctlconf.ReadBounded(path, limit) }
 
-// foregroundUIDs returns the UIDs admitted on the foreground socket.
-func (c *Config) foregroundUIDs() []uint32 {
-	if c.ForegroundUIDs == nil {
-		return []uint32{0}
-	}
-	return c.ForegroundUIDs
-}
+// Binding is what the controller trusts of its host (package ctlconf).
+type Binding = ctlconf.Binding
 
-// validateName checks a name of the config: the id alphabet of
-// oracle-operations-v1 (1 to 80 of A-Za-z0-9_-, plus '.'), so that names
-// are safe in logs and file names.
-func validateName(field, s string) error {
-	if s == "" || len(s) > oracleops.MaxIDLen {
-		return fmt.Errorf("%s: %q must be 1 to %d bytes", field, s, oracleops.MaxIDLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("%s: %q has byte %q at offset %d, not one of A-Za-z0-9._-", field, s, c, i)
-		}
-	}
-	return nil
-}
-
-// Binding is what the controller trusts of its host, from the bundle.
-type Binding struct {
-	Bundle  msg.Bundle
-	HostKey *wire.HybridPublicKey
-	// HostRing pins the Ed25519 half of the host key: frames and receipts.
-	HostRing *wire.Keyring
-	// Routes maps each configured application to its route.
-	Routes map[string]msg.RouteRecord
-}
-
-// LoadBundle reads and verifies the bundle at c.Bundle and matches every
-// configured service to exactly one of its routes: a route whose name is in
-// AllowedApplicationLifetimeRoutes, for the same application and protocol,
-// and for this controller.
-func (c *Config) LoadBundle() (*Binding, error) {
-	raw, err := readBounded(c.Bundle, MaxBundleBytes)
-	if err != nil {
-		return nil, fmt.Errorf("%w: bundle: %v", ErrConfig, err)
-	}
-	b, pub, routes, err := msg.OpenBundle(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: bundle %s: %v", ErrConfig, c.Bundle, err)
-	}
-	if b.Controller != c.Name {
-		return nil, fmt.Errorf("%w: bundle %s was built for controller %q, not %q", ErrConfig, c.Bundle, b.Controller, c.Name)
-	}
-	bind := &Binding{Bundle: b, HostKey: pub, HostRing: wire.NewKeyring(pub.Ed25519()), Routes: map[string]msg.RouteRecord{}}
-	for _, s := range c.ToolTask.ApplicationServices {
-		var found []msg.RouteRecord
-		for _, r := range routes {
-			if r.Application == s.Application && slices.Contains(c.AllowedApplicationLifetimeRoutes, r.Route) {
-				found = append(found, r)
-			}
-		}
-		switch {
-		case len(found) == 0:
-			return nil, fmt.Errorf("%w: service %q has no matching route: no route of the bundle for it is in allowedApplicationLifetimeRoutes", ErrConfig, s.Application)
-		case len(found) > 1:
-			return nil, fmt.Errorf("%w: service %q matches %d routes of the bundle; allow exactly one", ErrConfig, s.Application, len(found))
-		}
-		r := found[0]
-		if r.Protocol != s.Protocol {
-			return nil, fmt.Errorf("%w: service %q speaks %s but route %q speaks %s", ErrConfig, s.Application, s.Protocol, r.Route, r.Protocol)
-		}
-		if r.Controller != c.Name {
-			return nil, fmt.Errorf("%w: route %q is for controller %q, not %q", ErrConfig, r.Route, r.Controller, c.Name)
-		}
-		if err := oracleops.ValidatePrefix(r.Prefix); err != nil {
-			return nil, fmt.Errorf("%w: route %q: %v", ErrConfig, r.Route, err)
-		}
-		bind.Routes[s.Application] = r
-	}
-	return bind, nil
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: more than the bound of %d bytes", path, limit)
-	}
-	return b, nil
-}
+// LoadBundle is ctlconf.LoadBundle.
+func LoadBundle(c *Config) (*Binding, error) { return ctlconf.LoadBundle(c) }

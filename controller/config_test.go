@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,22 +83,25 @@ func TestConfigValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bind, err := c.LoadBundle()
+	bind, err := LoadBundle(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := bind.Routes["appliance"]; r.Route != "r-appliance" {
 		t.Fatalf("route %+v", r)
 	}
-	// foregroundUids absent means root only.
+	// foregroundUids absent means root and the controller's own account.
 	m := baseConfig(dir, b, "appliance")
 	delete(m, "foregroundUids")
 	c, err = ParseConfig(mustJSON(t, m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.foregroundUIDs(); len(got) != 1 || got[0] != 0 {
-		t.Fatalf("default foregroundUids %v", got)
+	if got := c.ForegroundPeers(1234); !slices.Equal(got, []uint32{0, 1234}) {
+		t.Fatalf("default foregroundUids %v, want [0 1234]", got)
+	}
+	if got := c.ForegroundPeers(0); !slices.Equal(got, []uint32{0}) {
+		t.Fatalf("default foregroundUids as root %v, want [0]", got)
 	}
 }
 
@@ -158,7 +162,7 @@ func TestConfigRefusals(t *testing.T) {
 				if err != nil {
 					t.Fatalf("parse: %v", err)
 				}
-				_, err = c.LoadBundle()
+				_, err = LoadBundle(c)
 			}
 			if err == nil {
 				t.Fatalf("accepted")
@@ -184,7 +188,7 @@ func TestConfigSixteenServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bind, err := c.LoadBundle()
+	bind, err := LoadBundle(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/stewardrt/steward/journal"
@@ -29,9 +28,6 @@ type Controller struct {
 	gate   sync.RWMutex // read-held by each dispatch; write-held from shutdown on
 }
 
-// JournalDir is where a config's journal lives.
-func (c *Config) JournalDir() string { return filepath.Join(c.StateDir, "journal") }
-
 // open loads everything but the sockets: config, bundle, keys and the
 // journal (bound to the config bytes), and rebuilds the index.
 func open(cfgPath string, log *slog.Logger) (*Controller, error) {
@@ -39,7 +35,7 @@ func open(cfgPath string, log *slog.Logger) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	bind, err := cfg.LoadBundle()
+	bind, err := LoadBundle(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgPath, err)
 	}

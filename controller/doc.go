@@ -74,8 +74,8 @@
 // The reverse socket admits only the host's UID (from the bundle) and
 // speaks signed frames (package wire). The foreground socket (0600)
 // admits foregroundUids by SO_PEERCRED alone and speaks unsigned frames:
-// a 4-byte big-endian length and deterministic CBOR of ForegroundRequest
-// (at most wire.MaxRequestFrame bytes) answered by ForegroundReply (at
+// a 4-byte big-endian length and deterministic CBOR of foreground.Request
+// (at most wire.MaxRequestFrame bytes) answered by foreground.Reply (at
 // most wire.MaxReplyFrame bytes). Its operations are submit, result, ack,
 // attempts, inspect and resolve.
 //

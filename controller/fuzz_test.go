@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"github.com/stewardrt/steward/controller/foreground"
 	"log/slog"
 	"testing"
 
@@ -41,7 +42,7 @@ func FuzzPlanArgs(f *testing.F) {
 // FuzzForegroundRequest decodes foreground frames as the socket does.
 func FuzzForegroundRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r ForegroundRequest
+		var r foreground.Request
 		if err := wire.Unmarshal(b, &r); err != nil {
 			return
 		}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"os"
 	"path/filepath"
 
@@ -9,15 +10,13 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// Key file names inside the key directory.
+// Key file names inside the key directory (package ctlconf owns them).
 const (
-	ControllerKeyFile = "controller.key"
-	ToolKeyFile       = "tool.key"
-	DispatchKeyFile   = "dispatch.key"
-	ProviderKeyFile   = "provider.key"
-	// PublicKeysFile holds msg.ControllerKeys (CBOR), the file
-	// `steward-operator controller add --keys` reads.
-	PublicKeysFile = "controller.pub"
+	ControllerKeyFile = ctlconf.ControllerKeyFile
+	ToolKeyFile       = ctlconf.ToolKeyFile
+	DispatchKeyFile   = ctlconf.DispatchKeyFile
+	ProviderKeyFile   = ctlconf.ProviderKeyFile
+	PublicKeysFile    = ctlconf.PublicKeysFile
 )
 
 // Keys are the controller's four role keys. The tool key signs forward

@@ -15,11 +15,12 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// listenReverse binds (or adopts) the reverse socket: only the host's account may
-// connect, and a refused peer gets a signed refusal frame.
-func (c *Controller) listenReverse(pre *net.UnixListener) (*wire.Listener, error) {
+// listenReverse binds the reverse socket itself, never adopting one systemd
+// made (see errAdoptedReverse): only the host's account may connect, and a
+// refused peer gets a signed refusal frame.
+func (c *Controller) listenReverse() (*wire.Listener, error) {
 	host := c.bind.Bundle.HostUID
-	return bindOrAdopt(pre, wire.ListenConfig{
+	return wire.Listen(wire.ListenConfig{
 		Path: c.cfg.Sockets.Reverse,
 		Mode: 0o660,
 		Allow: func(p wire.PeerCred) error {

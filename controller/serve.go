@@ -17,11 +17,12 @@ type Options struct {
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
 	// Listeners are sockets already bound and listening, passed by systemd
-	// socket activation, keyed ListenerReverse, ListenerForeground and
-	// ListenerMCP. Each one present must be bound at the config's path for
-	// it and is served with the same peer check, refusal and caps as a
-	// socket Serve binds itself; the absent ones Serve binds. Serve closes
-	// them all when it returns.
+	// socket activation, keyed ListenerForeground and ListenerMCP. Each one
+	// present must be bound at the config's path for it and is served with
+	// the same peer check, refusal and caps as a socket Serve binds itself;
+	// the absent ones Serve binds. A passed reverse listener is refused
+	// (errAdoptedReverse): Serve always binds the reverse socket itself.
+	// Serve closes them all when it returns.
 	Listeners map[string]*net.UnixListener
 	// Watchdog, if set, is called once after Ready with a check that says
 	// why the controller can no longer serve (its journal failed), or nil:
@@ -54,7 +55,7 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 			l.Close()
 		}
 	}
-	rev, err := c.listenReverse(opts.Listeners[ListenerReverse])
+	rev, err := c.listenReverse()
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/wire/msg"
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +30,7 @@ func runBundleInstall(ctx context.Context, c *call, o options) int {
 	if err != nil {
 		return c.refusef("%v", err)
 	}
-	raw, err := ReadPrivateFile(o.operand, owner, controller.MaxBundleBytes)
+	raw, err := ReadPrivateFile(o.operand, owner, ctlconf.MaxBundleBytes)
 	if err != nil {
 		return c.refusef("%v", err)
 	}

@@ -41,7 +41,7 @@ func TestBundleInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.LoadBundle(); err != nil {
+	if _, err := controller.LoadBundle(cfg); err != nil {
 		t.Fatalf("the controller refuses the installed bundle: %v", err)
 	}
 }

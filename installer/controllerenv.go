@@ -3,12 +3,12 @@ package installer
 import (
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 
-	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/systemd"
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +33,12 @@ type ControllerEnv struct {
 	Bundle     string
 	StateDir   string
 	Foreground string
+	// MCP and Reverse, with Foreground and StateDir, are the installed
+	// layout that controller-config requires a config to name: the units
+	// make these sockets and directory, and nothing else is writable to the
+	// controller under ProtectSystem=strict.
+	MCP     string
+	Reverse string
 }
 
 // DefaultControllerEnv is the controller as package systemd installs it.
@@ -43,6 +49,8 @@ func DefaultControllerEnv() ControllerEnv {
 		Bundle:     systemd.DefaultControllerBundle,
 		StateDir:   systemd.ControllerStateDir,
 		Foreground: systemd.ForegroundSocketPath,
+		MCP:        systemd.MCPSocketPath,
+		Reverse:    systemd.ReverseSocketPath,
 	}
 }
 
@@ -97,22 +105,22 @@ var errNoConfig = errors.New("no controller config is installed")
 type installedConfig struct {
 	path string
 	raw  []byte
-	cfg  *controller.Config
+	cfg  *ctlconf.Config
 }
 
 // readInstalledConfig reads and parses the installed config. The file must
 // be a regular file (its last component is not followed if it is a link)
-// owned by root or one of owners, at most controller.MaxConfigBytes.
+// owned by root or one of owners, at most ctlconf.MaxConfigBytes.
 // A missing file wraps errNoConfig.
 func readInstalledConfig(path string, owners ...uint32) (installedConfig, error) {
-	raw, err := readOwnedFile(path, controller.MaxConfigBytes, owners...)
+	raw, err := readOwnedFile(path, ctlconf.MaxConfigBytes, owners...)
 	if errors.Is(err, os.ErrNotExist) {
 		return installedConfig{}, fmt.Errorf("%s: %w", path, errNoConfig)
 	}
 	if err != nil {
 		return installedConfig{}, err
 	}
-	cfg, err := controller.ParseConfig(raw)
+	cfg, err := ctlconf.Parse(raw)
 	if err != nil {
 		return installedConfig{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -99,8 +99,8 @@ func TestDaemonsNotifyAndWatchdog(t *testing.T) {
 	ns = notifytest.Listen(t)
 	watch[0] = "NOTIFY_SOCKET=" + ns.Path
 	ctl := exec.Command(activate,
-		"--listen="+l.ReverseSocket, "--listen="+l.ForegroundSocket, "--listen="+l.MCPSocket,
-		"--fdname="+systemd.FDReverse+":"+systemd.FDForeground+":"+systemd.FDMCP,
+		"--listen="+l.ForegroundSocket, "--listen="+l.MCPSocket,
+		"--fdname="+systemd.FDForeground+":"+systemd.FDMCP,
 		"--setenv="+watch[0], "--setenv="+watch[1],
 		filepath.Join(bin, "steward-controller"), "serve", "--config", l.Config)
 	stderr, err := ctl.StderrPipe()
@@ -122,12 +122,12 @@ func TestDaemonsNotifyAndWatchdog(t *testing.T) {
 		n := 0
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "Listening on ") {
-				if n++; n == 3 {
+				if n++; n == 2 {
 					bound <- nil
 				}
 			}
 		}
-		bound <- errors.New("systemd-socket-activate's stderr closed before it bound three sockets")
+		bound <- errors.New("systemd-socket-activate's stderr closed before it bound two sockets")
 	}()
 	select {
 	case err := <-bound:

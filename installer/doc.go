@@ -64,7 +64,7 @@
 //
 // ReadPrivateFile is how every operator verb reads a file it is handed: see
 // its documentation for the checks, and ToolRequestLimit and
-// EnrollRequestLimit for the bounds (a bundle: controller.MaxBundleBytes).
+// EnrollRequestLimit for the bounds (a bundle: ctlconf.MaxBundleBytes).
 //
 // # The controller's files
 //
@@ -80,10 +80,38 @@
 // controller-enroll touch the controller's files, the installer becomes
 // the steward-controller account for good (setgroups, setresgid,
 // setresuid): what it writes is the controller's, and no path in the
-// controller's config can make root read or write elsewhere. The tool verbs
-// stay root, the only account the foreground socket admits; they check the
-// socket (root's or the controller's, no directory above it writable by
-// another account) before dialling.
+// controller's config can make root read or write elsewhere. So do the
+// verbs that speak on the foreground socket (the tool and attempt verbs):
+// they become the controller's account before they read its config or
+// dial, and the socket must be that account's (wire.DialOwned: bound by
+// the controller, or made for it by systemd; no directory above it
+// writable by another account).
+//
+// # controller-config CONFIG (root only)
+//
+// Installs the controller's config. It is in no sudo column: the config
+// says whom the controller admits (and, with the payer's policy, what it
+// pays), which the operator account must not be able to change. CONFIG is
+// read as a private file of root (or SUDO_UID when root ran it through
+// sudo), parsed strictly (ctlconf.Parse), and must name the installed
+// state directory and the installed socket paths; then, as the
+// controller's account, its key directory must hold the four role keys
+// and its bundle must be installed and match its services
+// (ctlconf.LoadBundle), before the file replaces the installed config
+// atomically, mode 0600. It prints one JSON line (ConfigResult); when the
+// controller's journal is bound to another config, "next" names the
+// controller-enroll request that must rebind it before the controller
+// starts.
+//
+// # controller-attempts, controller-attempt-inspect ATTEMPT, controller-attempt-resolve ATTEMPT
+//
+// The operator's way to the controller's `attempts list|inspect|resolve`
+// without being root: ops attempts, inspect and resolve on the foreground
+// socket. Each prints one JSON line {"id", "state", "result"}; result is
+// the controller's JSON (the uncertain attempts, or the inspection). The
+// foreground socket is socket-activated, so a stopped controller starts to
+// answer. Resolve asks the host and journals its answer; nothing is sent
+// again.
 //
 // # bundle-install BUNDLE
 //
@@ -99,7 +127,7 @@
 //
 // REQUEST (at most 256 KiB) is JSON {"tool": NAME, "arguments": {...}}:
 // no other field, no duplicate key, arguments an object (absent: {}). It is
-// submitted on the foreground socket (controller.ForegroundCall, op
+// submitted on the foreground socket (foreground.Call, op
 // submit); the controller journals it, runs it and answers. Each verb
 // prints one JSON line {"id", "state", "result", "error"}: state is done,
 // running or interrupted, result is the tool's result as the controller
@@ -148,7 +176,7 @@
 //  5. under the lock, the journal's binding must equal
 //     expectedBindingSha256, else refused naming it;
 //  6. no attempt may be uncertain (controller.UncertainAttempts), else it
-//     fails listing them: resolve them first;
+//     fails listing them and the verbs that resolve them;
 //  7. it appends the rebind record (journal.Rebind), which retains the
 //     config before and after, and prints
 //     {"protocol", "bindingBefore", "bindingAfter", "seq", "changed": true}.

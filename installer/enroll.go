@@ -177,7 +177,7 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 		for _, a := range open[:min(len(open), 8)] {
 			ids = append(ids, a.ID)
 		}
-		return c.failf("%d unresolved attempt(s) block enrollment (%s): resolve them first with steward-controller attempts inspect|resolve",
+		return c.failf("%d unresolved attempt(s) block enrollment (%s): resolve them first (steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT, or steward-controller attempts inspect|resolve as root)",
 			len(open), strings.Join(ids, " "))
 	}
 	failpoint.Hit("installer-enroll-before-rebind")

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"io"
 	"os"
-	"syscall"
 	"time"
 
-	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/journal"
-	"github.com/stewardrt/steward/wire"
 )
 
 // foregroundTimeout bounds one exchange on the foreground socket. A tool
@@ -82,7 +80,7 @@ func runControllerTool(ctx context.Context, c *call, o options) int {
 	if err != nil {
 		return c.refusef("%s: %v", o.operand, err)
 	}
-	return c.foreground(ctx, controller.ForegroundRequest{Op: controller.FgSubmit, Tool: req.Tool, Arguments: req.Arguments})
+	return c.foreground(ctx, foreground.Request{Op: foreground.OpSubmit, Tool: req.Tool, Arguments: req.Arguments})
 }
 
 // runControllerToolResult asks for the result of an earlier request.
@@ -90,7 +88,7 @@ func runControllerToolResult(ctx context.Context, c *call, o options) int {
 	if err := checkRequestID(o.operand); err != nil {
 		return c.refusef("%v", err)
 	}
-	return c.foreground(ctx, controller.ForegroundRequest{Op: controller.FgResult, ID: o.operand})
+	return c.foreground(ctx, foreground.Request{Op: foreground.OpResult, ID: o.operand})
 }
 
 // runControllerToolAck acknowledges a result: the controller forgets it.
@@ -98,43 +96,40 @@ func runControllerToolAck(ctx context.Context, c *call, o options) int {
 	if err := checkRequestID(o.operand); err != nil {
 		return c.refusef("%v", err)
 	}
-	return c.foreground(ctx, controller.ForegroundRequest{Op: controller.FgAck, ID: o.operand})
+	return c.foreground(ctx, foreground.Request{Op: foreground.OpAck, ID: o.operand})
 }
 
-// foreground sends one request on the foreground socket, which admits only
-// root: the installer stays root for it. Before dialling it checks the
-// socket is root's (a .socket unit made it) or the controller's (the
-// controller bound it) and that no other account can swap a directory
-// above it.
-func (c *call) foreground(ctx context.Context, req controller.ForegroundRequest) int {
+// foreground sends one request on the foreground socket as the
+// controller's account: the installer becomes that account for good before
+// it reads the config or dials, so that neither a path in the config the
+// controller account writes nor a socket swapped under it can make root
+// connect anywhere. The socket must be the controller's: bound by the
+// controller itself or made for it by systemd (wire.DialOwned).
+func (c *call) foreground(ctx context.Context, req foreground.Request) int {
+	if err := c.env.Controller.becomeController(); err != nil {
+		return c.failf("%v", err)
+	}
 	files, err := c.env.Controller.locateController(false)
 	if err != nil {
 		return c.failf("%v", err)
 	}
 	path := files.foreground
-	fi, err := os.Lstat(path)
-	if err != nil {
+	owner := uint32(os.Geteuid())
+	if _, err := os.Lstat(path); err != nil {
 		return c.failf("the controller's foreground socket %s: %v (is the controller running?)", path, err)
-	}
-	sockOwner := fi.Sys().(*syscall.Stat_t).Uid
-	if sockOwner != 0 && (!files.hasUID || sockOwner != files.uid) && sockOwner != uint32(os.Geteuid()) {
-		return c.failf("the controller's foreground socket %s is owned by uid %d, neither root nor the controller's account", path, sockOwner)
-	}
-	if err := wire.CheckSocketPath(path, sockOwner); err != nil {
-		return c.failf("%v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, foregroundTimeout)
 	defer cancel()
-	rep, err := controller.ForegroundCall(ctx, path, req)
+	rep, err := foreground.Call(ctx, path, owner, req)
 	out := toolOutput{ID: rep.ID, State: rep.State, Result: json.RawMessage(rep.Result), Error: rep.Error}
 	if len(out.Result) == 0 {
 		out.Result = nil
 	}
 	switch {
-	case errors.Is(err, controller.ErrForeground) && rep.State == controller.FgInterrupted:
+	case errors.Is(err, foreground.ErrRefused) && rep.State == foreground.StateInterrupted:
 		c.printJSON(out)
 		return c.failf("%s %s: %s", req.Op, rep.ID, rep.Error)
-	case errors.Is(err, controller.ErrForeground):
+	case errors.Is(err, foreground.ErrRefused):
 		return c.refusef("the controller refused the request: %s", rep.Error)
 	case err != nil:
 		return c.failf("the controller's foreground socket %s: %v", path, err)
@@ -142,7 +137,7 @@ func (c *call) foreground(ctx context.Context, req controller.ForegroundRequest)
 	if err := c.printJSON(out); err != nil {
 		return c.failf("%v", err)
 	}
-	if rep.State == controller.FgInterrupted {
+	if rep.State == foreground.StateInterrupted {
 		return ExitFail
 	}
 	return ExitOK

@@ -159,3 +159,34 @@ func TestToolRequestShape(t *testing.T) {
 		t.Fatalf("absent arguments: %+v %v", r, err)
 	}
 }
+
+// TestControllerAttemptsVerbs reaches the controller's attempts commands
+// through the operator's verbs on a running controller: the list, and the
+// controller's refusal of an attempt it does not know (exit 2); an id
+// outside the alphabet is refused before anything is sent.
+func TestControllerAttemptsVerbs(t *testing.T) {
+	l, _ := startDev(t)
+	env := Env{EUID: os.Geteuid(), SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
+		Controller: ControllerEnv{Config: l.Config}}
+	code, out, errs := run(t, env, "controller-attempts")
+	if o := decodeTool(t, out); code != ExitOK || errs != "" || o.State != "done" || string(o.Result) != "[]" {
+		t.Fatalf("controller-attempts: exit %d\n%s%s", code, out, errs)
+	}
+	for _, verb := range []string{"controller-attempt-inspect", "controller-attempt-resolve"} {
+		code, out, errs = run(t, env, verb, "a-unknown")
+		if code != ExitRefused || out != "" || !strings.Contains(errs, "steward-installer "+verb+": refused: the controller refused the request: ") ||
+			!strings.Contains(errs, "a-unknown") {
+			t.Fatalf("%s of an unknown attempt: exit %d\n%s%s", verb, code, out, errs)
+		}
+		code, out, errs = run(t, env, verb, "bad/id")
+		if code != ExitRefused || out != "" || errs != "steward-installer "+verb+": refused: ID \"bad/id\" has byte '/' at offset 3, not one of A-Za-z0-9_-\n" {
+			t.Fatalf("%s of a bad id: exit %d\n%s%s", verb, code, out, errs)
+		}
+	}
+	rule := string(renderSudoers("/opt/steward/bin"))
+	for _, want := range []string{"steward-installer controller-attempts,", "steward-installer controller-attempt-inspect *", "steward-installer controller-attempt-resolve *"} {
+		if !strings.Contains(rule, want) {
+			t.Errorf("the sudoers drop-in lacks %q:\n%s", want, rule)
+		}
+	}
+}

@@ -51,8 +51,8 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 8 {
-		t.Fatalf("%d managed files, want 8 (5 units, sysusers, tmpfiles, sudoers)", len(files))
+	if len(files) != 7 {
+		t.Fatalf("%d managed files, want 7 (4 units, sysusers, tmpfiles, sudoers)", len(files))
 	}
 	for _, m := range files {
 		got, err := os.ReadFile(filepath.Join(root, m.rel))

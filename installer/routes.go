@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/systemd"
 	"github.com/stewardrt/steward/wire/msg"
 	"golang.org/x/sys/unix"
@@ -37,7 +37,7 @@ func routeFindings(t tree, env ControllerEnv, db *accountDB) []finding {
 	case !errors.Is(err, errNoConfig):
 		return []finding{{Kind: "route", Name: cfgPath, State: stateDiffers, Detail: err.Error()}}
 	}
-	raw, err := readOwnedFile(bundlePath, controller.MaxBundleBytes, owners...)
+	raw, err := readOwnedFile(bundlePath, ctlconf.MaxBundleBytes, owners...)
 	if errors.Is(err, os.ErrNotExist) {
 		return []finding{{Kind: "route", Name: bundlePath, State: stateUnknown, Detail: "no bundle installed: no route is selected"}}
 	}

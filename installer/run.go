@@ -110,6 +110,14 @@ func verbTable() []verb {
 			sudo:  []string{"controller-journal", "controller-journal --from *"}, run: runControllerJournal},
 		{name: "controller-enroll", synopsis: "controller-enroll REQUEST", operand: "REQUEST",
 			sudo: []string{"controller-enroll *"}, run: runControllerEnroll},
+		{name: "controller-config", synopsis: "controller-config CONFIG", operand: "CONFIG",
+			run: runControllerConfig},
+		{name: "controller-attempts", synopsis: "controller-attempts",
+			sudo: []string{"controller-attempts"}, run: runControllerAttempts},
+		{name: "controller-attempt-inspect", synopsis: "controller-attempt-inspect ATTEMPT", operand: "ATTEMPT",
+			sudo: []string{"controller-attempt-inspect *"}, run: runControllerAttemptInspect},
+		{name: "controller-attempt-resolve", synopsis: "controller-attempt-resolve ATTEMPT", operand: "ATTEMPT",
+			sudo: []string{"controller-attempt-resolve *"}, run: runControllerAttemptResolve},
 	}
 }
 

@@ -16,15 +16,14 @@ const (
 const (
 	OperatorService            = "steward-operator.service"
 	ControllerService          = "steward-controller.service"
-	ControllerReverseSocket    = "steward-controller-reverse.socket"
 	ControllerForegroundSocket = "steward-controller-foreground.socket"
 	ControllerMCPSocket        = "steward-controller-mcp.socket"
 )
 
 // File descriptor names of the controller's socket-activated listeners, as
-// Listeners returns them (FileDescriptorName= in each .socket unit).
+// Listeners returns them (FileDescriptorName= in each .socket unit). The
+// reverse socket has none: the controller binds it itself (see Sockets).
 const (
-	FDReverse    = "reverse"
 	FDForeground = "foreground"
 	FDMCP        = "mcp"
 )
@@ -87,11 +86,13 @@ type Dir struct {
 //     from the moment it exists, so the host only has to create it with mode
 //     0660 (umask 0117 around bind, or bind in a private directory and
 //     rename in), never chown or chmod it after listen.
-//   - /run/steward/controller is 0751 steward-controller:steward-operator,
+//   - /run/steward/controller is 2751 steward-controller:steward-operator,
 //     not the 0750 of DESIGN.md: the MCP socket inside must be reachable by
 //     agents (group steward-agents), who are in neither group. Others may
 //     traverse but not list it; every socket inside is guarded by its own
-//     owner and mode (see Sockets) and by SO_PEERCRED.
+//     owner and mode (see Sockets) and by SO_PEERCRED. The setgid bit gives
+//     the reverse socket, which the controller binds itself, the host's
+//     group from the moment it exists, as on /run/steward/host.
 //   - RuntimeDirectory= cannot express either: systemd makes a runtime
 //     directory owned by the service's own User= and Group=, and each of
 //     these directories must belong to the other account's group. So they
@@ -101,7 +102,7 @@ func Dirs() []Dir {
 	return []Dir{
 		{Path: RuntimeDir, User: "root", Group: "root", Mode: 0o755, Runtime: true},
 		{Path: HostRuntimeDir, User: OperatorUser, Group: ControllerUser, Mode: 0o2750, Runtime: true},
-		{Path: ControllerRuntimeDir, User: ControllerUser, Group: OperatorUser, Mode: 0o751, Runtime: true},
+		{Path: ControllerRuntimeDir, User: ControllerUser, Group: OperatorUser, Mode: 0o2751, Runtime: true},
 		{Path: OperatorStateDir, User: OperatorUser, Group: OperatorUser, Mode: 0o700},
 		{Path: ControllerStateDir, User: ControllerUser, Group: ControllerUser, Mode: 0o700},
 	}
@@ -117,16 +118,28 @@ type Socket struct {
 	Mode   uint32
 }
 
-// Sockets lists the controller's listening sockets. systemd creates each
-// from its .socket unit with this owner and mode before the controller
-// starts, so the controller never creates or chmods them itself, and the
-// foreground socket can be root's alone although the controller accepts on it.
+// Sockets lists the controller's socket-activated listeners. systemd
+// creates each from its .socket unit with this owner and mode before the
+// controller starts, so the controller never creates or chmods them, and
+// an agent's or the installer's connection starts a stopped controller.
+//
+// The reverse socket is not among them: the controller binds
+// ReverseSocketPath itself, mode 0660 in the setgid ControllerRuntimeDir.
+// SO_PEERCRED on a connection to a listener names whoever called listen(2),
+// and for a socket systemd made that is pid 1 (uid 0), so the host could
+// not know it was handing a reservation to the controller's account. The
+// host dials the reverse socket only while a dispatch the controller sent
+// is pending, so the controller is always running then and activation
+// would buy nothing.
+//
+// The foreground socket belongs to the controller's account (0600): the
+// installer becomes that account before it dials (wire.DialOwned admits
+// the root listener systemd makes for it), and the controller admits root
+// and its own uid on it.
 func Sockets() []Socket {
 	return []Socket{
-		{Unit: ControllerReverseSocket, FDName: FDReverse, Path: ReverseSocketPath,
-			User: ControllerUser, Group: OperatorUser, Mode: 0o660},
 		{Unit: ControllerForegroundSocket, FDName: FDForeground, Path: ForegroundSocketPath,
-			User: "root", Group: "root", Mode: 0o600},
+			User: ControllerUser, Group: ControllerUser, Mode: 0o600},
 		{Unit: ControllerMCPSocket, FDName: FDMCP, Path: MCPSocketPath,
 			User: ControllerUser, Group: AgentsGroup, Mode: 0o660},
 	}

@@ -14,7 +14,7 @@ var ErrActivation = errors.New("socket activation")
 
 // Listeners returns the listening Unix stream sockets systemd passed to this
 // process (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES; sd_listen_fds(3)), keyed
-// by their FileDescriptorName= (FDReverse, FDForeground, FDMCP). It unsets
+// by their FileDescriptorName= (FDForeground, FDMCP). It unsets
 // those variables, so a second call returns an empty map, as does a process
 // that was not socket-activated: the caller then binds its own sockets.
 //

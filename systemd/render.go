@@ -76,20 +76,21 @@ func Render(p UnitParams) (map[string][]byte, error) {
 		}
 	}
 	data := map[string]any{
-		"BinDir":              p.BinDir,
-		"OperatorStore":       p.OperatorStore,
-		"ControllerConfig":    p.ControllerConfig,
-		"OperatorUser":        OperatorUser,
-		"ControllerUser":      ControllerUser,
-		"AgentsGroup":         AgentsGroup,
-		"OperatorStateDir":    OperatorStateDir,
-		"ControllerStateDir":  ControllerStateDir,
-		"OperatorStateName":   path.Base(OperatorStateDir),
-		"ControllerStateName": path.Base(ControllerStateDir),
-		"HostRuntimeDir":      HostRuntimeDir,
-		"WatchdogSec":         fmt.Sprintf("%ds", int(Watchdog/time.Second)),
-		"Sockets":             Sockets(),
-		"RuntimeDirs":         octalDirs(runtimeDirs),
+		"BinDir":               p.BinDir,
+		"OperatorStore":        p.OperatorStore,
+		"ControllerConfig":     p.ControllerConfig,
+		"OperatorUser":         OperatorUser,
+		"ControllerUser":       ControllerUser,
+		"AgentsGroup":          AgentsGroup,
+		"OperatorStateDir":     OperatorStateDir,
+		"ControllerStateDir":   ControllerStateDir,
+		"OperatorStateName":    path.Base(OperatorStateDir),
+		"ControllerStateName":  path.Base(ControllerStateDir),
+		"HostRuntimeDir":       HostRuntimeDir,
+		"ControllerRuntimeDir": ControllerRuntimeDir,
+		"WatchdogSec":          fmt.Sprintf("%ds", int(Watchdog/time.Second)),
+		"Sockets":              Sockets(),
+		"RuntimeDirs":          octalDirs(runtimeDirs),
 	}
 
 	out := make(map[string][]byte)

@@ -87,7 +87,6 @@ func TestRenderFileSet(t *testing.T) {
 	want := []string{
 		"etc/systemd/system/steward-controller-foreground.socket",
 		"etc/systemd/system/steward-controller-mcp.socket",
-		"etc/systemd/system/steward-controller-reverse.socket",
 		"etc/systemd/system/steward-controller.service",
 		"etc/systemd/system/steward-operator.service",
 		"etc/sysusers.d/steward.conf",
@@ -149,7 +148,8 @@ func TestRenderServices(t *testing.T) {
 	exact("operator", op, "ReadWritePaths", HostRuntimeDir)
 	exact("operator", op, "PrivateNetwork", "yes")
 	exact("controller", ct, "PrivateNetwork")
-	exact("controller", ct, "Sockets", ControllerReverseSocket+" "+ControllerForegroundSocket+" "+ControllerMCPSocket)
+	exact("controller", ct, "Sockets", ControllerForegroundSocket+" "+ControllerMCPSocket)
+	exact("controller", ct, "ReadWritePaths", ControllerRuntimeDir)
 
 	// Every setting DESIGN.md section 10 names, in both services.
 	common := [][]string{
@@ -231,8 +231,8 @@ func TestUnitsVerify(t *testing.T) {
 	analyze := needTool(t, "systemd-analyze")
 	root, files := renderTree(t, UnitParams{BinDir: placeholderBinDir(t)})
 	units := unitPaths(root, files, "")
-	if len(units) != 5 {
-		t.Fatalf("%d units rendered, want 5", len(units))
+	if len(units) != 4 {
+		t.Fatalf("%d units rendered, want 4", len(units))
 	}
 	out, err := exec.Command(analyze, append([]string{"verify"}, units...)...).CombinedOutput()
 	if err != nil || len(out) != 0 {

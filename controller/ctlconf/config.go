@@ -1,0 +1,232 @@
+package ctlconf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// MaxServices bounds the application services of one controller config
+// (DESIGN.md section 8). This is the one place that owns the number.
+const MaxServices = 16
+
+// MaxConfigBytes bounds the config file. A config is a few hundred bytes;
+// the bound keeps a mistaken path (a log, a binary) from being read whole.
+const MaxConfigBytes = 65536
+
+// MaxBundleBytes bounds the host bundle file the config names.
+const MaxBundleBytes = 1 << 20
+
+// ErrConfig is wrapped by every refusal of a controller config.
+var ErrConfig = errors.New("controller config refused")
+
+// Config is the controller's configuration, read from JSON with unknown
+// fields refused. Its canonical JSON is the binding of the controller's
+// journal (DESIGN.md section 4).
+type Config struct {
+	Name     string  `json:"name"`     // the controller's name, as the operator pinned it
+	StateDir string  `json:"stateDir"` // the journal lives in STATEDIR/journal
+	KeyDir   string  `json:"keyDir"`   // the four role keys
+	Bundle   string  `json:"bundle"`   // the host bundle from `steward-operator bundle build`
+	Sockets  Sockets `json:"sockets"`
+	Agents   Agents  `json:"agents"`
+	// ForegroundUIDs may use the foreground socket; absent means root and
+	// the controller's own account (see ForegroundPeers).
+	ForegroundUIDs []uint32 `json:"foregroundUids,omitempty"`
+	// AllowedApplicationLifetimeRoutes names the bundle routes this
+	// controller may use for the lifetime of an application service.
+	AllowedApplicationLifetimeRoutes []string `json:"allowedApplicationLifetimeRoutes"`
+	ToolTask                         ToolTask `json:"toolTask"`
+}
+
+// Sockets are the controller's listening sockets.
+type Sockets struct {
+	MCP        string `json:"mcp"`
+	Reverse    string `json:"reverse"`
+	Foreground string `json:"foreground"`
+}
+
+// Agents is the allow-list of the MCP socket: a peer is admitted when its
+// UID or its GID is listed.
+type Agents struct {
+	UIDs []uint32 `json:"uids"`
+	GIDs []uint32 `json:"gids"`
+}
+
+// ToolTask is what the agent-facing tools may reach.
+type ToolTask struct {
+	ApplicationServices []Service `json:"applicationServices"`
+}
+
+// Service is one application the tools can discover and call, and the
+// protocol it speaks.
+type Service struct {
+	Application string `json:"application"`
+	Protocol    string `json:"protocol"`
+}
+
+// Parse decodes and validates a config (everything that can be checked
+// without the bundle). Unknown fields, trailing data, an unknown protocol,
+// a duplicate application and more than MaxServices services are refused,
+// each with one line that wraps ErrConfig.
+func Parse(raw []byte) (*Config, error) {
+	if len(raw) > MaxConfigBytes {
+		return nil, fmt.Errorf("%w: %d bytes exceeds the bound of %d", ErrConfig, len(raw), MaxConfigBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the config object", ErrConfig)
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return &c, nil
+}
+
+// Load reads and parses the config file at path, returning the raw bytes
+// too: they are what the journal binds.
+func Load(path string) (*Config, []byte, error) {
+	raw, err := ReadBounded(path, MaxConfigBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c, err := Parse(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, raw, nil
+}
+
+// JournalDir is where a config's journal lives.
+func (c *Config) JournalDir() string { return filepath.Join(c.StateDir, "journal") }
+
+// ForegroundPeers returns the UIDs admitted on the foreground socket: the
+// config's list, or, when it has none, root and self (the controller's own
+// account, as which the installer dials it).
+func (c *Config) ForegroundPeers(self uint32) []uint32 {
+	if c.ForegroundUIDs == nil {
+		if self == 0 {
+			return []uint32{0}
+		}
+		return []uint32{0, self}
+	}
+	return c.ForegroundUIDs
+}
+
+func (c *Config) validate() error {
+	if err := ValidateName("name", c.Name); err != nil {
+		return err
+	}
+	for _, p := range []struct{ field, path string }{
+		{"stateDir", c.StateDir}, {"keyDir", c.KeyDir}, {"bundle", c.Bundle},
+		{"sockets.mcp", c.Sockets.MCP}, {"sockets.reverse", c.Sockets.Reverse},
+		{"sockets.foreground", c.Sockets.Foreground},
+	} {
+		if p.path == "" || !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
+			return fmt.Errorf("%s: %q must be a clean absolute path", p.field, p.path)
+		}
+	}
+	socks := []string{c.Sockets.MCP, c.Sockets.Reverse, c.Sockets.Foreground}
+	slices.Sort(socks)
+	if len(slices.Compact(socks)) != 3 {
+		return errors.New("sockets: mcp, reverse and foreground must be three different paths")
+	}
+	if len(c.ToolTask.ApplicationServices) == 0 {
+		return errors.New("toolTask.applicationServices: no application services")
+	}
+	if n := len(c.ToolTask.ApplicationServices); n > MaxServices {
+		return fmt.Errorf("toolTask.applicationServices: %d services exceeds the bound of %d", n, MaxServices)
+	}
+	seen := map[string]bool{}
+	for i, s := range c.ToolTask.ApplicationServices {
+		field := "toolTask.applicationServices[" + strconv.Itoa(i) + "]"
+		if err := ValidateName(field+".application", s.Application); err != nil {
+			return err
+		}
+		if s.Protocol != msg.ProtocolOracleOperationsV1 {
+			return fmt.Errorf("%s.protocol: unknown protocol %q (only %s exists)", field, s.Protocol, msg.ProtocolOracleOperationsV1)
+		}
+		if seen[s.Application] {
+			return fmt.Errorf("%s.application: duplicate application %q", field, s.Application)
+		}
+		seen[s.Application] = true
+	}
+	for i, r := range c.AllowedApplicationLifetimeRoutes {
+		if err := ValidateName("allowedApplicationLifetimeRoutes["+strconv.Itoa(i)+"]", r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateName checks a name of the config: the id alphabet of
+// oracle-operations-v1 (1 to 80 of A-Za-z0-9_-, plus '.'), so that names
+// are safe in logs and file names.
+func ValidateName(field, s string) error {
+	if s == "" || len(s) > oracleops.MaxIDLen {
+		return fmt.Errorf("%s: %q must be 1 to %d bytes", field, s, oracleops.MaxIDLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("%s: %q has byte %q at offset %d, not one of A-Za-z0-9._-", field, s, c, i)
+		}
+	}
+	return nil
+}
+
+// ReadBounded reads a regular file of at most limit bytes.
+func ReadBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: more than the bound of %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+// Key file names inside a config's KeyDir: the four role keys that
+// `steward-controller keys init` writes, and the public half of them.
+const (
+	ControllerKeyFile = "controller.key"
+	ToolKeyFile       = "tool.key"
+	DispatchKeyFile   = "dispatch.key"
+	ProviderKeyFile   = "provider.key"
+	// PublicKeysFile holds msg.ControllerKeys (CBOR), the file
+	// `steward-operator controller add --keys` reads.
+	PublicKeysFile = "controller.pub"
+)
+
+// RoleKeyFiles lists the four role key files, in the order the controller
+// loads them.
+func RoleKeyFiles() []string {
+	return []string{ControllerKeyFile, ToolKeyFile, DispatchKeyFile, ProviderKeyFile}
+}

@@ -1,0 +1,157 @@
+package installer
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/stewardrt/steward/controller/ctlconf"
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+)
+
+// configMode is the installed controller config's mode: the controller's
+// own, like its keys and bundle.
+const configMode = 0o600
+
+// ConfigResult is what controller-config prints, one JSON line.
+type ConfigResult struct {
+	Config       string `json:"config"`       // the installed file
+	Changed      bool   `json:"changed"`      // false when the same bytes were already there
+	ConfigSha256 string `json:"configSha256"` // canonical SHA-256: the binding it gives the journal
+	// JournalBindingSha256 is the binding of the controller's journal when
+	// one exists, else "". When it differs from ConfigSha256 the controller
+	// will refuse to start until controller-enroll rebinds it; Next says so.
+	JournalBindingSha256 string `json:"journalBindingSha256,omitempty"`
+	Next                 string `json:"next"`
+}
+
+// runControllerConfig installs the controller's config: root only (it is
+// in no sudo column), because the config says whom the controller admits
+// and, with the payer policy, what it pays; the operator account must not
+// be able to change that. In order:
+//
+//  1. the file is read as a private file of the invoking account (root,
+//     or SUDO_UID when root ran it through sudo) and parsed strictly
+//     (ctlconf.Parse);
+//  2. it must name the installed layout: the state directory and the
+//     three socket paths the units serve (ControllerEnv), since the
+//     controller can write nothing else and systemd makes nothing else;
+//  3. the installer becomes the controller's account for good, so every
+//     later read and write is the controller's own;
+//  4. the key directory must hold the four role keys, each loadable by the
+//     controller (wire.ReadSigningKey refuses unsafe modes);
+//  5. the bundle it names must be installed and match its services
+//     (ctlconf.LoadBundle, what the controller checks at start);
+//  6. the file replaces the installed one atomically, mode 0600; the same
+//     bytes change nothing;
+//  7. when the controller's journal exists and is bound to another config,
+//     the result says that controller-enroll must rebind it first.
+func runControllerConfig(ctx context.Context, c *call, o options) int {
+	if c.env.EUID != 0 && c.env.Controller.Account != "" {
+		return c.failf("must run as root (euid is %d)", c.env.EUID)
+	}
+	owner := uint32(c.env.EUID)
+	if c.env.SudoUID != "" {
+		u, err := c.env.InvokingUID()
+		if err != nil {
+			return c.refusef("%v", err)
+		}
+		owner = u
+	}
+	raw, err := ReadPrivateFile(o.operand, owner, ctlconf.MaxConfigBytes)
+	if err != nil {
+		return c.refusef("%v", err)
+	}
+	cfg, err := ctlconf.Parse(raw)
+	if err != nil {
+		return c.refusef("%s: %v", o.operand, err)
+	}
+	if err := checkInstalledLayout(cfg, c.env.Controller); err != nil {
+		return c.refusef("%s: %v", o.operand, err)
+	}
+	if err := c.env.Controller.becomeController(); err != nil {
+		return c.failf("%v", err)
+	}
+	if err := checkRoleKeys(cfg.KeyDir); err != nil {
+		return c.refusef("%s: keyDir: %v", o.operand, err)
+	}
+	if _, err := ctlconf.LoadBundle(cfg); err != nil {
+		return c.refusef("%s: %v (install the operator's bundle first: steward-installer bundle-install)", o.operand, err)
+	}
+	target, err := journal.BindingOf(raw)
+	if err != nil {
+		return c.refusef("%s: %v", o.operand, err)
+	}
+	changed, err := replaceFile(c.env.Controller.Config, raw, configMode)
+	if err != nil {
+		return c.failf("%v", err)
+	}
+	res := ConfigResult{Config: c.env.Controller.Config, Changed: changed, ConfigSha256: hex.EncodeToString(target[:]),
+		Next: "the controller reads it when it next starts"}
+	bound, err := journalBinding(cfg.JournalDir())
+	if err != nil {
+		return c.failf("the controller's journal: %v", err)
+	}
+	if bound != nil && *bound != target {
+		res.JournalBindingSha256 = hex.EncodeToString(bound[:])
+		res.Next = fmt.Sprintf("the controller's journal is bound to another config: it will not start until `steward-installer controller-enroll REQUEST` rebinds it (expectedBindingSha256 %x, targetConfigSha256 %x)", *bound, target)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return c.failf("%v", err)
+	}
+	fmt.Fprintf(c.stdout, "%s\n", b)
+	return ExitOK
+}
+
+// checkInstalledLayout refuses a config whose state directory or sockets
+// are not the installed ones.
+func checkInstalledLayout(cfg *ctlconf.Config, e ControllerEnv) error {
+	for _, p := range []struct{ field, got, want string }{
+		{"stateDir", cfg.StateDir, e.StateDir},
+		{"sockets.mcp", cfg.Sockets.MCP, e.MCP},
+		{"sockets.reverse", cfg.Sockets.Reverse, e.Reverse},
+		{"sockets.foreground", cfg.Sockets.Foreground, e.Foreground},
+	} {
+		if p.got != p.want {
+			return fmt.Errorf("%s is %q, but the installed controller's is %q", p.field, p.got, p.want)
+		}
+	}
+	return nil
+}
+
+// checkRoleKeys loads each of the four role keys as the controller will.
+func checkRoleKeys(dir string) error {
+	for _, f := range ctlconf.RoleKeyFiles() {
+		if _, err := wire.ReadSigningKey(filepath.Join(dir, f)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s is missing (run `steward-controller keys init --dir %s` as the controller's account)", f, dir)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// journalBinding returns the binding of the journal in dir, or nil when
+// there is no journal yet (the controller makes it at its first start).
+func journalBinding(dir string) (*[32]byte, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	j, err := journal.Open(dir, journal.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	if j.LastSeq() == 0 {
+		return nil, nil
+	}
+	b := j.Binding()
+	return &b, nil
+}
