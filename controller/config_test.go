@@ -206,7 +206,7 @@ func TestConfigBindingMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw1 := mustJSON(t, m)
-	j, err := openJournal(c1, raw1)
+	j, err := openJournal(c1, raw1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +215,14 @@ func TestConfigBindingMismatch(t *testing.T) {
 	var generic map[string]any
 	json.Unmarshal(raw1, &generic)
 	raw1b, _ := json.MarshalIndent(generic, "", "   ")
-	j, err = openJournal(c1, raw1b)
+	j, err = openJournal(c1, raw1b, 0)
 	if err != nil {
 		t.Fatalf("reordered config refused: %v", err)
 	}
 	j.Close()
 	m["agents"] = map[string]any{"uids": []int{4242}, "gids": []int{}}
 	raw2 := mustJSON(t, m)
-	_, err = openJournal(c1, raw2)
+	_, err = openJournal(c1, raw2, 0)
 	if !errors.Is(err, ErrBinding) || !strings.Contains(err.Error(), "does not match the journal's") ||
 		!strings.Contains(err.Error(), "enroll the new config with steward-installer controller-enroll") {
 		t.Fatalf("err %v", err)

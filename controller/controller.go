@@ -29,8 +29,9 @@ type Controller struct {
 }
 
 // open loads everything but the sockets: config, bundle, keys and the
-// journal (bound to the config bytes), and rebuilds the index.
-func open(cfgPath string, log *slog.Logger) (*Controller, error) {
+// journal (bound to the config bytes; segmentSize when it creates it), and
+// rebuilds the index.
+func open(cfgPath string, log *slog.Logger, segmentSize int64) (*Controller, error) {
 	cfg, raw, err := LoadConfig(cfgPath)
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func open(cfgPath string, log *slog.Logger) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := openJournal(cfg, raw)
+	j, err := openJournal(cfg, raw, segmentSize)
 	if err != nil {
 		return nil, err
 	}
@@ -70,13 +71,14 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 var ErrBinding = errors.New("config binding mismatch")
 
 // openJournal opens the controller journal bound to the config bytes. A
-// mismatch names both bindings and how to enroll, in one line.
-func openJournal(cfg *Config, raw []byte) (*journal.Journal, error) {
+// mismatch names both bindings and how to enroll, in one line. segmentSize
+// is the segment size of a journal it creates (0: the default).
+func openJournal(cfg *Config, raw []byte, segmentSize int64) (*journal.Journal, error) {
 	dir := cfg.JournalDir()
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("controller state: %w", err)
 	}
-	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: raw})
+	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: raw, SegmentSize: segmentSize})
 	if errors.Is(err, journal.ErrBindingMismatch) {
 		want, berr := journal.BindingOf(raw)
 		if berr != nil {

@@ -28,6 +28,10 @@ type Options struct {
 	// why the controller can no longer serve (its journal failed), or nil:
 	// the cmd main feeds systemd's watchdog with it.
 	Watchdog func(health func() error)
+	// JournalSegmentSize is the segment size of a journal Serve creates,
+	// which the journal records and keeps (journal.Options.SegmentSize);
+	// the journal's default when 0.
+	JournalSegmentSize int64
 }
 
 // Serve runs the controller daemon with the config at cfgPath until ctx
@@ -36,7 +40,7 @@ type Options struct {
 // foreground sockets, calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
-	c, err := open(cfgPath, opts.Logger)
+	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize)
 	if err != nil {
 		return err
 	}

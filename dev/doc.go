@@ -8,30 +8,55 @@
 //
 // # State directory
 //
+// Without --state the state directory is DefaultStateDir,
+// $XDG_STATE_HOME/steward-dev or ~/.local/state/steward-dev, the same one
+// at every start; --once without --state uses a new temporary directory
+// under $TMPDIR instead, never the default, and removes it at the end
+// unless --keep. A state directory holds:
+//
 //	STATE/                    0700
 //	  operator/               the operator store (package operator): the
-//	                          operator's hybrid key, the host journal, and
-//	                          admin.sock while the host runs
+//	                          operator's hybrid key and the host journal
 //	  controller/             the controller's state dir (its journal)
 //	    keys/                 its four role keys and controller.pub
 //	    config.json           its config (package controller's shape)
 //	    host.bundle           the bundle the operator built for it
 //	  appliance/              the reference application's journal
 //	  route-request.json      the route request the operator registered
-//	  run/                    0700, the sockets while it runs:
-//	    appliance.sock        the application (the host's upstream)
-//	    route-appliance.sock  the host's route listener (forward)
-//	    reverse.sock          the controller's custody socket
-//	    mcp.sock              the controller's MCP socket (agents)
-//	    foreground.sock       the controller's foreground socket
 //	  dev.json                where a client finds the running stack
 //
-// A socket path must fit the 107 bytes of a Unix socket address, and package
-// wire binds a listening socket through DIR/.bind-NNNNNNNNNN/s first, so a
-// directory holding a listening socket may be at most 88 bytes. The operator
-// store holds the host's admin socket and must stay where it is (the route
-// record signs the socket paths, the controller's journal is bound to its
-// config), so a STATE of more than 79 bytes is refused with that reason.
+// Each journal is created with JournalSegmentSize (4 MiB), which it records
+// and keeps, so a state directory takes about 13 MB rather than the 193 MB
+// of three production-sized (64 MiB) journals. Stopped, `rm -rf STATE`
+// removes everything of a stack but its socket directory, which the stack
+// removes itself when it stops.
+//
+// # Sockets
+//
+// A socket path must fit the 107 bytes of a Unix socket address, which a
+// state under a long home directory or $TMPDIR would not, so the sockets
+// are in a short runtime directory of their own, RUN:
+//
+//	RUN/                      0700, owned by the user, removed at a clean stop
+//	  appliance.sock          the application (the host's upstream)
+//	  route-appliance.sock    the host's route listener (forward)
+//	  reverse.sock            the controller's custody socket
+//	  mcp.sock                the controller's MCP socket (agents)
+//	  foreground.sock         the controller's foreground socket
+//	  admin.sock              the host's admin socket
+//
+// RUN is $XDG_RUNTIME_DIR/steward-dev for the default state, else
+// /tmp/steward-dev-UID; another state adds "-" and 12 hex digits of the
+// SHA-256 of its path, so that stacks of different states never share one.
+// A RUN that is a symbolic link, not a directory, owned by another account
+// or of a mode other than 0700 is refused (in /tmp another account could
+// have made it first). RUN is chosen at the first start; the route record
+// the host signs names the socket paths and the controller's journal is
+// bound to its config, so later starts take RUN from the config, whatever
+// XDG_RUNTIME_DIR says then. The host's admin socket is not in the
+// operator store, where `steward-operator --store` looks for a running
+// host: while the stack runs, that command's read-only verbs work and the
+// others wait for the stack to stop.
 //
 // # Provisioning
 //
@@ -46,7 +71,7 @@
 // # dev.json
 //
 //	{"mcp_socket": PATH, "foreground_socket": PATH, "operator_store": DIR,
-//	 "controller_state": DIR, "appliance_socket": PATH}
+//	 "controller_state": DIR, "appliance_socket": PATH, "admin_socket": PATH}
 //
 // written atomically once the three parts are ready.
 //

@@ -2,28 +2,14 @@ package dev
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"github.com/stewardrt/steward/internal/durable"
-	"os"
 	"path/filepath"
+
+	"github.com/stewardrt/steward/internal/durable"
 )
 
-// maxSunPath is the longest socket path a Unix socket address can hold on
-// Linux (sun_path is 108 bytes including the terminating NUL).
-const maxSunPath = 107
-
-// bindOverhead is what package wire adds to a listening socket's directory
-// while it binds: DIR/.bind-NNNNNNNNNN/s (os.MkdirTemp's random part is at
-// most 10 digits). A directory holding a listening socket must leave room
-// for it.
-const bindOverhead = len("/.bind-4294967295/s")
-
-// maxSocketDir is the longest directory that may hold a listening socket.
-const maxSocketDir = maxSunPath - bindOverhead
-
 // Layout is where one dev-mode stack keeps everything. Each part has its own
-// state directory, as in production each has its own account.
+// state directory, as in production each has its own account; the sockets
+// are in a short runtime directory of their own (see socketDirFor).
 type Layout struct {
 	State         string // STATE: the root of the dev mode's state
 	OperatorStore string // STATE/operator: the operator store (key, host journal)
@@ -33,16 +19,20 @@ type Layout struct {
 	Bundle        string // STATE/controller/host.bundle
 	Appliance     string // STATE/appliance: the reference application's journal
 	RouteRequest  string // STATE/route-request.json: the last route request registered
-	Run           string // STATE/run: the sockets' directory
+	Run           string // the sockets' directory (RUN)
 
-	ApplianceSocket  string // the application's upstream socket (host only)
-	ForwardSocket    string // the host's route listener (controller dials)
-	ReverseSocket    string // the controller's custody socket (host dials)
-	MCPSocket        string // the controller's MCP socket (agents)
-	ForegroundSocket string // the controller's foreground socket
+	ApplianceSocket  string // RUN/appliance.sock: the application's upstream socket (host only)
+	ForwardSocket    string // RUN/route-appliance.sock: the host's route listener (controller dials)
+	ReverseSocket    string // RUN/reverse.sock: the controller's custody socket (host dials)
+	MCPSocket        string // RUN/mcp.sock: the controller's MCP socket (agents)
+	ForegroundSocket string // RUN/foreground.sock: the controller's foreground socket
+	AdminSocket      string // RUN/admin.sock: the host's admin socket
 }
 
-// NewLayout computes the layout of state directory state (made absolute).
+// NewLayout computes the layout of state directory state (made absolute):
+// its directories, and the sockets in the directory an earlier start
+// recorded in the controller's config or, before the first start, the one
+// the first start will choose (socketDirFor). It creates nothing.
 func NewLayout(state string) (Layout, error) {
 	abs, err := filepath.Abs(state)
 	if err != nil {
@@ -58,58 +48,21 @@ func NewLayout(state string) (Layout, error) {
 		Appliance:     filepath.Join(abs, "appliance"),
 		RouteRequest:  filepath.Join(abs, "route-request.json"),
 	}
-	l.Run = filepath.Join(abs, "run")
-	l.ApplianceSocket = filepath.Join(l.Run, "appliance.sock")
-	l.ForwardSocket = filepath.Join(l.Run, "route-appliance.sock")
-	l.ReverseSocket = filepath.Join(l.Run, "reverse.sock")
-	l.MCPSocket = filepath.Join(l.Run, "mcp.sock")
-	l.ForegroundSocket = filepath.Join(l.Run, "foreground.sock")
-	return l, nil
-}
-
-// checkSocketDir makes sure the sockets' directory exists, is a directory
-// (not a link) owned by us and private (0700), and that every socket path
-// in it fits.
-func (l Layout) checkSocketDir() error {
-	if err := os.Mkdir(l.Run, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("socket directory %s: %w", l.Run, err)
-	}
-	fi, err := os.Lstat(l.Run)
+	run, err := recordedSocketDir(l)
 	if err != nil {
-		return fmt.Errorf("socket directory %s: %w", l.Run, err)
+		return Layout{}, err
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("socket directory %s: not a directory", l.Run)
+	if run == "" {
+		run = socketDirFor(abs)
 	}
-	if fi.Mode().Perm() != 0o700 {
-		return fmt.Errorf("socket directory %s: mode %04o, want 0700", l.Run, fi.Mode().Perm())
-	}
-	if uid, ok := ownerOf(fi); !ok || uid != uint32(os.Getuid()) {
-		return fmt.Errorf("socket directory %s: not owned by uid %d", l.Run, os.Getuid())
-	}
-	for _, s := range []string{l.ApplianceSocket, l.ForwardSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket} {
-		if len(s) > maxSunPath {
-			return fmt.Errorf("socket path %s: %d bytes exceeds the sun_path bound of %d", s, len(s), maxSunPath)
-		}
-	}
-	if len(l.Run) > maxSocketDir {
-		return fmt.Errorf("socket directory %s: %d bytes exceeds %d, the longest that leaves room to bind a socket in it", l.Run, len(l.Run), maxSocketDir)
-	}
-	return nil
-}
-
-// checkStorePath refuses a state directory so long that the operator store's
-// admin socket (STORE/admin.sock, bound through STORE/.bind-N/s) cannot be
-// bound. The sockets of STATE/run then fit too (its longest path is shorter),
-// so the sockets never need a directory outside STATE, and the socket paths
-// the route record signs stay the same from one start to the next.
-func (l Layout) checkStorePath() error {
-	if len(l.OperatorStore) > maxSocketDir {
-		return fmt.Errorf("state directory %s is too long: the operator store %s (%d bytes) holds the host's admin socket, "+
-			"and a socket directory may be at most %d bytes; use a --state of at most %d bytes",
-			l.State, l.OperatorStore, len(l.OperatorStore), maxSocketDir, maxSocketDir-len("/operator"))
-	}
-	return nil
+	l.Run = run
+	l.ApplianceSocket = filepath.Join(run, "appliance.sock")
+	l.ForwardSocket = filepath.Join(run, "route-appliance.sock")
+	l.ReverseSocket = filepath.Join(run, "reverse.sock")
+	l.MCPSocket = filepath.Join(run, "mcp.sock")
+	l.ForegroundSocket = filepath.Join(run, "foreground.sock")
+	l.AdminSocket = filepath.Join(run, "admin.sock")
+	return l, nil
 }
 
 // Manifest is STATE/dev.json: where a client finds the running stack.
@@ -119,6 +72,7 @@ type Manifest struct {
 	OperatorStore    string `json:"operator_store"`
 	ControllerState  string `json:"controller_state"`
 	ApplianceSocket  string `json:"appliance_socket"`
+	AdminSocket      string `json:"admin_socket"`
 }
 
 // ManifestPath is the path of STATE/dev.json.
@@ -133,21 +87,10 @@ func (l Layout) writeManifest() error {
 		OperatorStore:    l.OperatorStore,
 		ControllerState:  l.Controller,
 		ApplianceSocket:  l.ApplianceSocket,
+		AdminSocket:      l.AdminSocket,
 	}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return durable.WriteAtomic(l.ManifestPath(), append(b, '\n'), 0o600)
-}
-
-// checkSocketsRemoved reports a socket a daemon left behind after a clean
-// shutdown.
-func (l Layout) checkSocketsRemoved() error {
-	var left []error
-	for _, s := range []string{l.ApplianceSocket, l.ForwardSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket} {
-		if _, err := os.Lstat(s); err == nil {
-			left = append(left, fmt.Errorf("steward-dev: socket %s left after shutdown", s))
-		}
-	}
-	return errors.Join(left...)
 }

@@ -12,24 +12,30 @@ import (
 	"syscall"
 )
 
-const usage = `usage: steward-dev [--state DIR] [--once] [--log-level LEVEL]
+const usage = `usage: steward-dev [--state DIR] [--once [--keep]] [--log-level LEVEL]
 
 Runs the steward host, the controller and the reference appliance in one
 process under your account: a development mode, with one account and every
 key on local disk. Each part keeps its own state directory, keys, journal and
-sockets under DIR and they talk over the same Unix sockets and signed frames
-as in production.
+sockets and they talk over the same Unix sockets and signed frames as in
+production.
 
   --state DIR        state directory; created and provisioned on first start,
-                     reused later (default: a fresh one under
-                     $XDG_STATE_HOME/steward-dev or ~/.local/state/steward-dev)
+                     reused later (default: $XDG_STATE_HOME/steward-dev or
+                     ~/.local/state/steward-dev, the same one at every start)
   --once             run a short demonstration through the MCP socket, verify
-                     the receipts, stop and exit
+                     the receipts, stop and exit; without --state in a new
+                     temporary state directory (never the default), removed
+                     at the end
+  --keep             with --once and no --state: keep that directory
   --log-level LEVEL  the daemons' log level on stderr: debug, info, warn, error
                      (default info; warn with --once)
 
-It writes DIR/dev.json with the socket paths and prints the MCP client
-configuration. Without --once it serves until interrupted.
+The sockets are in $XDG_RUNTIME_DIR/steward-dev (else /tmp/steward-dev-UID;
+another state than the default adds a hash of its path), mode 0700, removed
+when the stack stops. It writes DIR/dev.json with the socket paths and prints
+the MCP client configuration. Without --once it serves until interrupted.
+Stopped, ` + "`rm -rf DIR`" + ` removes everything it made.
 `
 
 // Main is the whole of `steward-dev`: it parses args (without the program
@@ -42,6 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	state := fs.String("state", "", "")
 	once := fs.Bool("once", false, "")
+	keep := fs.Bool("keep", false, "")
 	level := fs.String("log-level", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -53,6 +60,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "steward-dev: unexpected argument %q\n%s", fs.Arg(0), usage)
+		return 2
+	}
+	if *keep && (!*once || *state != "") {
+		fmt.Fprintf(stderr, "steward-dev: --keep keeps the temporary state directory of --once without --state; with --state the state is always kept\n%s", usage)
 		return 2
 	}
 	var lvl slog.Level
@@ -70,7 +81,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Run(ctx, Options{State: *state, Once: *once, Stdout: stdout, Logger: log}); err != nil {
+	if err := Run(ctx, Options{State: *state, Once: *once, Keep: *keep, Stdout: stdout, Logger: log}); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

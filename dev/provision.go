@@ -53,14 +53,8 @@ func provision(l Layout, w io.Writer) error {
 			return err
 		}
 	}
-	if err := l.checkStorePath(); err != nil {
-		return err
-	}
-	if err := l.checkSocketDir(); err != nil {
-		return err
-	}
 	if _, err := os.Stat(l.OperatorStore); errors.Is(err, fs.ErrNotExist) {
-		if _, err := operator.Init(l.OperatorStore); err != nil {
+		if _, err := operator.InitWith(l.OperatorStore, operator.InitOptions{JournalSegmentSize: JournalSegmentSize}); err != nil {
 			return fmt.Errorf("operator store: %w", err)
 		}
 		fmt.Fprintf(w, "created the operator store %s\n", l.OperatorStore)
@@ -273,7 +267,7 @@ func writeConfig(l Layout, uid uint32, w io.Writer) error {
 	case err != nil:
 		return err
 	case !bytes.Equal(have, want):
-		return fmt.Errorf("%s differs from the config this start computes: the controller's journal is bound to the old one; use a fresh --state", l.Config)
+		return fmt.Errorf("%s differs from the config this start computes: the state directory was moved or changed, and the controller's journal is bound to the old config; move it back or use a fresh --state", l.Config)
 	}
 	return nil
 }

@@ -15,8 +15,10 @@ func printReady(w io.Writer, l Layout) {
 	fmt.Fprintf(w, "\nsteward-dev: ready.\n")
 	fmt.Fprintf(w, "  state          %s\n", l.State)
 	fmt.Fprintf(w, "  manifest       %s\n", l.ManifestPath())
+	fmt.Fprintf(w, "  sockets        %s (removed when it stops)\n", l.Run)
 	fmt.Fprintf(w, "  MCP socket     %s\n", l.MCPSocket)
-	fmt.Fprintf(w, "  operator store %s (steward-operator ... --store %s)\n", l.OperatorStore, l.OperatorStore)
+	fmt.Fprintf(w, "  operator store %s (steward-operator ... --store %s: the read-only verbs while it runs,\n"+
+		"                 the others once it is stopped; the host's admin socket is %s)\n", l.OperatorStore, l.OperatorStore, l.AdminSocket)
 	fmt.Fprintf(w, "  controller     %s (steward-controller ... --config %s)\n", l.Controller, l.Config)
 	fmt.Fprintf(w, "  appliance      %s\n", l.ApplianceSocket)
 	proxy, found := proxyCommand()

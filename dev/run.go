@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -20,12 +17,15 @@ import (
 
 // Options configure one run of the dev mode.
 type Options struct {
-	// State is the state directory; empty means a fresh directory under the
-	// user's state dir (see DefaultStateBase), which Run announces.
+	// State is the state directory. Empty means DefaultStateDir, which
+	// every such start reuses; with Once, a new temporary directory
+	// instead, removed when the run ends (unless Keep).
 	State string
 	// Once runs the demonstration through the MCP socket, verifies the
 	// receipts, shuts down and returns, instead of serving until ctx ends.
 	Once bool
+	// Keep keeps the temporary state directory of Once without State.
+	Keep bool
 	// Stdout receives what a user reads: where things are, the MCP client
 	// configuration, the demonstration. Nil means io.Discard.
 	Stdout io.Writer
@@ -34,20 +34,27 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// JournalSegmentSize is the segment size of the three journals a dev
+// stack creates: each preallocates one segment of it, 4 MiB rather than
+// the production 64 MiB. A journal keeps the size it was made with.
+const JournalSegmentSize = 4 << 20
+
 // startTimeout bounds how long the three daemons may take to be ready.
 const startTimeout = 30 * time.Second
 
 // demoTimeout bounds the whole demonstration.
 const demoTimeout = 60 * time.Second
 
-// Run runs the dev mode: it provisions the state directory (first start) or
-// reuses it (later starts), starts the reference appliance, the host
+// Run runs the dev mode: it chooses the state directory (Options.State),
+// provisions it (first start) or reuses it (later starts), makes the
+// sockets' directory, starts the reference appliance, the host
 // (operator.Serve) and the controller (controller.Serve) in this process,
 // each on its own state directory, journal and sockets, talking over the
-// same Unix sockets and signed frames as in production, writes STATE/dev.json
-// and prints the MCP client configuration. Without Once it serves until ctx
-// ends; then, and after the demonstration with Once, it shuts the three down
-// cleanly (journals closed, sockets removed) and returns.
+// same Unix sockets and signed frames as in production, writes
+// STATE/dev.json and prints the MCP client configuration. Without Once it
+// serves until ctx ends; then, and after the demonstration with Once, it
+// shuts the three down cleanly (journals closed, sockets and their
+// directory removed), removes a temporary state directory, and returns.
 func Run(ctx context.Context, opts Options) error {
 	w := opts.Stdout
 	if w == nil {
@@ -57,14 +64,16 @@ func Run(ctx context.Context, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	state := opts.State
-	if state == "" {
-		var err error
-		if state, err = FreshStateDir(); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "steward-dev: a fresh state directory %s (pass --state %s to start it again)\n", state, state)
+	state, err := chooseState(w, opts)
+	if err != nil {
+		return err
 	}
+	err = runStack(ctx, w, log, state.path, opts.Once)
+	return errors.Join(err, state.done(w))
+}
+
+// runStack is Run on the chosen state directory.
+func runStack(ctx context.Context, w io.Writer, log *slog.Logger, state string, once bool) error {
 	l, err := NewLayout(state)
 	if err != nil {
 		return err
@@ -72,23 +81,32 @@ func Run(ctx context.Context, opts Options) error {
 	fmt.Fprintf(w, "steward-dev: DEVELOPMENT MODE. The host, the controller and the reference appliance run in this one\n"+
 		"process as one account (uid %d), with every key on local disk under %s.\n"+
 		"In production each runs as its own account and no side can read the other's keys.\n", os.Getuid(), l.State)
+	created, err := l.ensureSocketDir()
+	if err != nil {
+		if created {
+			os.Remove(l.Run)
+		}
+		return fmt.Errorf("steward-dev: %w", err)
+	}
 	if err := provision(l, w); err != nil {
+		if created {
+			os.Remove(l.Run)
+		}
 		return fmt.Errorf("steward-dev: provisioning %s: %w", l.State, err)
 	}
 
 	st, err := start(ctx, l, log)
 	if err != nil {
-		return err
+		return errors.Join(err, l.removeSocketDir())
 	}
 	if err := l.writeManifest(); err != nil {
-		st.stop()
-		return err
+		return errors.Join(err, st.stop(), l.removeSocketDir())
 	}
 	printReady(w, l)
 
 	var demoErr error
 	var receipts []string
-	if opts.Once {
+	if once {
 		dctx, cancel := context.WithTimeout(ctx, demoTimeout)
 		receipts, demoErr = demo(dctx, w, l.MCPSocket, func() (uint64, error) { return purseBalance(l) })
 		cancel()
@@ -97,61 +115,20 @@ func Run(ctx context.Context, opts Options) error {
 		select {
 		case <-ctx.Done():
 		case err := <-st.failed:
-			st.stop()
-			return err
+			return errors.Join(err, st.stop(), l.removeSocketDir())
 		}
 	}
-	stopErr := errors.Join(st.stop(), l.checkSocketsRemoved())
+	stopErr := errors.Join(st.stop(), l.removeSocketDir())
 	if stopErr == nil {
 		fmt.Fprintf(w, "\nsteward-dev: stopped: journals closed, sockets removed.\n")
 	}
 	if err := errors.Join(demoErr, stopErr); err != nil {
 		return err
 	}
-	if opts.Once {
+	if once {
 		return verify(w, l, receipts)
 	}
 	return nil
-}
-
-// FreshStateDir creates a new directory under DefaultStateBase, named by
-// the UTC time of day it was made (a -N suffix when that name is taken): short,
-// because the socket paths under it must fit a Unix socket address.
-func FreshStateDir() (string, error) {
-	base, err := DefaultStateBase()
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return "", err
-	}
-	name := time.Now().UTC().Format("20060102-150405")
-	for i := 1; ; i++ {
-		dir := filepath.Join(base, name)
-		if i > 1 {
-			dir += "-" + strconv.Itoa(i)
-		}
-		err := os.Mkdir(dir, 0o700)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, fs.ErrExist) || i >= 1000 {
-			return "", err
-		}
-	}
-}
-
-// DefaultStateBase is where fresh state directories go:
-// $XDG_STATE_HOME/steward-dev, or ~/.local/state/steward-dev.
-func DefaultStateBase() (string, error) {
-	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "steward-dev"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("steward-dev: no --state and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "steward-dev"), nil
 }
 
 // stack is the three running daemons.
@@ -172,13 +149,14 @@ func start(parent context.Context, l Layout, log *slog.Logger) (*stack, error) {
 		serve func(ctx context.Context, ready func(), log *slog.Logger) error
 	}{
 		{"appliance", func(ctx context.Context, ready func(), log *slog.Logger) error {
-			return appliance.Serve(ctx, appliance.Config{Socket: l.ApplianceSocket, State: l.Appliance, Logger: log, Ready: readyWriter(ready)})
+			return appliance.Serve(ctx, appliance.Config{Socket: l.ApplianceSocket, State: l.Appliance, Logger: log, Ready: readyWriter(ready),
+				JournalSegmentSize: JournalSegmentSize})
 		}},
 		{"host", func(ctx context.Context, ready func(), log *slog.Logger) error {
-			return operator.Serve(ctx, l.OperatorStore, operator.ServeOptions{Ready: ready, Logger: log})
+			return operator.Serve(ctx, l.OperatorStore, operator.ServeOptions{Ready: ready, Logger: log, AdminSocket: l.AdminSocket})
 		}},
 		{"controller", func(ctx context.Context, ready func(), log *slog.Logger) error {
-			return controller.Serve(ctx, l.Config, controller.Options{Ready: ready, Logger: log})
+			return controller.Serve(ctx, l.Config, controller.Options{Ready: ready, Logger: log, JournalSegmentSize: JournalSegmentSize})
 		}},
 	}
 	for _, p := range parts {

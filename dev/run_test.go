@@ -3,7 +3,9 @@ package dev
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 )
 
@@ -22,7 +25,7 @@ func quietLogger() *slog.Logger {
 // TestProvisionReuses: the second start provisions nothing and the purse,
 // grant, route and config are as the first start left them.
 func TestProvisionReuses(t *testing.T) {
-	l, err := NewLayout(filepath.Join(shortTemp(t), "s"))
+	l, err := NewLayout(filepath.Join(t.TempDir(), "s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestProvisionReuses(t *testing.T) {
 // socket paths and the controller's journal is bound to its config, so a
 // state directory that moved is refused, not silently re-provisioned.
 func TestProvisionRefusesMovedState(t *testing.T) {
-	base := shortTemp(t)
+	base := t.TempDir()
 	l, _ := NewLayout(filepath.Join(base, "a"))
 	if err := provision(l, io.Discard); err != nil {
 		t.Fatal(err)
@@ -91,7 +94,7 @@ func TestProvisionRefusesMovedState(t *testing.T) {
 // daemons, the demonstration through the MCP socket, the clean stop and the
 // receipts verified.
 func TestRunOnce(t *testing.T) {
-	state := filepath.Join(shortTemp(t), "s")
+	state := filepath.Join(t.TempDir(), "s")
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -116,11 +119,39 @@ func TestRunOnce(t *testing.T) {
 		}
 	}
 	l, _ := NewLayout(state)
-	if err := l.checkSocketsRemoved(); err != nil {
-		t.Error(err)
-	}
+	checkStopped(t, l)
 	if _, err := os.Stat(l.ManifestPath()); err != nil {
 		t.Error(err)
+	}
+	checkSegmentSizes(t, l)
+}
+
+// checkStopped checks that a stopped stack left no socket and no socket
+// directory.
+func checkStopped(t *testing.T, l Layout) {
+	t.Helper()
+	for _, s := range l.sockets() {
+		if _, err := os.Lstat(s); err == nil {
+			t.Errorf("socket %s left after the stop", s)
+		}
+	}
+	if _, err := os.Lstat(l.Run); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("socket directory %s after the stop: %v", l.Run, err)
+	}
+}
+
+// checkSegmentSizes checks that each of the three journals records the dev
+// mode's segment size and preallocated a segment of it.
+func checkSegmentSizes(t *testing.T, l Layout) {
+	t.Helper()
+	for _, dir := range []string{filepath.Join(l.OperatorStore, "journal"), filepath.Join(l.Controller, "journal"), filepath.Join(l.Appliance, "journal")} {
+		sum, err := journal.Inspect(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.SegmentSize != JournalSegmentSize || len(sum.Segments) != 1 || sum.Segments[0].Size != JournalSegmentSize {
+			t.Errorf("%s: segment size %d, segments %+v; want one of %d", dir, sum.SegmentSize, sum.Segments, JournalSegmentSize)
+		}
 	}
 }
 
@@ -153,7 +184,7 @@ func (w *signalWriter) String() string {
 // goes through the MCP socket named in dev.json) until its context ends,
 // then stops cleanly.
 func TestRunServesUntilCancelled(t *testing.T) {
-	state := filepath.Join(shortTemp(t), "s")
+	state := filepath.Join(t.TempDir(), "s")
 	out := &signalWriter{text: "steward-dev: serving", ready: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -183,9 +214,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("Run did not return within a minute of its context ending")
 	}
-	if err := l.checkSocketsRemoved(); err != nil {
-		t.Error(err)
-	}
+	checkStopped(t, l)
 	if err := verify(io.Discard, l, receipts); err != nil {
 		t.Error(err)
 	}
@@ -193,7 +222,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 
 func TestMainUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := Main([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage: steward-dev [--state DIR] [--once]") {
+	if code := Main([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage: steward-dev [--state DIR] [--once [--keep]]") {
 		t.Errorf("--help: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	out.Reset()
@@ -208,5 +237,12 @@ func TestMainUsage(t *testing.T) {
 	errOut.Reset()
 	if code := Main([]string{"--log-level", "loud"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--log-level") {
 		t.Errorf("bad log level: exit %d\n%s", code, errOut.String())
+	}
+	const keepRefused = "steward-dev: --keep keeps the temporary state directory of --once without --state; with --state the state is always kept\n"
+	for _, args := range [][]string{{"--keep"}, {"--once", "--keep", "--state", t.TempDir()}} {
+		errOut.Reset()
+		if code := Main(args, &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), keepRefused) {
+			t.Errorf("%q: exit %d\n%s", args, code, errOut.String())
+		}
 	}
 }

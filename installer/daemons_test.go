@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/internal/notifytest"
+	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/systemd"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ func buildDaemons(t *testing.T) string {
 	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
 		if gobin, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go command to build the daemons")
+			testenv.Missing(t, "no go command to build the daemons")
 		}
 	}
 	bin := t.TempDir()
@@ -73,16 +74,20 @@ func startDaemon(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
 // READY=1 from its own pid (NotifyAccess=main) and then keep the watchdog
 // fed; the controller must serve the passed foreground socket.
 func TestDaemonsNotifyAndWatchdog(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the foreground socket admits root only; CI runs as root")
-	}
+	testenv.NeedRoot(t, "to dial the foreground socket, which admits root only")
 	activate, err := exec.LookPath("systemd-socket-activate")
 	if err != nil {
-		t.Skip("systemd-socket-activate is not installed")
+		testenv.Missing(t, "systemd-socket-activate is not installed (.ci/run installs systemd)")
 	}
 	bin := buildDaemons(t)
 	l, stop := startDev(t) // provisions a store, keys, a bundle and a config
 	stop()
+	// A stopped dev stack removes its sockets' directory; the daemons here
+	// bind the same socket paths.
+	if err := os.Mkdir(l.Run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(l.Run) })
 
 	ns := notifytest.Listen(t)
 	watch := []string{"NOTIFY_SOCKET=" + ns.Path, "WATCHDOG_USEC=200000"}

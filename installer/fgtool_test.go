@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/dev"
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 // lineWatch closes ch when a write contains want: the dev stack says it
@@ -89,9 +90,7 @@ func decodeTool(t *testing.T, out string) toolOutput {
 // controller's foreground socket, fetches its result, acknowledges it, and
 // checks the controller forgot it; the controller's own refusal is exit 2.
 func TestControllerToolRoundTrip(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the foreground socket admits root only; CI runs as root")
-	}
+	testenv.NeedRoot(t, "to dial the foreground socket, which admits root only")
 	l, _ := startDev(t)
 	env := Env{EUID: 0, SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
 		Controller: ControllerEnv{Config: l.Config}}

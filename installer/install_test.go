@@ -9,13 +9,14 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/systemd"
 )
 
 func needVisudo(t *testing.T) {
 	t.Helper()
 	if _, err := findTool("visudo", "sudo"); err != nil {
-		t.Skipf("install checks the sudoers drop-in with visudo: %v (.ci/run installs sudo)", err)
+		testenv.Missing(t, "install checks the sudoers drop-in with visudo: %v (.ci/run installs sudo)", err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 // operatorUID is the owner the tests hand files to. As root, a uid with no
@@ -209,9 +211,7 @@ func TestReadPrivateFileDirectories(t *testing.T) {
 		refused(t, p, 10, ErrUnsafeDir, "is writable by others (mode 0777)")
 	})
 	t.Run("sticky but not root's", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to tell a root-owned sticky directory from the operator's")
-		}
+		testenv.NeedRoot(t, "to tell a root-owned sticky directory from the operator's")
 		dir := privateDir(t)
 		p, _ := writePrivate(t, dir, "req", 3, 0o600)
 		if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
@@ -220,9 +220,7 @@ func TestReadPrivateFileDirectories(t *testing.T) {
 		refused(t, p, 10, ErrUnsafeDir, "is writable by others (mode 1777)")
 	})
 	t.Run("root-owned sticky parent", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to make a root-owned sticky directory")
-		}
+		testenv.NeedRoot(t, "to make a root-owned sticky directory")
 		dir := filepath.Join(t.TempDir(), "tmp")
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
@@ -236,9 +234,7 @@ func TestReadPrivateFileDirectories(t *testing.T) {
 		}
 	})
 	t.Run("parent of another account", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to give a directory to another uid")
-		}
+		testenv.NeedRoot(t, "to give a directory to another uid")
 		dir := privateDir(t)
 		p, _ := writePrivate(t, dir, "req", 3, 0o600)
 		if err := os.Lchown(dir, int(operatorUID())+7, -1); err != nil {

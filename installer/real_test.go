@@ -85,45 +85,15 @@ func asOperator(t *testing.T, bin string, args ...string) (int, string, string) 
 	return runBin(t, "/usr/bin/sudo", append([]string{"-u", systemd.OperatorUser, "/usr/bin/sudo", "-n", bin}, args...)...)
 }
 
-// needCleanMachine skips unless this test may install and purge for real:
-// as root, with the tools, and with no steward installation already there
-// (one this test did not make and so must not remove).
-func needCleanMachine(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a real install needs root (CI runs as root)")
-	}
-	needVisudo(t)
-	for _, tool := range []string{"systemd-sysusers", "userdel", "groupdel", "useradd"} {
-		if _, err := findTool(tool, "systemd or passwd"); err != nil {
-			t.Skip(err)
-		}
-	}
-	if _, err := os.Stat("/usr/bin/sudo"); err != nil {
-		t.Skip("sudo is not installed")
-	}
-	for _, name := range []string{systemd.OperatorUser, systemd.ControllerUser} {
-		if _, err := user.Lookup(name); err == nil {
-			t.Skipf("account %s exists: a real steward installation is present; this test will not purge it", name)
-		}
-	}
-	for _, g := range []string{systemd.AgentsGroup, systemd.OperatorUser, systemd.ControllerUser} {
-		if _, err := user.LookupGroup(g); err == nil {
-			t.Skipf("group %s exists: a real steward installation is present; this test will not purge it", g)
-		}
-	}
-	for _, p := range append(managedPaths(), rel(systemd.RuntimeDir), rel(systemd.OperatorStateDir), rel(systemd.ControllerStateDir)) {
-		if _, err := os.Lstat("/" + p); err == nil {
-			t.Skipf("/%s exists: a real steward installation is present; this test will not purge it", p)
-		}
-	}
-}
-
 // TestRealInstall installs for real (twice), checks accounts, owners,
 // modes and units, lets the operator account run allowed verbs through sudo
-// and be refused the others, uninstalls, reinstalls, and purges.
+// and be refused the others, uninstalls, reinstalls, and purges: in a
+// private mount namespace (inPrivateRoot), so the accounts, /etc, /var/lib
+// and /run it changes are its own.
 func TestRealInstall(t *testing.T) {
-	needCleanMachine(t)
+	if !inPrivateRoot(t, 2) {
+		return
+	}
 	bin := realBinDir(t)
 	installer := filepath.Join(bin, "steward-installer")
 	t.Cleanup(func() {
@@ -176,6 +146,7 @@ func TestRealInstall(t *testing.T) {
 	if mode := modeOf(t, "/"+SudoersFile); mode != 0o440 {
 		t.Errorf("sudoers drop-in mode %04o", mode)
 	}
+	hostCheckpoint(t, "installed: accounts, directories, units, sudoers drop-in")
 
 	// The installed units pass the machine's own systemd.
 	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
@@ -185,8 +156,10 @@ func TestRealInstall(t *testing.T) {
 		}
 	}
 
+	// The private /run has no /run/systemd/system: the installer sees a
+	// machine not booted with systemd and asks no systemctl anything.
 	code, out, errs = runBin(t, installer, "status")
-	if code != 0 || !strings.HasSuffix(out, "status: installed in /\n") {
+	if code != 0 || !strings.HasSuffix(out, "status: installed in /\n") || !strings.Contains(out, "systemd is not running here (no /run/systemd/system)") {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errs)
 	}
 
@@ -275,6 +248,7 @@ func TestRealInstall(t *testing.T) {
 	if b, err := os.ReadFile(systemd.DefaultOperatorStore); err != nil || string(b) != "journal" {
 		t.Errorf("uninstall without --purge lost the store: %q %v", b, err)
 	}
+	hostCheckpoint(t, "uninstalled without --purge: accounts and state kept")
 	if code, _, errs := asOperator(t, installer, "status"); code == 0 || !strings.HasPrefix(errs, "sudo: ") {
 		t.Errorf("operator still runs status through sudo after uninstall: exit %d %s", code, errs)
 	}
@@ -315,13 +289,16 @@ func TestRealInstall(t *testing.T) {
 // install would not have made (here: one with a login shell) is refused,
 // and nothing is installed.
 func TestRealInstallRefusesForeignAccount(t *testing.T) {
-	needCleanMachine(t)
+	if !inPrivateRoot(t, 1) {
+		return
+	}
 	bin := realBinDir(t)
 	useradd, _ := findTool("useradd", "passwd")
 	if out, err := exec.Command(useradd, "--system", "--user-group", "--no-create-home",
 		"--home-dir", systemd.OperatorStateDir, "--shell", "/bin/bash", systemd.OperatorUser).CombinedOutput(); err != nil {
 		t.Fatalf("useradd: %v\n%s", err, out)
 	}
+	hostCheckpoint(t, "account "+systemd.OperatorUser+" made by useradd")
 	t.Cleanup(func() {
 		userdel, _ := findTool("userdel", "passwd")
 		if out, err := exec.Command(userdel, systemd.OperatorUser).CombinedOutput(); err != nil {
@@ -346,7 +323,9 @@ func TestRealInstallRefusesForeignAccount(t *testing.T) {
 // TestRealInstallRefusesUnsafeBinDir: the sudoers rule and the units must
 // point at binaries only root can replace.
 func TestRealInstallRefusesUnsafeBinDir(t *testing.T) {
-	needCleanMachine(t)
+	if !inPrivateRoot(t, 0) {
+		return
+	}
 	bin := realBinDir(t)
 	installer := filepath.Join(bin, "steward-installer")
 	if err := os.Chmod(bin, 0o775); err != nil {

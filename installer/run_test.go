@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,14 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(Run(context.Background(), os.Args[1:], env, os.Stdout, os.Stderr))
+	}
+	// A real-install test re-executed by itself: everything it runs is
+	// inside a private /etc, /var/lib and /run, or it does not run.
+	if scratch := os.Getenv(privateRootEnv); scratch != "" {
+		if err := enterPrivateRoot(scratch); err != nil {
+			fmt.Fprintf(os.Stderr, "installer tests: private root: %v\n", err)
+			os.Exit(1)
+		}
 	}
 	os.Exit(m.Run())
 }

@@ -151,7 +151,7 @@ func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
 // sized to hold at least the frame. Called with mu held.
 func (j *Journal) batchFor(frame int64) (*batch, bool) {
 	if j.tailOff+frame > j.tailSegSize {
-		size := max(j.opts.SegmentSize, frame)
+		size := max(j.segmentSize, frame)
 		b := j.newBatch(0)
 		if j.tailOff == 0 && j.tailSegSize > 0 {
 			// The current segment holds nothing (a crash right after

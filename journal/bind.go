@@ -12,12 +12,17 @@ const (
 )
 
 // bindBody is the body of record 1: it binds the log to its owner, format
-// and config.
+// and config, and records the segment size it was made with.
 type bindBody struct {
 	Owner   string `cbor:"owner"`
 	Format  string `cbor:"format"`
 	Binding []byte `cbor:"binding"` // SHA-256 of Config
 	Config  []byte `cbor:"config"`  // canonical JSON
+	// SegmentSize is the preallocated size at which the log's segments
+	// rotate, 1 to MaxSegmentSize. It is absent (nil) in the bind record of
+	// a log made before the size was recorded (the v1 golden journals):
+	// such a log takes Options.SegmentSize, as every open did then.
+	SegmentSize *uint64 `cbor:"segmentSize,omitempty"`
 }
 
 // rebindBody is the body of a rebind record: it retains the config before
@@ -37,6 +42,7 @@ type chain struct {
 	config  []byte         // canonical config in force
 	binding [hashSize]byte // SHA-256 of config
 	rebinds int            // rebind records seen
+	segSize int64          // from the bind record; 0 when it records none
 }
 
 func newChain() chain { return chain{next: 1} }
@@ -73,6 +79,12 @@ func (c *chain) apply(r *Record) error {
 		}
 		if err := checkConfig(b.Config, b.Binding); err != nil {
 			return fmt.Errorf("bind record: %v", err)
+		}
+		if b.SegmentSize != nil {
+			if n := *b.SegmentSize; n == 0 || n > MaxSegmentSize {
+				return fmt.Errorf("bind record: segment size %d is not 1 to %d", n, MaxSegmentSize)
+			}
+			c.segSize = int64(*b.SegmentSize)
 		}
 		c.owner, c.format, c.config = b.Owner, b.Format, b.Config
 		copy(c.binding[:], b.Binding)
@@ -117,7 +129,8 @@ func rebindRecordBody(before, after []byte) ([]byte, error) {
 }
 
 // bindRecordBody encodes the body of record 1.
-func bindRecordBody(owner, format string, config []byte) ([]byte, error) {
+func bindRecordBody(owner, format string, config []byte, segmentSize int64) ([]byte, error) {
 	sum := sha256.Sum256(config)
-	return encMode.Marshal(bindBody{Owner: owner, Format: format, Binding: sum[:], Config: config})
+	size := uint64(segmentSize)
+	return encMode.Marshal(bindBody{Owner: owner, Format: format, Binding: sum[:], Config: config, SegmentSize: &size})
 }

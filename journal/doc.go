@@ -17,7 +17,8 @@
 //	0000000000004712.seg.tmp      a segment being created (removed at Open)
 //
 // A segment is created under a temporary name, preallocated with fallocate
-// (mode 0) to the segment size, fsync'd, renamed into place without
+// (mode 0) to the segment size (DefaultSegmentSize unless the bind record
+// says otherwise, see Binding), fsync'd, renamed into place without
 // replacing anything and the directory fsync'd; a crash leaves either no
 // segment or a complete zero-filled one. Because the space is preallocated,
 // an append neither changes the file size nor allocates blocks, which makes
@@ -61,9 +62,14 @@
 //
 // # Binding
 //
-// Record 1 has kind "bind" and body {owner, format, binding, config}: config
-// is the owner's config as canonical JSON bytes (see CanonicalJSON) and
-// binding is its SHA-256. A "rebind" record has body {before, after,
+// Record 1 has kind "bind" and body {owner, format, binding, config,
+// segmentSize}: config is the owner's config as canonical JSON bytes (see
+// CanonicalJSON), binding is its SHA-256, and segmentSize (1 to
+// MaxSegmentSize) is the segment size the log was made with, which every
+// later open keeps whatever its Options.SegmentSize says (a dev journal of
+// a few MiB stays so under the 64 MiB default, and the reverse). A bind
+// record without segmentSize was written before the size was recorded
+// (journal/testdata/golden/v1); such a log takes Options.SegmentSize. A "rebind" record has body {before, after,
 // binding}: the config in force before it, the one in force from it, and
 // SHA-256(after). Open refuses (ErrBindingMismatch) a config, owner or format
 // that does not match what the log says is in force.

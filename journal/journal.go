@@ -21,9 +21,13 @@ type Options struct {
 	// current binding. nil on an existing journal skips the check (for
 	// read-only tools and enrollment).
 	Config []byte
-	// SegmentSize is the preallocated size at which segments rotate;
-	// DefaultSegmentSize when 0. A record larger than a segment gets a
-	// segment of its own size.
+	// SegmentSize is the preallocated size at which segments rotate,
+	// DefaultSegmentSize when 0, at most MaxSegmentSize. A record larger
+	// than a segment gets a segment of its own size. Creating a journal
+	// records it in the bind record; an existing journal keeps the size
+	// it records, whatever this says, so that a log made with one size
+	// opens under another default (a log made before the size was
+	// recorded takes this one). SegmentSize reports the size in force.
 	SegmentSize int64
 	// ReadOnly opens for inspection: no lock is taken, nothing is written,
 	// created, moved or removed; a torn tail is reported, not repaired.
@@ -55,6 +59,9 @@ type Journal struct {
 	binding    [hashSize]byte
 	rebinds    int
 	recoveries []Recovery
+	// segmentSize is the size in force: the bind record's, else
+	// Options.SegmentSize. Set by Open, then read-only.
+	segmentSize int64
 
 	// Tail state: where the next record goes, counting queued batches.
 	tailSeq     uint64
@@ -112,6 +119,11 @@ func (j *Journal) Format() string {
 	defer j.mu.Unlock()
 	return j.format
 }
+
+// SegmentSize returns the preallocated size at which the log's segments
+// rotate: the one its bind record records, or, for a log made before the
+// size was recorded (or not yet bound), Options.SegmentSize.
+func (j *Journal) SegmentSize() int64 { return j.segmentSize }
 
 // LastSeq returns the sequence number of the last durable record (0 for an
 // empty log).

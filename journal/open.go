@@ -26,8 +26,8 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if opts.SegmentSize == 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
-	if opts.SegmentSize < 0 {
-		return nil, fmt.Errorf("journal: SegmentSize %d is negative", opts.SegmentSize)
+	if opts.SegmentSize < 0 || opts.SegmentSize > MaxSegmentSize {
+		return nil, fmt.Errorf("journal: SegmentSize %d is not 1 to %d (0 for the default)", opts.SegmentSize, MaxSegmentSize)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -192,6 +192,10 @@ func (j *Journal) load() error {
 	j.segs = segs
 	j.lastSeq, j.head = ch.next-1, ch.prev
 	j.owner, j.format, j.config, j.binding, j.rebinds = ch.owner, ch.format, ch.config, ch.binding, ch.rebinds
+	j.segmentSize = j.opts.SegmentSize
+	if ch.segSize != 0 {
+		j.segmentSize = ch.segSize
+	}
 	j.tailSeq, j.tailHead, j.tailConfig = j.lastSeq, j.head, j.config
 	if n := len(segs); n > 0 {
 		j.tailOff, j.tailSegSize = segs[n-1].end, segs[n-1].size
@@ -234,17 +238,17 @@ func (j *Journal) repair() error {
 			return err
 		}
 	}
-	if n := len(j.segs); n > 0 && j.segs[n-1].size < j.opts.SegmentSize {
+	if n := len(j.segs); n > 0 && j.segs[n-1].size < j.segmentSize {
 		// A last segment shorter than its preallocation (copied, or cut
 		// short): preallocate it again so that appends do not grow it.
 		last := &j.segs[n-1]
-		if err := preallocate(j.seg, j.opts.SegmentSize, j.log); err != nil {
+		if err := preallocate(j.seg, j.segmentSize, j.log); err != nil {
 			return err
 		}
 		if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
 			return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
 		}
-		last.size = j.opts.SegmentSize
+		last.size = j.segmentSize
 		j.tailSegSize = last.size
 	}
 	if n := len(j.segs); n > 0 {
@@ -266,7 +270,7 @@ func (j *Journal) bind(canon []byte) error {
 		if canon == nil {
 			canon = []byte("{}")
 		}
-		body, err := bindRecordBody(j.opts.Owner, j.opts.Format, canon)
+		body, err := bindRecordBody(j.opts.Owner, j.opts.Format, canon, j.segmentSize)
 		if err != nil {
 			return fmt.Errorf("journal: encode bind record: %w", err)
 		}

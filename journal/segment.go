@@ -24,6 +24,12 @@ const (
 // Options.SegmentSize is 0.
 const DefaultSegmentSize = 64 << 20
 
+// MaxSegmentSize bounds Options.SegmentSize and the size a bind record
+// records: every open preallocates the last segment to it, and the tail of
+// a segment is scanned at open, so a larger one costs disk and start time
+// for nothing a journal needs.
+const MaxSegmentSize = 1 << 30
+
 // segment is what Open learned about one segment file.
 type segment struct {
 	name    string // file name, e.g. 0000000000000001.seg

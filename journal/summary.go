@@ -21,6 +21,9 @@ type Summary struct {
 	Recoveries []Recovery       `json:"recoveries"`
 	ReadOnly   bool             `json:"read_only"`
 	Failure    string           `json:"failure,omitempty"` // the I/O failure that poisoned the journal
+
+	// SegmentSize is the segment size in force (see Journal.SegmentSize).
+	SegmentSize int64 `json:"segment_size"`
 }
 
 // SegmentSummary describes one segment file.
@@ -48,6 +51,8 @@ func (j *Journal) Summary() Summary {
 		Segments:   []SegmentSummary{},
 		Recoveries: append([]Recovery{}, j.recoveries...),
 		ReadOnly:   j.opts.ReadOnly,
+
+		SegmentSize: j.segmentSize,
 	}
 	if j.lastSeq > 0 {
 		s.FirstSeq = 1

@@ -135,7 +135,7 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 func (h *Host) listenAdmin() (*wire.Listener, error) {
 	uid := uint32(os.Geteuid())
 	return wire.Listen(wire.ListenConfig{
-		Path: adminSocketPath(h.s.dir), Mode: 0o600,
+		Path: h.adminPath, Mode: 0o600,
 		Allow: func(pc wire.PeerCred) error {
 			if pc.UID != uid {
 				return fmt.Errorf("%w: peer uid %d is not the daemon's uid %d", wire.ErrWrongPeer, pc.UID, uid)
@@ -149,7 +149,7 @@ func (h *Host) listenAdmin() (*wire.Listener, error) {
 func (h *Host) adminChannelConfig() wire.ChannelConfig {
 	return wire.ChannelConfig{
 		Key: h.key, Role: RoleAdmin, PeerRole: RoleAdminClient, PeerKeys: h.s.hostRing,
-		Path: adminSocketPath(h.s.dir), Purpose: PurposeAdmin,
+		Path: h.adminPath, Purpose: PurposeAdmin,
 		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
 	}
 }
@@ -182,12 +182,17 @@ type adminClient struct{ cl *wire.Client }
 // DialAdmin connects to the daemon's admin socket in store dir, signing with
 // the operator key (read from the store: the caller is the operator).
 func DialAdmin(ctx context.Context, dir string) (Admin, error) {
+	return dialAdminAt(ctx, dir, adminSocketPath(dir))
+}
+
+// dialAdminAt connects to the admin socket at path of the daemon serving
+// store dir (ServeOptions.AdminSocket).
+func dialAdminAt(ctx context.Context, dir, path string) (Admin, error) {
 	key, err := wire.ReadHybridKey(dir + "/" + keyFile)
 	if err != nil {
 		return nil, err
 	}
 	uid := uint32(os.Geteuid())
-	path := adminSocketPath(dir)
 	conn, err := wire.Dial(ctx, path, uid, uid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDaemonRunning, err)

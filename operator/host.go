@@ -33,6 +33,11 @@ type ServeOptions struct {
 	Watchdog func(health func() error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// AdminSocket is where the admin socket is bound; STORE/admin.sock
+	// (where DialAdmin looks) when empty. The dev mode keeps its sockets
+	// in a short runtime directory, since a socket path is at most 107
+	// bytes and its store may be deep under a home directory.
+	AdminSocket string
 }
 
 // Host is the running host daemon over one open Store.
@@ -51,6 +56,8 @@ type Host struct {
 	work    sync.WaitGroup
 
 	wake chan struct{} // wakes the checkpointer
+
+	adminPath string // the admin socket
 }
 
 // Serve runs the host daemon on the store in dir until ctx ends, then shuts
@@ -66,7 +73,11 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Host{s: s, log: log, key: s.key.Ed25519(), reverse: map[string]*wire.Client{}, wake: make(chan struct{}, 1)}
+	h := &Host{s: s, log: log, key: s.key.Ed25519(), reverse: map[string]*wire.Client{}, wake: make(chan struct{}, 1),
+		adminPath: opts.AdminSocket}
+	if h.adminPath == "" {
+		h.adminPath = adminSocketPath(dir)
+	}
 	s.wake = h.poke
 
 	var listeners []*wire.Listener

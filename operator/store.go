@@ -57,9 +57,20 @@ func configFor(pub *wire.HybridPublicKey) []byte {
 	return b
 }
 
+// InitOptions configure InitWith.
+type InitOptions struct {
+	// JournalSegmentSize is the host journal's segment size, which the
+	// journal records and keeps (journal.Options.SegmentSize); the
+	// journal's default when 0.
+	JournalSegmentSize int64
+}
+
 // Init creates a new operator store in dir (0700): the operator's hybrid key
 // and the host journal. It refuses a dir that already exists.
-func Init(dir string) (*wire.HybridPublicKey, error) {
+func Init(dir string) (*wire.HybridPublicKey, error) { return InitWith(dir, InitOptions{}) }
+
+// InitWith is Init with options.
+func InitWith(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, refusedf("store %s already exists", dir)
@@ -82,6 +93,7 @@ func Init(dir string) (*wire.HybridPublicKey, error) {
 	}
 	j, err := journal.Open(filepath.Join(dir, journalDir), journal.Options{
 		Owner: JournalOwner, Format: JournalFormat, Config: configFor(key.Public()),
+		SegmentSize: opts.JournalSegmentSize,
 	})
 	if err != nil {
 		return nil, err

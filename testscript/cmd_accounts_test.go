@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stewardrt/steward/internal/testaccount"
 )
 
 // The accounts journey runs each daemon under its own OS account. These
@@ -24,57 +25,61 @@ import (
 // needRoot fails a command that only root can run.
 func needRoot(ts *testscript.TestScript, cmd string) {
 	if os.Geteuid() != 0 {
-		ts.Fatalf("%s needs root (guard the journey with [root])", cmd)
+		ts.Fatalf("%s needs root (guard the journey with [!need:root] skip)", cmd)
 	}
 }
 
-// cmdAccount implements `account VAR NAME [GROUP...]`: makes sure the system
-// account NAME exists (useradd --system --user-group, no home, no login
-// shell) and is a member of each GROUP, and sets VAR to its UID. An account
-// this journey created is removed when it ends (userdel --force: a daemon it
-// runs may still be stopping).
+// cmdAccount implements `account VAR NAME [GROUP...]`: creates the system
+// account NAME (its own group, no home, no login shell), a member of each
+// GROUP, and sets VAR to its UID. NAME must begin with the journey's $ACCT,
+// a name stem of this test binary's run (package testaccount), so that no
+// journey makes an account anyone else uses, and the account must not exist
+// yet. It is removed when the journey ends, failed or not (userdel --force:
+// the journey's daemons are stopped only after its deferred cleanups run);
+// what a killed test binary leaves is swept by the next run.
 func cmdAccount(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: account VAR NAME [GROUP...]")
 	}
 	needRoot(ts, "account")
 	name := args[1]
-	if _, err := user.Lookup(name); err != nil {
-		run(ts, "useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name)
-		ts.Defer(func() {
-			if out, err := exec.Command("userdel", "--force", name).CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "testscript: userdel %s: %v %s\n", name, err, out)
-			}
-		})
-	}
-	if len(args) > 2 {
-		run(ts, "usermod", "--append", "--groups", strings.Join(args[2:], ","), name)
-	}
-	u, err := user.Lookup(name)
+	journeyName(ts, name)
+	a, err := testaccount.Create(name, args[2:]...)
 	ts.Check(err)
-	ts.Setenv(args[0], u.Uid)
+	ts.Defer(func() {
+		if err := testaccount.Remove(name, true); err != nil {
+			fmt.Fprintf(os.Stderr, "testscript: %v\n", err)
+		}
+	})
+	ts.Setenv(args[0], strconv.FormatUint(uint64(a.UID), 10))
 }
 
-// cmdGroup implements `group VAR NAME`: makes sure the system group NAME
-// exists and sets VAR to its GID; a group this journey created is removed
-// when it ends.
+// cmdGroup implements `group VAR NAME`: creates the system group NAME
+// (under $ACCT, as for account) and sets VAR to its GID; it is removed
+// when the journey ends.
 func cmdGroup(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: group VAR NAME")
 	}
 	needRoot(ts, "group")
 	name := args[1]
-	if _, err := user.LookupGroup(name); err != nil {
-		run(ts, "groupadd", "--system", name)
-		ts.Defer(func() {
-			if out, err := exec.Command("groupdel", name).CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "testscript: groupdel %s: %v %s\n", name, err, out)
-			}
-		})
-	}
-	g, err := user.LookupGroup(name)
+	journeyName(ts, name)
+	gid, err := testaccount.CreateGroup(name)
 	ts.Check(err)
-	ts.Setenv(args[0], g.Gid)
+	ts.Defer(func() {
+		if err := testaccount.RemoveGroup(name); err != nil {
+			fmt.Fprintf(os.Stderr, "testscript: %v\n", err)
+		}
+	})
+	ts.Setenv(args[0], strconv.FormatUint(uint64(gid), 10))
+}
+
+// journeyName refuses an account or group name outside the journey's own
+// stem.
+func journeyName(ts *testscript.TestScript, name string) {
+	if stem := ts.Getenv("ACCT"); stem == "" || !strings.HasPrefix(name, stem) {
+		ts.Fatalf("%q does not begin with this journey's $ACCT (%s): a journey names its accounts ${ACCT}ROLE", name, stem)
+	}
 }
 
 func run(ts *testscript.TestScript, name string, args ...string) {
@@ -84,14 +89,14 @@ func run(ts *testscript.TestScript, name string, args ...string) {
 }
 
 // cmdMkshared implements `mkshared VAR`: creates a fresh directory under
-// the system's temporary directory, owned by root with mode 0755 so that
+// shortTempRoot (it holds sockets), owned by root with mode 0755 so that
 // every account can reach what is inside it (the journey's $WORK is private
 // to root), sets VAR to it, and removes it when the journey ends.
 func cmdMkshared(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: mkshared VAR")
 	}
-	dir, err := os.MkdirTemp("", "stwj-")
+	dir, err := os.MkdirTemp(shortTempRoot, "stwj-")
 	ts.Check(err)
 	ts.Defer(func() { os.RemoveAll(dir) })
 	ts.Check(os.Chmod(dir, 0o755))

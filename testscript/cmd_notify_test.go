@@ -56,7 +56,7 @@ func cmdNotify(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("notify: %s already exists", args[0])
 	}
 	if all.dir == "" {
-		dir, err := os.MkdirTemp("", "stwj-notify-")
+		dir, err := os.MkdirTemp(shortTempRoot, "stwj-notify-")
 		ts.Check(err)
 		ts.Defer(func() { os.RemoveAll(dir) })
 		ts.Check(os.Chmod(dir, 0o755))

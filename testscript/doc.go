@@ -11,7 +11,9 @@
 //
 //	appliance  the reference application alone over its socket: discovery, invoke, replay
 //	           (also after a restart), conflict, its own refusals
-//	dev        steward-dev --once, and its receipts verified; a second start reuses the state
+//	dev        steward-dev --once, and its receipts verified; a second start reuses the state;
+//	           --once without --state in a temporary directory, removed (--keep keeps it); the
+//	           default state served, interrupted and restarted; sockets in XDG_RUNTIME_DIR
 //	call       the stack as separate daemons provisioned with the operator's and controller's
 //	           commands: tools/list (exactly three), discover, call, replay without a second
 //	           charge, conflict, an application's own refusal, receipts verified and exported
@@ -24,6 +26,13 @@
 //	accounts   (root) each daemon under its own account; the controller cannot read the
 //	           operator store; the wrong account is refused on every socket; the call
 //	           journey as an agent account
+//
+// Each journey's $WORK, and the shared and notify directories, are under
+// /tmp rather than $TMPDIR (shortTempRoot), because the journeys bind Unix
+// sockets there and a socket path is at most 107 bytes: the journeys pass
+// with a $TMPDIR of any length. XDG_STATE_HOME and XDG_RUNTIME_DIR point
+// into $WORK, so steward-dev's default state and sockets stay inside the
+// journey.
 //
 // TestReadme runs the README's commands as written. TestCommandsAreTheMains
 // checks that each registered command runs exactly its cmd main's statements.

@@ -97,42 +97,82 @@ func TestReadme(t *testing.T) {
 	}
 }
 
+// readmeDirs are the directories a README command is pointed at, so that it
+// touches nothing of the machine's: its XDG state and runtime directories,
+// its TMPDIR and its Go bin directory.
+type readmeDirs struct {
+	state, runtime, tmp, bin string
+}
+
 // goCommand prepares a README command to run from the module root with its
-// own state directory and Go bin directory.
-func goCommand(t *testing.T, ctx context.Context, line string) (*exec.Cmd, string) {
-	// Short: the socket paths under it must fit a Unix socket address
-	// (t.TempDir's names, made of the test's name, do not).
-	state, err := os.MkdirTemp("", "readme-")
-	if err != nil {
-		t.Fatal(err)
+// own state, runtime, temporary and Go bin directories.
+func goCommand(t *testing.T, ctx context.Context, line string) (*exec.Cmd, readmeDirs) {
+	base := t.TempDir()
+	d := readmeDirs{
+		state: filepath.Join(base, "state"),
+		// Short: the sockets go there, and t.TempDir's names, made of the
+		// test's name, may not fit a socket address.
+		runtime: shortTempDir(t, "readme-run-"),
+		tmp:     filepath.Join(base, "tmp"),
+		bin:     filepath.Join(base, "bin"),
 	}
-	t.Cleanup(func() { os.RemoveAll(state) })
+	for _, dir := range []string{d.state, d.tmp} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := strings.Fields(line)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "GOBIN="+filepath.Join(state, "bin"))
-	return cmd, state
+	// TMPDIR is the command's own, but `go run` builds there too: keep the
+	// go command's build directory where it was (GOTMPDIR).
+	gotmp := os.Getenv("GOTMPDIR")
+	if gotmp == "" {
+		gotmp = os.TempDir()
+	}
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+d.state, "XDG_RUNTIME_DIR="+d.runtime, "TMPDIR="+d.tmp,
+		"GOTMPDIR="+gotmp, "GOBIN="+d.bin)
+	return cmd, d
 }
 
+// checkEmpty fails the test if dir holds anything.
+func checkEmpty(t *testing.T, what, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("%s %s holds %s after the command", what, dir, e.Name())
+	}
+}
+
+// runOnce runs the --once form: its demonstration runs in a temporary state
+// directory under TMPDIR that is gone afterwards, and the default state
+// directory is never made.
 func runOnce(t *testing.T, line string) {
 	ctx, cancel := context.WithTimeout(context.Background(), readmeTimeout)
 	defer cancel()
-	cmd, state := goCommand(t, ctx, line)
+	cmd, d := goCommand(t, ctx, line)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", line, err, out)
 	}
 	for _, want := range []string{
-		"a fresh state directory " + filepath.Join(state, "steward-dev"),
+		"a temporary state directory " + filepath.Join(d.tmp, "steward-dev-once-"),
 		"DEVELOPMENT MODE",
 		"2748/487",
 		"replayed true",
 		"receipts verified.",
+		"removed the temporary state directory " + filepath.Join(d.tmp, "steward-dev-once-"),
 	} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("%s: the output lacks %q:\n%s", line, want, out)
 		}
 	}
+	checkEmpty(t, "the state home", d.state)
+	checkEmpty(t, "the runtime directory", d.runtime)
+	checkEmpty(t, "TMPDIR", d.tmp)
 }
 
 // runServeUntilInterrupted runs the command in its own process group, waits
@@ -141,7 +181,7 @@ func runOnce(t *testing.T, line string) {
 func runServeUntilInterrupted(t *testing.T, line string) {
 	ctx, cancel := context.WithTimeout(context.Background(), readmeTimeout)
 	defer cancel()
-	cmd, _ := goCommand(t, ctx, line)
+	cmd, d := goCommand(t, ctx, line)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -195,16 +235,24 @@ func runServeUntilInterrupted(t *testing.T, line string) {
 	if strings.Contains(stderr.String(), "steward-dev:") {
 		t.Errorf("%s: steward-dev reported an error:\n%s", line, stderr.String())
 	}
+	def := filepath.Join(d.state, "steward-dev")
+	if !strings.Contains(out.String(), "steward-dev: the state directory "+def+" (the default") {
+		t.Errorf("%s: does not say it uses the default state directory %s:\n%s", line, def, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(def, "dev.json")); err != nil {
+		t.Errorf("%s: the default state directory: %v", line, err)
+	}
+	checkEmpty(t, "the runtime directory", d.runtime)
 }
 
 func runInstall(t *testing.T, line string) {
 	ctx, cancel := context.WithTimeout(context.Background(), readmeTimeout)
 	defer cancel()
-	cmd, state := goCommand(t, ctx, line)
+	cmd, d := goCommand(t, ctx, line)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", line, err, out)
 	}
-	bin := filepath.Join(state, "bin", "steward-controller")
+	bin := filepath.Join(d.bin, "steward-controller")
 	out, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "steward-controller mcp --socket PATH") {
 		t.Fatalf("%s --help after %s: %v\n%s", bin, line, err, out)

@@ -92,7 +92,7 @@ func TestWaitPathFileDescendsAndSeesTheWrite(t *testing.T) {
 // A socket bound but not listening refuses without any later file-system
 // event; the bounded connect retry ends the wait once it listens.
 func TestWaitPathSocketListeningAfterBind(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.sock")
+	path := filepath.Join(shortTempDir(t, "wp"), "s.sock") // a socket: not under a $TMPDIR of any length
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,16 @@
 package wire
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/stewardrt/steward/internal/testaccount"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,46 +28,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testPeerAccount is the second OS account of the two-account tests.
-const testPeerAccount = "steward-test-peer"
-
-var (
-	accountOnce sync.Once
-	accountUID  uint32
-	accountGID  uint32
-	accountErr  error
-)
-
-// testAccount returns the uid and gid of steward-test-peer, creating it as a
-// system account if needed. Without root it skips the test.
+// testAccount returns the uid and gid of a second OS account made for t
+// and removed when it ends. Without root it skips t (fails it under
+// CI=true). The package imports nothing of steward's; its tests use the
+// shared, standard-library-only test helper so that every package's test
+// accounts follow one naming and clean-up rule.
 func testAccount(t *testing.T) (uid, gid uint32) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create and run as a second account (" + testPeerAccount + ")")
-	}
-	accountOnce.Do(func() {
-		if _, err := user.Lookup(testPeerAccount); err != nil {
-			out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", testPeerAccount).CombinedOutput()
-			if err != nil {
-				if _, lerr := user.Lookup(testPeerAccount); lerr != nil { // not a concurrent creation
-					accountErr = fmt.Errorf("useradd %s: %v: %s", testPeerAccount, err, out)
-					return
-				}
-			}
-		}
-		u, err := user.Lookup(testPeerAccount)
-		if err != nil {
-			accountErr = err
-			return
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		accountUID, accountGID = uint32(uid), uint32(gid)
-	})
-	if accountErr != nil {
-		t.Fatal(accountErr)
-	}
-	return accountUID, accountGID
+	return testaccount.Peer(t)
 }
 
 var (

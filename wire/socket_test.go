@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -74,7 +75,7 @@ func TestCheckSocketPath(t *testing.T) {
 		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
 			t.Fatal(err)
 		}
-		expectUnsafePath(t, CheckSocketPath(path, euid), path, "ancestor "+dir+" is owned by uid 999")
+		expectUnsafePath(t, CheckSocketPath(path, euid), path, fmt.Sprintf("ancestor %s is owned by uid %d", dir, uid))
 		// The same directory is fine when its owner is the socket's owner, the peer.
 		os.Chown(path, int(uid), int(gid))
 		if err := CheckSocketPath(path, uid); err != nil {

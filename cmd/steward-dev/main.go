@@ -3,7 +3,7 @@
 // the reference appliance, each with its own state, keys, journal and
 // sockets, over the same Unix sockets and signed frames as in production.
 //
-//	steward-dev [--state DIR] [--once] [--log-level LEVEL]
+//	steward-dev [--state DIR] [--once [--keep]] [--log-level LEVEL]
 //
 // See package dev.
 package main
