@@ -85,7 +85,7 @@ func Boot(t testing.TB, opts Options) *Container {
 	}
 	dir := t.TempDir()
 	c := &Container{
-		Name: "steward-" + hex.EncodeToString(rnd[:]), Rootfs: info, t: t, dir: dir,
+		Name: machinePrefix + hex.EncodeToString(rnd[:]), Rootfs: info, t: t, dir: dir,
 		upper: filepath.Join(dir, "upper"), work: filepath.Join(dir, "work"), merged: filepath.Join(dir, "merged"),
 		console: filepath.Join(dir, "console.log"), hs: hs,
 	}

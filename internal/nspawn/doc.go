@@ -48,7 +48,10 @@
 // cgroups are removed once empty, and what nspawn leaves under the host's
 // /run/systemd/nspawn (the machine's propagate directory; the directories
 // themselves once no container of this harness runs, which a shared flock
-// on CacheDir/.running.lock tells) is removed.
+// on CacheDir/.running.lock tells) is removed. If the test process dies
+// before its cleanup, nspawn gets SIGKILL (the parent-death signal) and the
+// container and its overlay go with it; the next Boot, once no container
+// runs, removes the empty cgroups and nspawn's files that were left.
 //
 // # Skips
 //

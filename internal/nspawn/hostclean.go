@@ -13,8 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupPrefix names the cgroups the harness makes for its containers.
-const cgroupPrefix = "steward-nspawn-"
+// cgroupPrefix names the cgroups the harness makes for its containers, and
+// machinePrefix the containers (followed by 8 hex digits).
+const (
+	cgroupPrefix  = "steward-nspawn-"
+	machinePrefix = "steward-"
+)
 
 // nspawnRunDir is where systemd-nspawn keeps its host-side state (image
 // locks, the per-machine directory it propagates mounts through).
@@ -198,12 +202,20 @@ func cleanNspawnRun(machine string, exclusive bool) error {
 	return errors.Join(errs...)
 }
 
-// sweepStale removes the empty cgroups of containers whose test process
-// died before its cleanup. Only called while no container of this harness
-// runs (the exclusive running lock): a cgroup made by a running Boot is
-// then never taken for stale.
+// sweepStale removes the empty cgroups, and nspawn's files under
+// nspawnRunDir, of containers whose test process died before its cleanup.
+// Only called while no container of this harness runs (the exclusive
+// running lock): what a running Boot made is then never taken for stale.
 func sweepStale(hs []hierarchy) error {
 	var errs []error
+	for _, sub := range []string{"propagate", "unix-export", "incoming"} {
+		stale, _ := filepath.Glob(filepath.Join(nspawnRunDir, sub, machinePrefix+"????????"))
+		for _, p := range stale {
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for _, h := range hs {
 		stale, _ := filepath.Glob(filepath.Join(h.base, cgroupPrefix+"*"))
 		for _, d := range stale {
