@@ -150,7 +150,7 @@ func (c *Controller) decidedBy(p *plan, prior ledger.Prior) *ToolResult {
 		}
 		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q is in flight as attempt %s", p.requestID, prior.Attempt), "")
 	default:
-		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: inspect it with `steward-controller attempts inspect %s`", p.requestID, prior.Attempt, prior.Attempt), "")
+		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: nothing is sent again until the operator resolves it (steward-installer controller-attempt-inspect %s); a new call needs a new requestId", p.requestID, prior.Attempt, prior.Attempt), "")
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/stewardrt/steward/controller/ctlconf"
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
@@ -50,7 +52,9 @@ type ConfigResult struct {
 //  6. the file replaces the installed one atomically, mode 0600; the same
 //     bytes change nothing;
 //  7. when the controller's journal exists and is bound to another config,
-//     the result says that controller-enroll must rebind it first.
+//     the result says that controller-enroll must rebind it first; while
+//     an attempt is unresolved that enrollment would be refused, so the
+//     config is not installed (the controller would not start with it).
 func runControllerConfig(ctx context.Context, c *call, o options) int {
 	if c.env.EUID != 0 && c.env.Controller.Account != "" {
 		return c.failf("must run as root (euid is %d)", c.env.EUID)
@@ -87,17 +91,22 @@ func runControllerConfig(ctx context.Context, c *call, o options) int {
 	if err != nil {
 		return c.refusef("%s: %v", o.operand, err)
 	}
+	bound, open, err := journalState(cfg.JournalDir())
+	if err != nil {
+		return c.failf("the controller's journal: %v", err)
+	}
+	rebind := bound != nil && *bound != target
+	if rebind && len(open) > 0 {
+		return c.failf("%d unresolved attempt(s) (%s) would block the enrollment this config needs, so it is not installed: resolve them first (sudo steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT)",
+			len(open), attemptIDs(open))
+	}
 	changed, err := replaceFile(c.env.Controller.Config, raw, configMode)
 	if err != nil {
 		return c.failf("%v", err)
 	}
 	res := ConfigResult{Config: c.env.Controller.Config, Changed: changed, ConfigSha256: hex.EncodeToString(target[:]),
 		Next: "the controller reads it when it next starts"}
-	bound, err := journalBinding(cfg.JournalDir())
-	if err != nil {
-		return c.failf("the controller's journal: %v", err)
-	}
-	if bound != nil && *bound != target {
+	if rebind {
 		res.JournalBindingSha256 = hex.EncodeToString(bound[:])
 		res.Next = fmt.Sprintf("the controller's journal is bound to another config: it will not start until `steward-installer controller-enroll REQUEST` rebinds it (expectedBindingSha256 %x, targetConfigSha256 %x)", *bound, target)
 	}
@@ -138,20 +147,34 @@ func checkRoleKeys(dir string) error {
 	return nil
 }
 
-// journalBinding returns the binding of the journal in dir, or nil when
-// there is no journal yet (the controller makes it at its first start).
-func journalBinding(dir string) (*[32]byte, error) {
+// journalState returns the binding of the journal in dir and its
+// uncertain attempts, or a nil binding when there is no journal yet (the
+// controller makes it at its first start).
+func journalState(dir string) (*[32]byte, []ledger.Attempt, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	j, err := journal.Open(dir, journal.Options{ReadOnly: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer j.Close()
 	if j.LastSeq() == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	open, err := ledger.Uncertain(j)
+	if err != nil {
+		return nil, nil, err
 	}
 	b := j.Binding()
-	return &b, nil
+	return &b, open, nil
+}
+
+// attemptIDs lists at most eight attempt ids for a message.
+func attemptIDs(open []ledger.Attempt) string {
+	ids := make([]string, 0, min(len(open), 8))
+	for _, a := range open[:min(len(open), 8)] {
+		ids = append(ids, a.ID)
+	}
+	return strings.Join(ids, " ")
 }

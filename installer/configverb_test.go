@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/ledger"
 )
 
 // configFixture is a controller fixture whose installed layout (the env's
@@ -158,5 +159,32 @@ func TestControllerConfigRootOnly(t *testing.T) {
 	code, out, errs := run(t, env, "controller-config", writeOperatorFile(t, "config.json", f.configBytes(t)))
 	if code != ExitFail || out != "" || errs != "steward-installer controller-config: must run as root (euid is 4242)\n" {
 		t.Fatalf("as euid 4242: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestControllerConfigRefusedWhileUncertain: a new config needs an
+// enrollment, which an unresolved attempt blocks, so it is not installed
+// (the controller would not start with it); the same config as the
+// journal's binding still installs.
+func TestControllerConfigRefusedWhileUncertain(t *testing.T) {
+	f := configFixture(t)
+	b := f.configBytes(t)
+	f.install(t, b)
+	j := f.start(t, b)
+	if _, err := j.Append(ledger.KindBegin, ledger.Begin{Attempt: "a1b2", Tool: "oracle_call", Application: "appliance",
+		Operation: "calc.evaluate", RequestID: "r1", Kind: "invoke", RequestSHA256: make([]byte, 32)}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	code, out, errs := run(t, f.env, "controller-config", writeOperatorFile(t, "config.json", f.configBytes(t, 4242)))
+	if code != ExitFail || out != "" || errs != "steward-installer controller-config: 1 unresolved attempt(s) (a1b2) would block the enrollment this config needs, so it is not installed: resolve them first (sudo steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT)\n" {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if got, err := os.ReadFile(f.config); err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("the installed config changed: %q %v", got, err)
+	}
+	code, out, errs = run(t, f.env, "controller-config", writeOperatorFile(t, "config.json", b))
+	if r := decodeConfigResult(t, out); code != ExitOK || errs != "" || r.Changed || r.JournalBindingSha256 != "" {
+		t.Fatalf("the bound config again: exit %d %+v\n%s", code, r, errs)
 	}
 }

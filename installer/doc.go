@@ -56,9 +56,12 @@
 // it, and steward-installer itself, must be root's and not writable by
 // group or others (a root-owned sticky directory such as /tmp aside).
 //
-// uninstall removes the sudoers drop-in first, then the units, the
-// sysusers.d and tmpfiles.d files and the runtime directories. It keeps
-// the state directories and the accounts unless --purge.
+// uninstall refuses while a unit is active. It removes the sudoers drop-in
+// first, then disables the units (systemctl disable on a booted system;
+// on any tree, the .wants/.requires links that point at them), removes the
+// units, the sysusers.d and tmpfiles.d files and the runtime directories,
+// and has a booted systemd reload so it forgets them. It keeps the state
+// directories and the accounts unless --purge.
 //
 // # Files read for the operator
 //

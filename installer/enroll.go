@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/stewardrt/steward/controller/ledger"
@@ -173,12 +172,8 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 		return c.failf("the controller's journal %s: %v", dir, err)
 	}
 	if len(open) > 0 {
-		ids := make([]string, 0, min(len(open), 8))
-		for _, a := range open[:min(len(open), 8)] {
-			ids = append(ids, a.ID)
-		}
-		return c.failf("%d unresolved attempt(s) block enrollment (%s): resolve them first (steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT, or steward-controller attempts inspect|resolve as root)",
-			len(open), strings.Join(ids, " "))
+		return c.failf("%d unresolved attempt(s) block enrollment (%s): resolve them first (sudo steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT)",
+			len(open), attemptIDs(open))
 	}
 	failpoint.Hit("installer-enroll-before-rebind")
 	seq, err := j.Rebind(ic.raw)

@@ -28,7 +28,7 @@ type toolRequest struct {
 // toolOutput is what the tool verbs print: the foreground reply, with the
 // tool's result as the JSON the controller produced.
 type toolOutput struct {
-	ID     string          `json:"id"`
+	ID     string          `json:"id,omitempty"` // absent for controller-attempts, which has none
 	State  string          `json:"state"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
