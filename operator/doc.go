@@ -16,7 +16,13 @@
 // All operator state lives in the journal. Open rebuilds the in-memory state
 // by iterating it; nothing else is kept on disk.
 //
-// # Journal record kinds (bodies are deterministic CBOR maps)
+// # Journal record kinds
+//
+// Bodies are deterministic CBOR maps, decoded strictly. This list is the
+// table hostRecords (records.go) in prose, and TestDocListsEveryRecordKind
+// holds the two together: a kind's line starts with the kind and its body's
+// keys in braces, in its Go type's order; indented lines continue it. The
+// journal's own records (bind, rebind) belong to package journal.
 //
 //	controller-add  {name, uid, keys}            keys: msg.ControllerKeys CBOR
 //	purse-fund      {controller, amount, ledger}

@@ -1,5 +1,12 @@
 package operator
 
+import (
+	"fmt"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+)
+
 // Journal record kinds of the host journal (see doc.go).
 const (
 	kindControllerAdd = "controller-add"
@@ -15,6 +22,106 @@ const (
 	kindOutcome       = "outcome"
 	kindCheckpoint    = "checkpoint"
 )
+
+// hostRecords is the host journal's record language, the one list of its
+// kinds: each kind's body type, what Open's replay does with it (apply, in
+// replay.go) and what `receipts verify` does with it (verify, in audit.go;
+// nil when a kind is no evidence about receipts or purses). Both passes
+// decode every record once, strictly, through this table and refuse a kind
+// it does not name. doc.go lists the same kinds with their body keys, and
+// TestDocListsEveryRecordKind holds the two together.
+//
+// A new kind is one entry here, a body type below and its line in doc.go.
+// A new version of a record is a new kind: its name carries the version
+// ("reserve.v2"; journal kinds may hold '.'), since a body decodes strictly
+// and an old reader must refuse a new body rather than misread it. Writers
+// append only the newest version; the older entry stays so that old
+// journals still replay and verify (journal/testdata/golden), and its
+// handlers upgrade the old body and hand it to the new kind's; doc.go
+// lists both, each with its keys:
+//
+//	hostRecord(kindReserve, (*replayer).reserveV1, (*journalAudit).reserveV1),
+//	hostRecord(kindReserveV2, (*replayer).reserve, (*journalAudit).reserve),
+//
+//	func (rp *replayer) reserveV1(r journal.Record, b *recReserve) error {
+//		return rp.reserve(r, b.upgrade()) // *recReserveV2
+//	}
+var hostRecords = []recordKind{
+	hostRecord(kindControllerAdd, (*replayer).controllerAdd, (*journalAudit).controllerAdd),
+	hostRecord(kindPurseFund, (*replayer).purseFund, (*journalAudit).purseFund),
+	hostRecord(kindPurseFreeze, (*replayer).purseFrozen, nil),
+	hostRecord(kindPurseThaw, (*replayer).purseFrozen, nil),
+	hostRecord(kindGrantIssue, (*replayer).grantIssue, nil),
+	hostRecord(kindGrantRevoke, (*replayer).grantRevoke, nil),
+	hostRecord(kindRouteRegister, (*replayer).routeRegister, nil),
+	hostRecord(kindReserve, (*replayer).reserve, (*journalAudit).reserve),
+	hostRecord(kindNotSent, (*replayer).notSent, (*journalAudit).notSent),
+	hostRecord(kindUncertain, (*replayer).uncertain, nil),
+	hostRecord(kindOutcome, (*replayer).outcome, (*journalAudit).outcome),
+	hostRecord(kindCheckpoint, (*replayer).checkpoint, (*journalAudit).checkpoint),
+}
+
+// recordKind is one entry of hostRecords. Its handlers take the body that
+// newBody made and the journal decoded; hostRecord builds them from typed
+// functions, so no handler asserts a type of its own.
+type recordKind struct {
+	kind    string
+	newBody func() any // a pointer to a zero body of the kind's Go type
+	apply   func(rp *replayer, r journal.Record, body any) error
+	verify  func(a *journalAudit, r journal.Record, body any) error // nil: nothing to verify
+}
+
+// hostRecord makes the table entry of a kind whose body is a B.
+func hostRecord[B any](kind string,
+	apply func(*replayer, journal.Record, *B) error,
+	verify func(*journalAudit, journal.Record, *B) error) recordKind {
+	k := recordKind{
+		kind:    kind,
+		newBody: func() any { return new(B) },
+		apply:   func(rp *replayer, r journal.Record, body any) error { return apply(rp, r, body.(*B)) },
+	}
+	if verify != nil {
+		k.verify = func(a *journalAudit, r journal.Record, body any) error { return verify(a, r, body.(*B)) }
+	}
+	return k
+}
+
+// hostRecordKinds indexes hostRecords by kind.
+var hostRecordKinds = indexRecordKinds(hostRecords)
+
+func indexRecordKinds(table []recordKind) map[string]*recordKind {
+	m := make(map[string]*recordKind, len(table))
+	for i := range table {
+		if _, dup := m[table[i].kind]; dup {
+			panic("operator: record kind " + table[i].kind + " is in hostRecords twice")
+		}
+		m[table[i].kind] = &table[i]
+	}
+	return m
+}
+
+// journalOwnKind reports the records package journal writes itself (the
+// bind record and its rebinds): neither pass interprets them.
+func journalOwnKind(kind string) bool { return kind == "bind" || kind == "rebind" }
+
+// decodeRecord decodes a host record's body by its kind's entry, refusing
+// a kind hostRecords does not name.
+func decodeRecord(r journal.Record) (*recordKind, any, error) {
+	k := hostRecordKinds[r.Kind]
+	if k == nil {
+		return nil, nil, fmt.Errorf("unknown record kind %q", r.Kind)
+	}
+	body := k.newBody()
+	if err := decode(r, body); err != nil {
+		return nil, nil, err
+	}
+	return k, body, nil
+}
+
+// decode decodes a record's body into v, strictly (wire.Unmarshal).
+func decode(r journal.Record, v any) error { return wire.Unmarshal(r.Body, v) }
+
+// The body types, one a kind (freeze and thaw share recPurse).
 
 type recControllerAdd struct {
 	Name string `cbor:"name"`

@@ -1,0 +1,187 @@
+package operator
+
+import (
+	"fmt"
+
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// replay rebuilds the state from every record of the journal. It runs
+// in Open, before the Store is shared, so it takes no lock.
+func (s *Store) replay() error {
+	rp := &replayer{st: s.st, pub: s.pub}
+	if err := s.j.Iterate(1, rp.record); err != nil {
+		return err
+	}
+	st := s.st
+	if len(st.pending) != 0 {
+		return fmt.Errorf("host journal: %w", faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.durableSeq+1, len(st.pending)))
+	}
+	st.signedSeq, st.signedHead = st.durableSeq, st.durableHead
+	return nil
+}
+
+// replayer is Open's pass over the journal: the state it rebuilds and the
+// operator key that grants and route records must be signed with. Its
+// methods are the apply steps of hostRecords, one a kind.
+type replayer struct {
+	st  *state
+	pub *wire.HybridPublicKey
+}
+
+// record applies one journal record, naming it in any error.
+func (rp *replayer) record(r journal.Record) error {
+	if journalOwnKind(r.Kind) {
+		return nil
+	}
+	k, body, err := decodeRecord(r)
+	if err == nil {
+		err = k.apply(rp, r, body)
+	}
+	if err != nil {
+		return recordError(r.Seq, r.Kind, err)
+	}
+	return nil
+}
+
+func (rp *replayer) controllerAdd(_ journal.Record, b *recControllerAdd) error {
+	c, err := rp.st.checkControllerAdd(*b)
+	if err != nil {
+		return err
+	}
+	rp.st.addController(c)
+	return nil
+}
+
+func (rp *replayer) purseFund(_ journal.Record, b *recPurseFund) error {
+	c, err := rp.st.controller(b.Controller)
+	if err != nil {
+		return err
+	}
+	c.purse.funded += b.Amount
+	rp.st.seeLedger(b.Ledger)
+	return nil
+}
+
+// purseFrozen applies purse-freeze and purse-thaw, which differ only in kind.
+func (rp *replayer) purseFrozen(r journal.Record, b *recPurse) error {
+	c, err := rp.st.controller(b.Controller)
+	if err != nil {
+		return err
+	}
+	c.purse.frozen = r.Kind == kindPurseFreeze
+	return nil
+}
+
+func (rp *replayer) grantIssue(_ journal.Record, b *recGrantIssue) error {
+	g, err := rp.st.checkGrant(b.Grant, rp.pub)
+	if err != nil {
+		return err
+	}
+	rp.st.addGrant(g, b.Grant)
+	return nil
+}
+
+func (rp *replayer) grantRevoke(_ journal.Record, b *recGrantRevoke) error {
+	g, ok := rp.st.grants[b.ID]
+	if !ok {
+		return fmt.Errorf("revokes unknown grant %s", b.ID)
+	}
+	g.revoked = true
+	return nil
+}
+
+func (rp *replayer) routeRegister(_ journal.Record, b *recRouteRegister) error {
+	rec, id, err := rp.st.checkRoute(b.Record, rp.pub)
+	if err != nil {
+		return err
+	}
+	rp.st.addRoute(rec, b.Record, id)
+	return nil
+}
+
+func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
+	st := rp.st
+	if _, dup := st.attempts[b.Attempt]; dup {
+		return fmt.Errorf("attempt %s reserved twice", b.Attempt)
+	}
+	c, err := st.controller(b.Controller)
+	if err != nil {
+		return err
+	}
+	g, ok := st.grants[b.Grant]
+	if !ok {
+		return fmt.Errorf("attempt %s: unknown grant %s", b.Attempt, b.Grant)
+	}
+	c.purse.charged += b.Charge
+	g.use(b.Day)
+	st.seeLedger(b.Ledger)
+	// Until a later record says otherwise, a reservation without an
+	// outcome is uncertain: sending may have begun before a crash.
+	st.attempts[b.Attempt] = &attempt{
+		id: b.Attempt, controller: b.Controller, grant: b.Grant, charge: b.Charge,
+		day: b.Day, state: msg.StateUncertain, detail: "the host stopped before recording an outcome",
+	}
+	return nil
+}
+
+func (rp *replayer) notSent(_ journal.Record, b *recNotSent) error {
+	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
+	if err != nil {
+		return err
+	}
+	rp.st.release(a)
+	a.state, a.detail = msg.StateNotSent, b.Detail
+	rp.st.seeLedger(b.Ledger)
+	return nil
+}
+
+func (rp *replayer) uncertain(_ journal.Record, b *recUncertain) error {
+	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
+	if err != nil {
+		return err
+	}
+	a.detail = b.Detail
+	return nil
+}
+
+func (rp *replayer) outcome(r journal.Record, b *recOutcome) error {
+	st := rp.st
+	a, err := st.attemptIn(b.Attempt, msg.StateUncertain)
+	if err != nil {
+		return err
+	}
+	a.state, a.outcomeSeq, a.detail = msg.StateDefinite, r.Seq, ""
+	if b.Seq <= st.durableSeq || st.pending[b.Seq] != nil {
+		return fmt.Errorf("receipt %d appears twice", b.Seq)
+	}
+	st.markDurable(b.Seq, msg.ReceiptHash(b.Receipt))
+	st.seeLedger(b.Ledger)
+	return nil
+}
+
+func (rp *replayer) checkpoint(_ journal.Record, b *recCheckpoint) error {
+	if b.Seq > rp.st.checkpoint {
+		rp.st.checkpoint = b.Seq
+	}
+	return nil
+}
+
+func (st *state) seeLedger(n uint64) {
+	if n > st.ledger {
+		st.ledger = n
+	}
+}
+
+func (st *state) attemptIn(id string, want msg.State) (*attempt, error) {
+	a, ok := st.attempts[id]
+	if !ok {
+		return nil, fmt.Errorf("attempt %s has no reserve record", id)
+	}
+	if a.state != want {
+		return nil, fmt.Errorf("attempt %s is %s, not %s", id, a.state, want)
+	}
+	return a, nil
+}
