@@ -198,11 +198,7 @@ func dispatchTimeout(r msg.RouteRecord) time.Duration {
 // what came back. Nothing is ever resent.
 func (c *Controller) send(ctx context.Context, p *plan, id string) ledger.Result {
 	f := c.fwd[p.application]
-	d := msg.Dispatch{
-		Attempt: id, Application: p.application, Kind: p.kind, Operation: p.operation,
-		Query: p.query, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
-		RequestSHA256: p.sha[:], RequestID: p.requestID, ConversationID: p.conversationID,
-	}
+	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body}
 	// The dispatch outlives the agent's request: once sent, its answer is
 	// journaled whether or not anyone is still waiting.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dispatchTimeout(p.route))

@@ -25,12 +25,12 @@ type admission struct {
 // allow it, holds the charge and one daily count and registers the attempt
 // id (so a second dispatch with it is a duplicate). The refusal for an
 // operation the grant does not cover says nothing of whether it exists.
-func (s *Store) admit(ctrlName string, d *msg.Dispatch, now time.Time) (*admission, *msg.Refusal) {
+func (s *Store) admit(ctrlName string, d *checkedDispatch, now time.Time) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
-	if _, dup := st.attempts[d.Attempt]; dup {
-		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.Attempt)}
+	if _, dup := st.attempts[d.attempt]; dup {
+		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.attempt)}
 	}
 	c, ok := st.controllers[ctrlName]
 	if !ok {
@@ -40,7 +40,7 @@ func (s *Store) admit(ctrlName string, d *msg.Dispatch, now time.Time) (*admissi
 	var chosen, revoked, expired *grant
 	for _, id := range st.grantOrder {
 		g := st.grants[id]
-		if g.g.Controller != ctrlName || !g.g.Covers(d.Application, d.Operation) {
+		if g.g.Controller != ctrlName || !g.g.Covers(d.application, d.operation) {
 			continue
 		}
 		switch {
@@ -62,10 +62,10 @@ func (s *Store) admit(ctrlName string, d *msg.Dispatch, now time.Time) (*admissi
 				time.UnixMilli(expired.g.NotBefore).UTC().Format(time.RFC3339), time.UnixMilli(expired.g.NotAfter).UTC().Format(time.RFC3339))}
 		case revoked != nil:
 			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("grant %s is revoked", revoked.g.ID)}
-		case d.Operation == "":
-			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("no grant of controller %s covers application %s", ctrlName, d.Application)}
+		case d.operation == "":
+			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("no grant of controller %s covers application %s", ctrlName, d.application)}
 		default:
-			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("no grant of controller %s covers operation %s of application %s", ctrlName, d.Operation, d.Application)}
+			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("no grant of controller %s covers operation %s of application %s", ctrlName, d.operation, d.application)}
 		}
 	}
 	p := &c.purse
@@ -73,7 +73,7 @@ func (s *Store) admit(ctrlName string, d *msg.Dispatch, now time.Time) (*admissi
 		return nil, &msg.Refusal{Code: msg.CodeFrozen, Reason: fmt.Sprintf("the purse of controller %s is frozen", ctrlName)}
 	}
 	charge := chosen.g.DiscoveryPrice
-	if d.Kind == msg.KindInvoke {
+	if d.kind == msg.KindInvoke {
 		charge = chosen.g.Price
 	}
 	if p.available() < charge {
@@ -85,8 +85,8 @@ func (s *Store) admit(ctrlName string, d *msg.Dispatch, now time.Time) (*admissi
 	}
 	p.holds += charge
 	chosen.use(day)
-	a := &attempt{id: d.Attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting}
-	st.attempts[d.Attempt] = a
+	a := &attempt{id: d.attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting}
+	st.attempts[d.attempt] = a
 	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day}, nil
 }
 
@@ -107,15 +107,15 @@ func (st *state) unuse(adm *admission) {
 
 // commitReserve journals the reservation and mark-send of an admitted
 // attempt. When it returns nil, delivery may begin.
-func (s *Store) commitReserve(adm *admission, d *msg.Dispatch, consent []byte) error {
+func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte) error {
 	s.mu.Lock()
 	p := &adm.ctrl.purse
 	p.holds -= adm.charge
 	p.charged += adm.charge
 	s.st.ledger++
 	rec := recReserve{
-		Attempt: d.Attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.Application,
-		Operation: d.Operation, Kind: d.Kind, RequestSHA256: d.RequestSHA256, Charge: adm.charge,
+		Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
+		Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
 		Consent: consent, Day: adm.day, Ledger: s.st.ledger,
 	}
 	adm.a.state = msg.StateDeliveryRequested
@@ -166,13 +166,13 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 
 // commitOutcome signs the receipt (chained to the last one) and journals it
 // with the application's answer in one record.
-func (s *Store) commitOutcome(adm *admission, d *msg.Dispatch, consent []byte, status int, body []byte) ([]byte, error) {
+func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte, status int, body []byte) ([]byte, error) {
 	respSum := sha256.Sum256(body)
 	s.mu.Lock()
 	st := s.st
 	r := msg.Receipt{
-		Seq: st.signedSeq + 1, Prev: st.signedHead, Attempt: d.Attempt, Controller: adm.ctrl.name,
-		Application: d.Application, Operation: d.Operation, Kind: d.Kind, RequestSHA256: d.RequestSHA256,
+		Seq: st.signedSeq + 1, Prev: st.signedHead, Attempt: d.attempt, Controller: adm.ctrl.name,
+		Application: d.application, Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:],
 		ResponseSHA256: respSum[:], Status: status, Charge: adm.charge, BalanceAfter: adm.ctrl.purse.balance(),
 		Consent: consent, At: s.now().UnixMilli(),
 	}
@@ -183,7 +183,7 @@ func (s *Store) commitOutcome(adm *admission, d *msg.Dispatch, consent []byte, s
 	}
 	head := msg.ReceiptHash(signed)
 	st.signedSeq, st.signedHead = r.Seq, head
-	rec := recOutcome{Attempt: d.Attempt, Status: status, Body: body, Receipt: signed, Seq: r.Seq, Ledger: st.ledger}
+	rec := recOutcome{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: r.Seq, Ledger: st.ledger}
 	s.mu.Unlock()
 	jseq, err := s.append(kindOutcome, rec)
 	if err != nil {

@@ -61,7 +61,7 @@ func BenchmarkHostCall(b *testing.B) {
 			cl := w.dial(b)
 			run := benchRun.Add(1)
 			runDispatchers(b, n, func(i int64) error {
-				d := invokeDispatch(b, fmt.Sprintf("b%d-%d", run, i), "app", "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
+				d := invokeDispatch(b, fmt.Sprintf("b%d-%d", run, i), "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				env, err := cl.Call(ctx, msg.TypeDispatch, d)
@@ -97,7 +97,7 @@ func BenchmarkDirectCall(b *testing.B) {
 			}}
 			defer hc.CloseIdleConnections()
 			runDispatchers(b, n, func(i int64) error {
-				d := invokeDispatch(b, fmt.Sprintf("d%d", i), "app", "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
+				d := invokeDispatch(b, fmt.Sprintf("d%d", i), "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
 				resp, err := hc.Post("http://app"+d.Path, "application/json", bytes.NewReader(d.Body))
 				if err != nil {
 					return err

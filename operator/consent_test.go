@@ -57,7 +57,7 @@ func TestConsentOutlivesTheForwardChannel(t *testing.T) {
 	w.peer.beforeConsent.Store(&hook)
 
 	calls := w.app.calls.Load()
-	if _, err := cl.Call(ctx, msg.TypeDispatch, invokeDispatch(t, "gone-1", "app", "calc.evaluate", `{"expression":"2+3"}`)); err == nil {
+	if _, err := cl.Call(ctx, msg.TypeDispatch, invokeDispatch(t, "gone-1", "calc.evaluate", `{"expression":"2+3"}`)); err == nil {
 		t.Fatal("the dispatch was answered on a forward channel the controller had closed")
 	}
 	if err := <-hostClosed; err != nil {

@@ -109,7 +109,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 			c := startChild(t, w.store, tc.fp)
 			cl := w.dial(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err := cl.Call(ctx, msg.TypeDispatch, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`))
+			_, err := cl.Call(ctx, msg.TypeDispatch, invokeDispatch(t, "a1", "calc.evaluate", `{"expression":"1+1"}`))
 			cancel()
 			if err == nil {
 				t.Fatal("the dispatch was answered; the host should have died")
@@ -133,7 +133,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 				}
 			}
 			// never delivered twice, and nothing retried
-			res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`))
+			res := call(t, cl, invokeDispatch(t, "a1", "calc.evaluate", `{"expression":"1+1"}`))
 			wantRefusal(t, res, msg.CodeDuplicate, "never delivered twice")
 			if got := w.app.calls.Load(); got != tc.delivered {
 				t.Fatalf("after restart the application saw %d requests, want %d", got, tc.delivered)
@@ -172,7 +172,7 @@ func TestAdminCommandsWhileServing(t *testing.T) {
 		t.Fatalf("freeze output %q", out.String())
 	}
 	cl := w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "x1", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "x1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
 	errb.Reset()
 	if code := cli.Main([]string{"purse", "fund", "nobody", "5", "--store", w.store}); code != ExitRefused || !strings.Contains(errb.String(), "no controller named nobody") {
 		t.Fatalf("fund unknown: %d %q", code, errb.String())

@@ -2,14 +2,11 @@ package operator
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
-	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -34,11 +31,11 @@ func refused(d *msg.Dispatch, code, format string, args ...any) msg.DispatchResu
 
 // dispatch runs DESIGN.md section 5 steps 4 to 6 for one request on route rt.
 func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch) msg.DispatchResult {
-	req, err := checkDispatch(rt, d)
+	c, err := checkDispatch(rt, d)
 	if err != nil {
 		return refused(d, msg.CodeBadRequest, "%v", err)
 	}
-	adm, ref := h.s.admit(rt.Controller, d, h.s.now())
+	adm, ref := h.s.admit(rt.Controller, c, h.s.now())
 	if ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
@@ -46,7 +43,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	// a reserve record or drops the admission.
 	var consent []byte
 	if adm.charge > 0 {
-		consent, err = h.consent(ctx, rt, d, adm)
+		consent, err = h.consent(ctx, rt, c, adm)
 		if err != nil {
 			h.s.drop(adm)
 			// The refusal may go out on a channel that is already dead: log
@@ -56,12 +53,12 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 		}
 	}
 	// Journal first: the reservation and mark-send, one record.
-	if err := h.s.commitReserve(adm, d, consent); err != nil {
+	if err := h.s.commitReserve(adm, c, consent); err != nil {
 		return refused(d, msg.CodeJournal, "journal: %v; nothing was sent or charged", err)
 	}
 	failpoint.Hit(FailAfterReserve)
 
-	dl := deliver(rt, req)
+	dl := deliver(rt, c.req)
 	switch {
 	case !dl.sent:
 		if err := h.s.commitNotSent(adm, dl.detail); err != nil {
@@ -76,7 +73,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	}
 
 	body := dl.body
-	if d.Kind == msg.KindList && dl.status == http.StatusOK && len(adm.grant.Operations) > 0 {
+	if c.kind == msg.KindList && dl.status == http.StatusOK && len(adm.grant.Operations) > 0 {
 		body, err = filterList(body, &adm.grant)
 		if err != nil {
 			// Never pass an unfiltered listing: it would show operations the
@@ -85,7 +82,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 			body = []byte(`{"error":{"code":"fault","message":"steward: the application's listing could not be filtered by the grant"}}`)
 		}
 	}
-	receipt, err := h.s.commitOutcome(adm, d, consent, dl.status, body)
+	receipt, err := h.s.commitOutcome(adm, c, consent, dl.status, body)
 	if err != nil {
 		h.s.commitUncertain(adm, "the answer could not be journaled: "+err.Error(), h.log)
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
@@ -93,61 +90,6 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	}
 	failpoint.Hit(FailAfterOutcome)
 	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
-}
-
-// checkDispatch validates a dispatch against its route and rebuilds the
-// request with oracleops: the bytes delivered are exactly the bytes the
-// controller hashed, and the hash is recomputed here.
-func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (oracleops.Request, error) {
-	if err := validAttemptID(d.Attempt); err != nil {
-		return oracleops.Request{}, err
-	}
-	if d.Application != rt.Application {
-		return oracleops.Request{}, fmt.Errorf("route %s serves application %s, not %s", rt.Route, rt.Application, d.Application)
-	}
-	var (
-		req oracleops.Request
-		err error
-	)
-	switch d.Kind {
-	case msg.KindList:
-		raw, ok := strings.CutPrefix(d.Path, rt.Prefix+"/operations?")
-		if !ok {
-			return req, fmt.Errorf("list path must start with %s/operations?", rt.Prefix)
-		}
-		q, perr := oracleops.ParseListQuery(raw)
-		if perr != nil {
-			return req, perr
-		}
-		if q.Query != d.Query || d.Operation != "" {
-			return req, fmt.Errorf("list: the dispatch's query or operation does not match its path")
-		}
-		req, err = oracleops.BuildList(rt.Prefix, q)
-	case msg.KindDescribe:
-		req, err = oracleops.BuildDescribe(rt.Prefix, d.Operation)
-	case msg.KindInvoke:
-		b, perr := oracleops.ParseInvokeBody(d.Body)
-		if perr != nil {
-			return req, perr
-		}
-		if b.OperationID != d.Operation || b.RequestID != d.RequestID || b.ConversationID != d.ConversationID {
-			return req, fmt.Errorf("invoke: the body's operationId, requestId or conversationId does not match the dispatch")
-		}
-		req, err = oracleops.BuildInvoke(rt.Prefix, b)
-	default:
-		return req, fmt.Errorf("unknown kind %q", d.Kind)
-	}
-	if err != nil {
-		return req, err
-	}
-	if req.Method != d.Method || req.Path != d.Path || string(req.Body) != string(d.Body) {
-		return req, fmt.Errorf("%s: the request is not in its one canonical form", d.Kind)
-	}
-	sum := req.SHA256()
-	if string(sum[:]) != string(d.RequestSHA256) {
-		return req, fmt.Errorf("requestSha256 %s does not match the request (%s)", trunc(hex.EncodeToString(d.RequestSHA256), 64), hex.EncodeToString(sum[:]))
-	}
-	return req, nil
 }
 
 func validAttemptID(s string) error {
@@ -175,7 +117,7 @@ func validAttemptID(s string) error {
 // sockets it happens to read first. A controller that died before
 // consenting fails the reverse channel too, so nothing waits for the
 // timeout; a shutdown drains the wait like the delivery that follows it.
-func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch, adm *admission) ([]byte, error) {
+func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserveTimeout)
 	defer cancel()
 	cl, err := h.reverseClient(ctx, rt, adm.ctrl)
@@ -183,8 +125,8 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch
 		return nil, err
 	}
 	r := msg.Reserve{
-		Attempt: d.Attempt, Controller: adm.ctrl.name, Application: d.Application,
-		Operation: d.Operation, RequestSHA256: d.RequestSHA256, Charge: adm.charge,
+		Attempt: c.attempt, Controller: adm.ctrl.name, Application: c.application,
+		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge,
 	}
 	env, err := cl.Call(ctx, msg.TypeReserve, r)
 	if err != nil {

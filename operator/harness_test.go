@@ -184,32 +184,28 @@ func (p *peer) dial(t testing.TB, fwd string, host *wire.HybridPublicKey) *wire.
 	return cl
 }
 
-func invokeDispatch(t testing.TB, attempt, app, op, args string) msg.Dispatch {
+func invokeDispatch(t testing.TB, attempt, op, args string) msg.Dispatch {
 	req, err := oracleops.BuildInvoke("/v1", oracleops.InvokeBody{Arguments: json.RawMessage(args), ConversationID: "c1", OperationID: op, RequestID: "r-" + attempt})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := req.SHA256()
-	return msg.Dispatch{Attempt: attempt, Application: app, Kind: msg.KindInvoke, Operation: op, Method: req.Method, Path: req.Path,
-		Body: req.Body, RequestSHA256: sum[:], RequestID: "r-" + attempt, ConversationID: "c1"}
+	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path, Body: req.Body}
 }
 
-func listDispatch(t testing.TB, attempt, app string) msg.Dispatch {
+func listDispatch(t testing.TB, attempt string) msg.Dispatch {
 	req, err := oracleops.BuildList("/v1", oracleops.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := req.SHA256()
-	return msg.Dispatch{Attempt: attempt, Application: app, Kind: msg.KindList, Method: req.Method, Path: req.Path, RequestSHA256: sum[:]}
+	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path}
 }
 
-func describeDispatch(t testing.TB, attempt, app, op string) msg.Dispatch {
+func describeDispatch(t testing.TB, attempt, op string) msg.Dispatch {
 	req, err := oracleops.BuildDescribe("/v1", op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := req.SHA256()
-	return msg.Dispatch{Attempt: attempt, Application: app, Kind: msg.KindDescribe, Operation: op, Method: req.Method, Path: req.Path, RequestSHA256: sum[:]}
+	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path}
 }
 
 func call(t testing.TB, cl *wire.Client, d msg.Dispatch) msg.DispatchResult {
@@ -370,4 +366,10 @@ var _ = errors.Is
 
 func testCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 20*time.Second)
+}
+
+// requestSHA256 is the hash the controller journals for d's request.
+func requestSHA256(d msg.Dispatch) []byte {
+	sum := oracleops.Request{Method: d.Method, Path: d.Path, Body: d.Body}.SHA256()
+	return sum[:]
 }

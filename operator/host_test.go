@@ -15,7 +15,7 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 100, price: 7})
 	w.serve(t)
 	cl := w.dial(t)
-	res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`))
+	res := call(t, cl, invokeDispatch(t, "a1", "calc.evaluate", `{"expression":"1+1"}`))
 	if res.Outcome != msg.StateDefinite || res.Status != 200 || !bytes.Contains(res.Body, []byte(`"operationId":"calc.evaluate"`)) {
 		t.Fatalf("got %+v %s", res, res.Body)
 	}
@@ -39,12 +39,12 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 	}
 	// a second dispatch of the same attempt is refused, never delivered twice
 	calls := w.app.calls.Load()
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDuplicate, "a1")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "a1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDuplicate, "a1")
 	if w.app.calls.Load() != calls {
 		t.Fatal("duplicate delivered")
 	}
 	// the application's own refusal stays a refusal, and is charged
-	res = call(t, cl, invokeDispatch(t, "a2", "app", "calc.evaluate", `{"expression":"1/0"}`))
+	res = call(t, cl, invokeDispatch(t, "a2", "calc.evaluate", `{"expression":"1/0"}`))
 	if res.Outcome != msg.StateDefinite || res.Status != 422 || !bytes.Contains(res.Body, []byte("division by zero")) {
 		t.Fatalf("app refusal: %+v", res)
 	}
@@ -100,29 +100,34 @@ func TestRefusals(t *testing.T) {
 	cl := w.dial(t)
 	other := func(app string) *wire.Client { return w.peer.dial(t, w.dir+"/"+app+".sock", w.pub) }
 	before := w.app.calls.Load()
-	wantRefusal(t, call(t, other("nogrant"), invokeDispatch(t, "n1", "nogrant", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "no grant of controller ctl covers operation calc.evaluate")
-	wantRefusal(t, call(t, other("oldapp"), invokeDispatch(t, "n2", "oldapp", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "g-old is not in force")
-	wantRefusal(t, call(t, other("gone"), invokeDispatch(t, "n3", "gone", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "is revoked")
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n4", "app", "text.sha256", `{}`)), msg.CodeNoGrant, "covers operation text.sha256")
-	// the route serves only its own application
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n5", "nogrant", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeBadRequest, "serves application app")
-	// a request hash that does not match
-	d := invokeDispatch(t, "n6", "app", "calc.evaluate", `{"expression":"1+1"}`)
-	d.RequestSHA256[0] ^= 1
-	wantRefusal(t, call(t, cl, d), msg.CodeBadRequest, "does not match")
+	wantRefusal(t, call(t, other("nogrant"), invokeDispatch(t, "n1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "no grant of controller ctl covers operation calc.evaluate")
+	wantRefusal(t, call(t, other("oldapp"), invokeDispatch(t, "n2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "g-old is not in force")
+	wantRefusal(t, call(t, other("gone"), invokeDispatch(t, "n3", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "is revoked")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n4", "text.sha256", `{}`)), msg.CodeNoGrant, "covers operation text.sha256")
+	// a request that is not the protocol's one canonical form, or not one
+	// of its requests at all, is refused before admission
+	d := invokeDispatch(t, "n5", "calc.evaluate", `{"expression":"1+1"}`)
+	d.Body = append(d.Body[:len(d.Body)-1], ' ', '}')
+	wantRefusal(t, call(t, cl, d), msg.CodeBadRequest, "invoke: the request is not in its one canonical form")
+	d = invokeDispatch(t, "n6", "calc.evaluate", `{"expression":"1+1"}`)
+	d.Method = "PUT"
+	wantRefusal(t, call(t, cl, d), msg.CodeBadRequest, "PUT /v1/invoke is none of the protocol's requests")
+	d = invokeDispatch(t, "n6", "calc.evaluate", `{"expression":"1+1"}`)
+	d.Path = "/v2/invoke"
+	wantRefusal(t, call(t, cl, d), msg.CodeBadRequest, `path "/v2/invoke" is not under the route's prefix /v1`)
 	// two admitted calls spend 8 of 10; the third is insufficient
 	for _, id := range []string{"ok1", "ok2"} {
-		if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+		if res := call(t, cl, invokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 			t.Fatalf("%s: %+v", id, res)
 		}
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n7", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 2 credits available, the charge is 4")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n7", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 2 credits available, the charge is 4")
 	// frozen purse: the kill switch, through the running daemon's admin socket
 	adm := admin(t, w.store)
 	if _, err := adm.Do(AdminRequest{Op: OpPurseFreeze, Name: "ctl"}); err != nil {
 		t.Fatal(err)
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n8", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n8", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
 	if _, err := adm.Do(AdminRequest{Op: OpPurseThaw, Name: "ctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +136,10 @@ func TestRefusals(t *testing.T) {
 	}
 	adm.Close()
 	// per-day 3: the third admitted request of the day is the last
-	if res := call(t, cl, invokeDispatch(t, "ok3", "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+	if res := call(t, cl, invokeDispatch(t, "ok3", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 		t.Fatalf("ok3: %+v", res)
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n9", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n9", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
 	if got := w.app.calls.Load() - before; got != 3 {
 		t.Fatalf("the application saw %d requests, want the 3 admitted", got)
 	}
@@ -143,7 +148,7 @@ func TestRefusals(t *testing.T) {
 	w.stop()
 	w.serve(t)
 	cl = w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n10", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n10", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
 	w.stop()
 	w.withStore(t, func(s *Store) {
 		p, _ := s.PurseShow("ctl")
@@ -157,13 +162,13 @@ func TestInsufficientAfterRestart(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 5, price: 5})
 	w.serve(t)
 	cl := w.dial(t)
-	if res := call(t, cl, invokeDispatch(t, "a1", "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+	if res := call(t, cl, invokeDispatch(t, "a1", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 		t.Fatal(res)
 	}
 	w.stop()
 	w.serve(t)
 	cl = w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "a2", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 0 credits available")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "a2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 0 credits available")
 }
 
 func TestForgedConsent(t *testing.T) {
@@ -171,10 +176,10 @@ func TestForgedConsent(t *testing.T) {
 	w.serve(t)
 	cl := w.dial(t)
 	w.peer.forge.Store(true)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "f1", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "payer consent")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "f1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "payer consent")
 	w.peer.forge.Store(false)
 	w.peer.refuseReserve.Store(true)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "f2", "app", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "the controller refused")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "f2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "the controller refused")
 	if w.app.calls.Load() != 0 {
 		t.Fatal("a request without consent was delivered")
 	}
@@ -193,7 +198,7 @@ func TestDiscoveryThroughGrant(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 10, price: 3, ops: []string{"calc.*", "units.convert"}})
 	w.serve(t)
 	cl := w.dial(t)
-	res := call(t, cl, listDispatch(t, "l1", "app"))
+	res := call(t, cl, listDispatch(t, "l1"))
 	if res.Outcome != msg.StateDefinite || res.Status != 200 {
 		t.Fatalf("%+v", res)
 	}
@@ -210,12 +215,12 @@ func TestDiscoveryThroughGrant(t *testing.T) {
 	if strings.Join(ids, ",") != "calc.evaluate,units.convert" {
 		t.Fatalf("listed %v", ids)
 	}
-	if res := call(t, cl, describeDispatch(t, "d1", "app", "units.convert")); res.Outcome != msg.StateDefinite || res.Status != 200 {
+	if res := call(t, cl, describeDispatch(t, "d1", "units.convert")); res.Outcome != msg.StateDefinite || res.Status != 200 {
 		t.Fatalf("%+v", res)
 	}
 	// an uncovered operation that exists and one that does not: the same refusal
-	a := call(t, cl, describeDispatch(t, "d2", "app", "text.sha256"))
-	b := call(t, cl, describeDispatch(t, "d3", "app", "text.nothing"))
+	a := call(t, cl, describeDispatch(t, "d2", "text.sha256"))
+	b := call(t, cl, describeDispatch(t, "d3", "text.nothing"))
 	wantRefusal(t, a, msg.CodeNoGrant, "covers operation text.sha256")
 	wantRefusal(t, b, msg.CodeNoGrant, "covers operation text.nothing")
 	if strings.ReplaceAll(a.Refusal.Reason, "text.sha256", "X") != strings.ReplaceAll(b.Refusal.Reason, "text.nothing", "X") {
@@ -241,7 +246,7 @@ func TestNotSentReleases(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 10, price: 4, noApp: true})
 	w.serve(t)
 	cl := w.dial(t)
-	res := call(t, cl, invokeDispatch(t, "ns1", "app", "calc.evaluate", `{"expression":"1+1"}`))
+	res := call(t, cl, invokeDispatch(t, "ns1", "calc.evaluate", `{"expression":"1+1"}`))
 	if res.Outcome != msg.StateNotSent || !strings.Contains(res.Detail, "connect to the application") {
 		t.Fatalf("%+v", res)
 	}
@@ -271,4 +276,29 @@ func admin(t testing.TB, store string) Admin {
 		t.Fatal("OpenAdmin opened the store directly while the daemon runs")
 	}
 	return a
+}
+
+// TestDispatchV1Read: a dispatch from an older controller, which also sent
+// copies of what its bytes say, is still read, and those copies are never
+// used: admission, consent and the receipt take the application from the
+// route and the operation and hash from the request bytes, even when the
+// copies say otherwise.
+func TestDispatchV1Read(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 100, price: 7})
+	w.serve(t)
+	cl := w.dial(t)
+	d := invokeDispatch(t, "v1-1", "calc.evaluate", `{"expression":"1+1"}`)
+	d.DispatchV1 = msg.DispatchV1{Application: "other", Kind: msg.KindList, Operation: "text.sha256",
+		Query: "x", RequestSHA256: make([]byte, 32), RequestID: "r-other", ConversationID: "c-other"}
+	res := call(t, cl, d)
+	if res.Outcome != msg.StateDefinite || res.Status != 200 {
+		t.Fatalf("a v1 dispatch: %+v %s", res, res.Body)
+	}
+	r, err := msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.pub.Ed25519()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Application != "app" || r.Operation != "calc.evaluate" || r.Kind != msg.KindInvoke || !bytes.Equal(r.RequestSHA256, requestSHA256(d)) || r.Charge != 7 {
+		t.Fatalf("receipt %+v: want the route's application and the bytes' operation and hash", r)
+	}
 }

@@ -238,7 +238,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 		w.serve(t)
 		cl := w.dial(t)
 		for _, id := range []string{"a1", "a2", "a3"} {
-			if res := call(t, cl, invokeDispatch(t, id, "app", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+			if res := call(t, cl, invokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 				t.Fatal(res)
 			}
 		}
@@ -281,15 +281,15 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 		s.mu.Lock()
 		ledger := s.st.ledger
 		s.mu.Unlock()
-		d := invokeDispatch(t, "a4", "app", "calc.evaluate", `{"expression":"1+1"}`)
+		d := invokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
 		if _, err := s.append(kindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: w.grant, Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: d.RequestSHA256, Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: requestSHA256(d), Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
 			t.Fatal(err)
 		}
 		body := []byte(`{}`)
 		sum := sha256.Sum256(body)
 		r := msg.Receipt{Seq: 4, Prev: msg.ReceiptHash(res.Receipt), Attempt: "a4", Controller: "ctl", Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: d.RequestSHA256, ResponseSHA256: sum[:], Status: 200,
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: requestSHA256(d), ResponseSHA256: sum[:], Status: 200,
 			Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli()}
 		rec := recOutcome{Attempt: "a4", Status: 200, Body: body, Seq: 4, Ledger: ledger + 1}
 		edit(&r, &rec)

@@ -7,22 +7,33 @@ const (
 	KindInvoke   = "invoke"   // POST PREFIX/invoke
 )
 
-// Dispatch asks the host to admit and deliver one request to an application.
-// The controller has journaled `begin` for Attempt before sending it; the
-// host recomputes RequestSHA256 from Method, Path and Body and refuses a
-// mismatch.
+// Dispatch asks the host to admit and deliver one request to an
+// application: the route's, whose forward socket it arrives on. The
+// controller has journaled `begin` for Attempt before sending it. The
+// request bytes are all it carries: the host derives the kind, operation,
+// search text and request hash from them (checking that they are the one
+// canonical request of the protocol), so nothing in the frame can disagree
+// with what is delivered.
 type Dispatch struct {
-	Attempt        string `cbor:"attempt"`
-	Application    string `cbor:"application"`
-	Kind           string `cbor:"kind"`
-	Operation      string `cbor:"operation"` // operation id; "" for a list
-	Query          string `cbor:"query"`     // search text of a list, for grant filtering
-	Method         string `cbor:"method"`
-	Path           string `cbor:"path"` // includes the route's prefix and query string
-	Body           []byte `cbor:"body"`
-	RequestSHA256  []byte `cbor:"requestSha256"`
-	RequestID      string `cbor:"requestId"`      // application request id; "" for discovery
-	ConversationID string `cbor:"conversationId"` // "" for discovery
+	Attempt string `cbor:"attempt"`
+	Method  string `cbor:"method"`
+	Path    string `cbor:"path"` // includes the route's prefix and query string
+	Body    []byte `cbor:"body"`
+	DispatchV1
+}
+
+// DispatchV1 holds the fields the first version of Dispatch also carried,
+// each a copy of what the route or the request bytes say. A dispatch from
+// an older controller is still read; the fields are never sent now and
+// never used.
+type DispatchV1 struct {
+	Application    string `cbor:"application,omitempty"`
+	Kind           string `cbor:"kind,omitempty"`
+	Operation      string `cbor:"operation,omitempty"`
+	Query          string `cbor:"query,omitempty"`
+	RequestSHA256  []byte `cbor:"requestSha256,omitempty"`
+	RequestID      string `cbor:"requestId,omitempty"`
+	ConversationID string `cbor:"conversationId,omitempty"`
 }
 
 // State is where an attempt stands, in the one vocabulary the controller,

@@ -23,8 +23,9 @@ func bodies() []any {
 // same value: deterministic encoding means one value has one form.
 func FuzzDecodeBodies(f *testing.F) {
 	seeds := []any{
-		Dispatch{Attempt: "a1", Application: "appliance", Kind: KindInvoke, Operation: "calc.evaluate",
-			Method: "POST", Path: "/v1/invoke", Body: []byte(`{"arguments":{}}`), RequestSHA256: make([]byte, 32)},
+		Dispatch{Attempt: "a1", Method: "POST", Path: "/v1/invoke", Body: []byte(`{"arguments":{}}`)},
+		Dispatch{Attempt: "a1", Method: "POST", Path: "/v1/invoke", Body: []byte(`{"arguments":{}}`),
+			DispatchV1: DispatchV1{Application: "appliance", Kind: KindInvoke, Operation: "calc.evaluate", RequestSHA256: make([]byte, 32)}},
 		DispatchResult{Attempt: "a1", Outcome: StateDefinite, Status: 200, Body: []byte("{}")},
 		Reserve{Attempt: "a1", Controller: "c", Charge: 1},
 		Refusal{Code: CodeNoGrant, Reason: "no grant"},

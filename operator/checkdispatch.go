@@ -1,0 +1,76 @@
+package operator
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// checkedDispatch is a dispatch as the host admits it: the request bytes the
+// controller sent, checked to be the one canonical request of the route's
+// protocol, and everything admission, consent and the receipt need,
+// derived from those bytes and the route rather than taken from the frame.
+type checkedDispatch struct {
+	attempt     string
+	application string // the route's
+	kind        string // msg.KindList, KindDescribe or KindInvoke, from the method and path
+	operation   string // "" for a list
+	query       string // a list's search text, for grant filtering
+	req         oracleops.Request
+	sha         [32]byte // the request's SHA-256, as the controller journaled it
+}
+
+// checkDispatch derives the checked dispatch from a dispatch on route rt: it parses
+// the request (a list's query, a describe's operation id, an invoke's body)
+// and rebuilds it with oracleops, so the bytes delivered are exactly one
+// canonical request and the hash is computed here, never read from the
+// frame. Fields an older controller also sent (msg.DispatchV1) are ignored.
+func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, error) {
+	if err := validAttemptID(d.Attempt); err != nil {
+		return nil, err
+	}
+	c := &checkedDispatch{attempt: d.Attempt, application: rt.Application}
+	var err error
+	switch rest, ok := strings.CutPrefix(d.Path, rt.Prefix+"/"); {
+	case !ok:
+		return nil, fmt.Errorf("path %q is not under the route's prefix %s", trunc(d.Path, 200), rt.Prefix)
+	case d.Method == "POST" && rest == "invoke":
+		c.kind = msg.KindInvoke
+		b, perr := oracleops.ParseInvokeBody(d.Body)
+		if perr != nil {
+			return nil, perr
+		}
+		c.operation = b.OperationID
+		c.req, err = oracleops.BuildInvoke(rt.Prefix, b)
+	case d.Method == "GET" && strings.HasPrefix(rest, "operations?"):
+		c.kind = msg.KindList
+		q, perr := oracleops.ParseListQuery(strings.TrimPrefix(rest, "operations?"))
+		if perr != nil {
+			return nil, perr
+		}
+		c.query = q.Query
+		c.req, err = oracleops.BuildList(rt.Prefix, q)
+	case d.Method == "GET" && strings.HasPrefix(rest, "operations/"):
+		c.kind = msg.KindDescribe
+		id, perr := url.PathUnescape(strings.TrimPrefix(rest, "operations/"))
+		if perr != nil {
+			return nil, fmt.Errorf("describe: operation id: %w", perr)
+		}
+		c.operation = id
+		c.req, err = oracleops.BuildDescribe(rt.Prefix, id)
+	default:
+		return nil, fmt.Errorf("%s %s is none of the protocol's requests (GET %s/operations?..., GET %s/operations/ID, POST %s/invoke)",
+			trunc(d.Method, 16), trunc(d.Path, 200), rt.Prefix, rt.Prefix, rt.Prefix)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.req.Method != d.Method || c.req.Path != d.Path || string(c.req.Body) != string(d.Body) {
+		return nil, fmt.Errorf("%s: the request is not in its one canonical form", c.kind)
+	}
+	c.sha = c.req.SHA256()
+	return c, nil
+}
