@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stewardrt/steward/controller/mcpproxy"
 	"io"
 	"log/slog"
 	"net"
@@ -94,7 +95,7 @@ func (c *CLI) run(args []string) error {
 		if err := c.parse(fs, rest, 0); err != nil {
 			return err
 		}
-		return RunProxy(ctx, *sock, c.Stdin, c.Stdout)
+		return mcpproxy.RunProxy(ctx, *sock, c.Stdin, c.Stdout)
 	case "attempts":
 		return c.attempts(ctx, rest)
 	case "journal":

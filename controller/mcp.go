@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/mcpproxy"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 )
 
 // MaxMCPLine bounds one JSON-RPC line on the MCP socket and in the proxy,
-// including its newline (DESIGN.md section 8).
-const MaxMCPLine = 65536
+// including its newline (DESIGN.md section 8); package mcpproxy owns it.
+const MaxMCPLine = mcpproxy.MaxLine
 
 // mcpServerLineBound is the go-sdk decoder's own bound on the socket. The
 // exact bound of MaxMCPLine is the proxy's; go-sdk counts bytes its decoder
