@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
@@ -83,7 +84,7 @@ func runControllerConfig(ctx context.Context, c *call, o options) int {
 	if _, err := ctlconf.LoadBundle(cfg); err != nil {
 		return c.refusef("%s: %v (install the operator's bundle first: steward-installer bundle-install)", o.operand, err)
 	}
-	target, err := journal.BindingOf(raw)
+	target, err := canonjson.Sum256(raw)
 	if err != nil {
 		return c.refusef("%s: %v", o.operand, err)
 	}
