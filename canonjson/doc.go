@@ -10,8 +10,5 @@
 // JSON requires, numbers exactly as written. Invalid JSON, invalid UTF-8,
 // lone surrogates, duplicate keys and nesting deeper than MaxJSONDepth are
 // refused with a *JSONError (errors.Is ErrInvalidJSON), never repaired.
-//
-//	canon, err := canonjson.CanonicalJSON([]byte(`{ "b": 1, "a": "\u00e9" }`))
-//	// canon is {"a":"é","b":1}
-//	sum, err := canonjson.Sum256(raw) // SHA-256 of the canonical form
+// Sum256 is the SHA-256 of the canonical form (see the examples).
 package canonjson
