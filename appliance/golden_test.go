@@ -1,9 +1,11 @@
 package appliance
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/journal/journaltest"
 )
@@ -35,5 +37,15 @@ func checkGoldenAppliance(t *testing.T, version string) {
 		if a.status != 200 || len(a.response) == 0 {
 			t.Errorf("answer for %s: status %d, %d response bytes", id, a.status, len(a.response))
 		}
+	}
+}
+
+// TestJournalConfigIsCanonical: the journal binds journalConfig as given,
+// so it must be the canonical form the journal used to compute itself, or
+// the golden journals (and every installed one) would no longer open.
+func TestJournalConfigIsCanonical(t *testing.T) {
+	c, err := canonjson.CanonicalJSON(journalConfig)
+	if err != nil || !bytes.Equal(c, journalConfig) {
+		t.Fatalf("journalConfig %s is not canonical (%s, %v)", journalConfig, c, err)
 	}
 }

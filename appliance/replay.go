@@ -17,7 +17,9 @@ const (
 )
 
 // journalConfig is what the journal is bound to. Only what changes the
-// meaning of recorded answers belongs here: the prefix does not.
+// meaning of recorded answers belongs here: the prefix does not. It is
+// written in canonical JSON (TestJournalConfigIsCanonical), since the
+// journal binds the bytes it is given.
 var journalConfig = []byte(`{"application":"steward-appliance","protocol":"oracle-operations-v1"}`)
 
 // answerRecord is the body of an "answer" record: one per request id, the

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/journal"
 )
 
@@ -71,20 +73,23 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 // ErrBinding is wrapped when the config does not match the journal's binding.
 var ErrBinding = errors.New("config binding mismatch")
 
-// openJournal opens the controller journal bound to the config bytes. A
-// mismatch names both bindings and how to enroll, in one line. segmentSize
-// is the segment size of a journal it creates (0: the default).
+// openJournal opens the controller journal bound to the canonical form of
+// the config file's bytes (the journal binds what it is given; canonical,
+// a config file reformatted by hand binds the same). A mismatch names both
+// bindings and how to enroll, in one line. segmentSize is the segment size
+// of a journal it creates (0: the default).
 func openJournal(cfg *Config, raw []byte, segmentSize int64) (*journal.Journal, error) {
 	dir := cfg.JournalDir()
+	canon, err := canonjson.CanonicalJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("controller journal: config for %s: %w", dir, err)
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("controller state: %w", err)
 	}
-	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: raw, SegmentSize: segmentSize})
+	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: canon, SegmentSize: segmentSize})
 	if errors.Is(err, journal.ErrBindingMismatch) {
-		want, berr := journal.BindingOf(raw)
-		if berr != nil {
-			return nil, berr
-		}
+		want := sha256.Sum256(canon)
 		var have [32]byte
 		if ro, rerr := journal.Open(dir, journal.Options{ReadOnly: true}); rerr == nil {
 			have = ro.Binding()

@@ -17,9 +17,10 @@
 //
 // foregroundUids defaults to [0]. At most MaxServices services, each a
 // different application speaking oracle-operations-v1, and each matched to
-// exactly one route of the bundle whose name is allowed. The config file's
-// bytes are the journal's binding (journal.CanonicalJSON): a changed config
-// refuses to start until it is enrolled (steward-installer controller-enroll).
+// exactly one route of the bundle whose name is allowed. The canonical form
+// of the config file's bytes (canonjson.CanonicalJSON) is what the journal
+// binds: a changed config refuses to start until it is enrolled
+// (steward-installer controller-enroll); a reformatted one binds the same.
 //
 // # Keys
 //

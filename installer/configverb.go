@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
@@ -87,7 +88,7 @@ func runControllerConfig(ctx context.Context, c *call, o options) int {
 	if _, err := ctlconf.LoadBundle(cfg); err != nil {
 		return c.refusef("%s: %v (install the operator's bundle first: steward-installer bundle-install)", o.operand, err)
 	}
-	target, err := journal.BindingOf(raw)
+	target, err := canonjson.Sum256(raw)
 	if err != nil {
 		return c.refusef("%s: %v", o.operand, err)
 	}

@@ -164,7 +164,7 @@
 // field and no duplicate key. It rebinds the controller's journal from the
 // config it ran with to the config installed now (DESIGN.md section 9):
 //
-//  1. targetConfigSha256 must be the canonical SHA-256 (journal.BindingOf)
+//  1. targetConfigSha256 must be the canonical SHA-256 (canonjson.Sum256)
 //     of the installed config, else refused naming it;
 //  2. the journal must exist and hold records (the controller binds its
 //     first config at its first start);

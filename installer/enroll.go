@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
@@ -48,7 +49,7 @@ var errEnrollRequest = errors.New("enrollment request refused")
 // duplicate keys, exactly the four fields, each present and well-formed.
 // Hashes are 64 lowercase hex digits.
 func parseEnrollRequest(raw []byte) (enrollRequest, error) {
-	if _, err := journal.CanonicalJSON(raw); err != nil {
+	if _, err := canonjson.CanonicalJSON(raw); err != nil {
 		return enrollRequest{}, fmt.Errorf("%w: %v", errEnrollRequest, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -114,10 +115,14 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 		return c.failf("%v", err)
 	}
 	ic := files.config
-	target, err := journal.BindingOf(ic.raw)
+	// The journal binds the bytes it is given: the canonical form, as the
+	// controller binds at its start, so that the rebind's binding is the
+	// one the controller computes from the same file.
+	canon, err := canonjson.CanonicalJSON(ic.raw)
 	if err != nil {
 		return c.failf("%s: %v", ic.path, err)
 	}
+	target := sha256.Sum256(canon)
 	if hex.EncodeToString(target[:]) != req.TargetConfigSha256 {
 		return c.refusef("%s: targetConfigSha256 %s is not the installed config %s, whose canonical SHA-256 is %x",
 			o.operand, req.TargetConfigSha256, ic.path, target)
@@ -176,7 +181,7 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 			len(open), attemptIDs(open))
 	}
 	failpoint.Hit("installer-enroll-before-rebind")
-	seq, err := j.Rebind(ic.raw)
+	seq, err := j.Rebind(canon)
 	if err != nil {
 		return c.failf("the controller's journal %s: rebind: %v", dir, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/journal"
 )
 
@@ -94,8 +95,8 @@ func TestEnrollAndRepeat(t *testing.T) {
 		return cbor.Unmarshal(rec.Body, &rb)
 	})
 	j.Close()
-	ca, _ := journal.CanonicalJSON(s.a)
-	cb, _ := journal.CanonicalJSON(s.b)
+	ca, _ := canonjson.CanonicalJSON(s.a)
+	cb, _ := canonjson.CanonicalJSON(s.b)
 	if err != nil || !bytes.Equal(rb.Before, ca) || !bytes.Equal(rb.After, cb) {
 		t.Fatalf("rebind record: %v: before %q after %q", err, rb.Before, rb.After)
 	}
@@ -173,7 +174,7 @@ func TestEnrollControllerRunning(t *testing.T) {
 }
 
 func mustBinding(t *testing.T, b []byte) [32]byte {
-	h, err := journal.BindingOf(b)
+	h, err := canonjson.Sum256(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/controller/foreground"
-	"github.com/stewardrt/steward/journal"
 )
 
 // foregroundTimeout bounds one exchange on the foreground socket. A tool
@@ -38,7 +38,7 @@ type toolOutput struct {
 // duplicate keys, exactly the fields tool and arguments (an object;
 // absent means {}), nothing after it.
 func parseToolRequest(raw []byte) (toolRequest, error) {
-	if _, err := journal.CanonicalJSON(raw); err != nil {
+	if _, err := canonjson.CanonicalJSON(raw); err != nil {
 		return toolRequest{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

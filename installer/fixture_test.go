@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
@@ -73,22 +74,34 @@ func (f *ctlFixture) install(t *testing.T, b []byte) {
 	}
 }
 
-// start creates the controller's journal bound to config b, as the
-// controller's first start does, and returns it open (the caller closes it).
+// start creates the controller's journal bound to the canonical form of
+// config b, as the controller's first start does, and returns it open (the
+// caller closes it).
 func (f *ctlFixture) start(t *testing.T, b []byte) *journal.Journal {
 	t.Helper()
 	j, err := journal.Open(filepath.Join(f.cfg.StateDir, "journal"),
-		journal.Options{Owner: ledger.JournalOwner, Format: ledger.JournalFormat, Config: b, SegmentSize: 1 << 20})
+		journal.Options{Owner: ledger.JournalOwner, Format: ledger.JournalFormat, Config: canonical(t, b), SegmentSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return j
 }
 
+// canonical is the canonical form of a config, which the controller's
+// journal binds.
+func canonical(t *testing.T, b []byte) []byte {
+	t.Helper()
+	c, err := canonjson.CanonicalJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // binding is the hex canonical SHA-256 of a config.
 func binding(t *testing.T, b []byte) string {
 	t.Helper()
-	h, err := journal.BindingOf(b)
+	h, err := canonjson.Sum256(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/canonjson"
 )
 
 func TestControllerJournal(t *testing.T) {
@@ -17,7 +17,7 @@ func TestControllerJournal(t *testing.T) {
 	if _, err := j.Append("begin", testBegin{Attempt: "a1", Tool: "oracle_call", Application: "appliance", RequestID: "r1", Route: "appliance", Kind: "invoke"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Rebind(b); err != nil {
+	if _, err := j.Rebind(canonical(t, b)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -57,8 +57,8 @@ func TestControllerJournal(t *testing.T) {
 	}
 	// Byte strings are hex: the rebind's configs are the canonical JSON,
 	// and its binding their hash.
-	ca, _ := journal.CanonicalJSON(a)
-	cb, _ := journal.CanonicalJSON(b)
+	ca, _ := canonjson.CanonicalJSON(a)
+	cb, _ := canonjson.CanonicalJSON(b)
 	r3 := recs[2]
 	if r3.Seq != 3 || r3.Kind != "rebind" || r3.Body["before"] != hex.EncodeToString(ca) || r3.Body["after"] != hex.EncodeToString(cb) ||
 		r3.Body["binding"] != binding(t, b) {

@@ -75,8 +75,8 @@ func (j *Journal) usable() error {
 }
 
 // submit frames a record into the open batch (or a new one) and waits until
-// it is durable. setConfig, for bind and rebind records, is the canonical
-// config in force after the record; a rebind's body is built here because
+// it is durable. setConfig, for bind and rebind records, is the config in
+// force after the record; a rebind's body is built here because
 // its before config is the one in force at its place in the log.
 func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
 	j.mu.Lock()

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 )
 
@@ -17,7 +18,7 @@ type bindBody struct {
 	Owner   string `cbor:"owner"`
 	Format  string `cbor:"format"`
 	Binding []byte `cbor:"binding"` // SHA-256 of Config
-	Config  []byte `cbor:"config"`  // canonical JSON
+	Config  []byte `cbor:"config"`  // the owner's bytes, not interpreted (canonical JSON for every steward owner)
 	// SegmentSize is the preallocated size at which the log's segments
 	// rotate, 1 to MaxSegmentSize. It is absent (nil) in the bind record of
 	// a log made before the size was recorded (the v1 golden journals):
@@ -28,8 +29,8 @@ type bindBody struct {
 // rebindBody is the body of a rebind record: it retains the config before
 // and after, so that a changed binding is always explained by the log.
 type rebindBody struct {
-	Before  []byte `cbor:"before"`  // canonical JSON in force until this record
-	After   []byte `cbor:"after"`   // canonical JSON in force from this record
+	Before  []byte `cbor:"before"`  // config in force until this record
+	After   []byte `cbor:"after"`   // config in force from this record
 	Binding []byte `cbor:"binding"` // SHA-256 of After
 }
 
@@ -39,7 +40,7 @@ type chain struct {
 	prev    [hashSize]byte // SHA-256 of the last payload
 	owner   string         // from the bind record
 	format  string         // from the bind record
-	config  []byte         // canonical config in force
+	config  []byte         // config in force
 	binding [hashSize]byte // SHA-256 of config
 	rebinds int            // rebind records seen
 	segSize int64          // from the bind record; 0 when it records none
@@ -47,14 +48,13 @@ type chain struct {
 
 func newChain() chain { return chain{next: 1} }
 
-// isCanonicalConfig checks that c is canonical JSON and that binding is its hash.
+// checkConfig checks that binding is the SHA-256 of the config c. The
+// journal does not interpret a config: its owner chose the bytes (steward's
+// owners, canonical JSON), and the binding is their hash. An empty config is
+// refused because Open and Rebind never write one.
 func checkConfig(c, binding []byte) error {
-	canon, err := CanonicalJSON(c)
-	if err != nil {
-		return fmt.Errorf("config is not valid JSON: %v", err)
-	}
-	if !bytes.Equal(canon, c) {
-		return fmt.Errorf("config is not in canonical form")
+	if len(c) == 0 {
+		return fmt.Errorf("config is empty")
 	}
 	if sum := sha256.Sum256(c); !bytes.Equal(binding, sum[:]) {
 		return fmt.Errorf("binding %x is not the SHA-256 of the config", binding)
@@ -111,16 +111,22 @@ func (c *chain) apply(r *Record) error {
 	return nil
 }
 
-// Rebind appends a rebind record that retains the current and the new
-// canonical config, and makes SHA-256(canonical(after)) the binding. It
-// returns after the record is on disk, like Append.
+// Rebind appends a rebind record that retains the current config and
+// after, and makes SHA-256(after) the binding. The journal does not
+// interpret after: a caller whose config is JSON passes its canonical form
+// (canonjson.CanonicalJSON), so that the binding survives reformatting. An
+// empty after is refused. It returns after the record is on disk, like
+// Append.
 func (j *Journal) Rebind(after []byte) (uint64, error) {
-	canon, err := CanonicalJSON(after)
-	if err != nil {
-		return 0, fmt.Errorf("journal: rebind: %w", err)
+	if len(after) == 0 {
+		return 0, errEmptyConfig
 	}
-	return j.submit(kindRebind, nil, canon)
+	return j.submit(kindRebind, nil, bytes.Clone(after))
 }
+
+// errEmptyConfig refuses a config the journal could not tell from no
+// config: nil Options.Config means "do not check" on an existing log.
+var errEmptyConfig = errors.New("journal: the config is empty; a journal binds a non-empty config")
 
 // rebindRecordBody encodes the body of a rebind from before to after.
 func rebindRecordBody(before, after []byte) ([]byte, error) {

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -13,26 +14,27 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
+// TestBinding: the journal binds the config bytes it is given, without
+// interpreting them (its owners canonicalize before they call), refuses
+// another config, owner or format without writing, and moves the binding
+// only by a rebind that retains both configs.
 func TestBinding(t *testing.T) {
 	dir := journalDir(t)
 	j := mustOpen(t, dir, testOptions())
-	canonA := []byte(`{"limits":{"a":1,"b":2},"name":"test"}`)
-	if string(j.Config()) != string(canonA) || j.Binding() != sha256.Sum256(canonA) {
-		t.Fatalf("config %s binding %x", j.Config(), j.Binding())
+	if string(j.Config()) != string(testConfig) || j.Binding() != sha256.Sum256(testConfig) {
+		t.Fatalf("config %s binding %x, want %s as given", j.Config(), j.Binding(), testConfig)
 	}
 	mustClose(t, j)
+	mustClose(t, mustOpen(t, dir, testOptions()))
 
-	// The same config written differently binds the same.
-	opts := testOptions()
-	opts.Config = []byte("{\n  \"name\": \"test\",\n  \"limits\": {\"b\": 2, \"a\": 1}\n}\n")
-	mustClose(t, mustOpen(t, dir, opts))
-
-	// A different config is refused, and nothing is written.
+	// The same meaning spelled differently is other bytes, so another
+	// binding: canonicalizing is the caller's job.
 	before := snapshot(t, dir)
-	opts.Config = []byte(`{"name":"other"}`)
+	opts := testOptions()
+	opts.Config = []byte(`{"limits":{"a":1,"b":2},"name":"test"}`)
 	_, err := Open(dir, opts)
 	if !errors.Is(err, ErrBindingMismatch) || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("other config: %v, want ErrBindingMismatch naming %s", err, dir)
+		t.Fatalf("respelled config: %v, want ErrBindingMismatch naming %s", err, dir)
 	}
 	// So are another owner and another format.
 	for _, o := range []Options{{Owner: "steward-other"}, {Format: "other-format-v1"}} {
@@ -40,10 +42,11 @@ func TestBinding(t *testing.T) {
 			t.Fatalf("Open(%+v) = %v, want ErrBindingMismatch", o, err)
 		}
 	}
-	// Invalid JSON config is refused before anything is opened.
-	opts.Config = []byte(`{"a":1,"a":2}`)
-	if _, err := Open(dir, opts); !errors.Is(err, ErrInvalidJSON) {
-		t.Fatalf("duplicate-key config: %v, want ErrInvalidJSON", err)
+	// An empty config is refused before anything is opened.
+	opts.Config = []byte{}
+	want := "journal: config for " + dir + ": journal: the config is empty; a journal binds a non-empty config"
+	if _, err := Open(dir, opts); err == nil || err.Error() != want {
+		t.Fatalf("empty config: %v, want %q", err, want)
 	}
 	if !sameFiles(before, snapshot(t, dir)) {
 		t.Fatal("a refused Open changed the directory")
@@ -55,17 +58,19 @@ func TestBinding(t *testing.T) {
 		t.Fatalf("owner %q format %q", j.Owner(), j.Format())
 	}
 
-	// Rebind retains both configs and moves the binding.
-	canonB := []byte(`{"name":"ü","z":[1.50]}`)
+	// Rebind retains both configs, as given, and moves the binding.
 	last := j.LastSeq()
-	if _, err := j.Rebind([]byte(`{"z":[1.50`)); !errors.Is(err, ErrInvalidJSON) || j.LastSeq() != last {
-		t.Fatalf("Rebind(invalid) = %v, LastSeq %d", err, j.LastSeq())
+	if _, err := j.Rebind(nil); err == nil || err.Error() != errEmptyConfig.Error() || j.LastSeq() != last {
+		t.Fatalf("Rebind(nil) = %v, LastSeq %d; want %q", err, j.LastSeq(), errEmptyConfig)
 	}
-	seq, err := j.Rebind([]byte(`{ "z": [1.50], "name": "\u00fc" }`))
+	after := []byte(`{ "z": [1.50], "name": "\u00fc" }`)
+	confB := bytes.Clone(after)
+	seq, err := j.Rebind(after)
 	if err != nil || seq != last+1 {
 		t.Fatalf("Rebind = %d, %v", seq, err)
 	}
-	if string(j.Config()) != string(canonB) || j.Binding() != sha256.Sum256(canonB) {
+	after[0] = 'x' // the journal kept its own copy
+	if string(j.Config()) != string(confB) || j.Binding() != sha256.Sum256(confB) {
 		t.Fatalf("after rebind: config %s binding %x", j.Config(), j.Binding())
 	}
 	recs := collect(t, j, seq)
@@ -73,8 +78,8 @@ func TestBinding(t *testing.T) {
 	if err := cbor.Unmarshal(recs[0].Body, &rb); err != nil || recs[0].Kind != "rebind" {
 		t.Fatalf("rebind record %+v: %v", recs[0], err)
 	}
-	sumB := sha256.Sum256(canonB)
-	if string(rb.Before) != string(canonA) || string(rb.After) != string(canonB) || string(rb.Binding) != string(sumB[:]) {
+	sumB := sha256.Sum256(confB)
+	if string(rb.Before) != string(testConfig) || string(rb.After) != string(confB) || string(rb.Binding) != string(sumB[:]) {
 		t.Fatalf("rebind body before %s after %s binding %x", rb.Before, rb.After, rb.Binding)
 	}
 	mustClose(t, j)
@@ -83,15 +88,28 @@ func TestBinding(t *testing.T) {
 	if _, err := Open(dir, opts); !errors.Is(err, ErrBindingMismatch) {
 		t.Fatalf("old config after rebind: %v, want ErrBindingMismatch", err)
 	}
-	opts.Config = canonB
+	opts.Config = confB
 	j = mustOpen(t, dir, opts)
 	defer mustClose(t, j)
 	s := j.Summary()
-	if s.Rebinds != 1 || string(s.Config) != string(canonB) || s.Owner != testOwner {
+	if s.Rebinds != 1 || string(s.Config) != string(confB) || s.Owner != testOwner {
 		t.Fatalf("summary %+v", s)
 	}
 	if _, err := json.Marshal(s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenKeepsItsConfig: Open binds a copy, so a caller reusing its slice
+// changes neither the journal's config nor what a later Rebind retains.
+func TestOpenKeepsItsConfig(t *testing.T) {
+	opts := testOptions()
+	opts.Config = bytes.Clone(testConfig)
+	j := mustOpen(t, journalDir(t), opts)
+	defer mustClose(t, j)
+	opts.Config[0] = 'x'
+	if string(j.Config()) != string(testConfig) {
+		t.Fatalf("config %s changed with the caller's slice", j.Config())
 	}
 }
 

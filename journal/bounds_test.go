@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // snapshot returns the contents of every file in dir.
@@ -140,10 +141,10 @@ func TestRecordSizeBound(t *testing.T) {
 	at := time.Now().UnixMilli()
 	// Find the []byte body whose record payload is exactly MaxRecordBytes.
 	s := MaxRecordBytes
-	for payloadSize(seq, "big", at, s+headLen(uint64(s))) > MaxRecordBytes {
+	for payloadSize(seq, "big", at, s+cborhead.Len(uint64(s))) > MaxRecordBytes {
 		s--
 	}
-	if payloadSize(seq, "big", at, s+headLen(uint64(s))) != MaxRecordBytes {
+	if payloadSize(seq, "big", at, s+cborhead.Len(uint64(s))) != MaxRecordBytes {
 		t.Fatal("no body size gives a payload of exactly MaxRecordBytes")
 	}
 	before, last := snapshot(t, dir), j.LastSeq()

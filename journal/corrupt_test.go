@@ -148,10 +148,10 @@ func TestCorruptMeaning(t *testing.T) {
 	sumD := sha256.Sum256(d)
 	wrongBind := goodBind()
 	wrongBind.Binding = make([]byte, 32)
-	uncanon := goodBind()
-	uncanon.Config = []byte(`{ "a":1 }`)
-	s := sha256.Sum256(uncanon.Config)
-	uncanon.Binding = s[:]
+	emptyConfig := goodBind()
+	emptyConfig.Config = []byte{}
+	s := sha256.Sum256(nil)
+	emptyConfig.Binding = s[:]
 	noOwner := goodBind()
 	noOwner.Owner = ""
 	cases := map[string]struct {
@@ -161,11 +161,12 @@ func TestCorruptMeaning(t *testing.T) {
 	}{
 		"first record not bind": {[]craft{{kind: "tick", body: 1}}, 0, `record 1 is kind "tick"`},
 		"bind binding wrong":    {[]craft{{kind: "bind", body: wrongBind}}, 0, "not the SHA-256 of the config"},
-		"bind not canonical":    {[]craft{{kind: "bind", body: uncanon}}, 0, "not in canonical form"},
+		"bind config empty":     {[]craft{{kind: "bind", body: emptyConfig}}, 0, "config is empty"},
 		"bind without owner":    {[]craft{{kind: "bind", body: noOwner}}, 0, "without owner"},
 		"bind unknown field":    {[]craft{{kind: "bind", body: map[string]any{"owner": "o", "format": "f", "binding": goodBind().Binding, "config": c, "x": 1}}}, 0, "bind body"},
 		"second bind":           {[]craft{{kind: "bind", body: goodBind()}, {kind: "tick", body: 1}, {kind: "bind", body: goodBind()}}, 2, "bind record at seq 3"},
 		"rebind wrong before":   {[]craft{{kind: "bind", body: goodBind()}, {kind: "rebind", body: rebindBody{Before: d, After: d, Binding: sumD[:]}}, {kind: "tick", body: 1}}, 1, "before config is not the config in force"},
+		"rebind config empty":   {[]craft{{kind: "bind", body: goodBind()}, {kind: "rebind", body: rebindBody{Before: c, After: []byte{}, Binding: s[:]}}}, 1, "config is empty"},
 		"rebind wrong binding":  {[]craft{{kind: "bind", body: goodBind()}, {kind: "rebind", body: rebindBody{Before: c, After: d, Binding: make([]byte, 32)}}}, 1, "not the SHA-256"},
 		"seq gap":               {[]craft{{kind: "bind", body: goodBind()}, {kind: "tick", body: 1, seq: 3}, {kind: "tick", body: 1}}, 1, "seq 3, want 2"},
 		"seq gap at the end":    {[]craft{{kind: "bind", body: goodBind()}, {kind: "tick", body: 1, seq: 3}}, 1, "seq 3, want 2"},
@@ -182,9 +183,25 @@ func TestCorruptMeaning(t *testing.T) {
 			}
 		})
 	}
+	// A config is bytes the journal does not interpret: a bind and a
+	// rebind whose configs are neither canonical nor JSON verify by their
+	// hash alone.
+	odd := goodBind()
+	odd.Config = []byte(`{ "a":1 }`)
+	sumOdd := sha256.Sum256(odd.Config)
+	odd.Binding = sumOdd[:]
+	opaque := []byte{0, 0xff, 'x'}
+	sumOpaque := sha256.Sum256(opaque)
+	dir := writeLog(t, []craft{{kind: "bind", body: odd}, {kind: "rebind", body: rebindBody{Before: odd.Config, After: opaque, Binding: sumOpaque[:]}}})
+	j := mustOpen(t, dir, Options{Config: opaque})
+	if string(j.Config()) != string(opaque) {
+		t.Fatalf("config %q, want %q", j.Config(), opaque)
+	}
+	mustClose(t, j)
+
 	// The same log with a correct rebind opens, and reports it.
-	dir := writeLog(t, []craft{{kind: "bind", body: goodBind()}, {kind: "rebind", body: rebindBody{Before: c, After: d, Binding: sumD[:]}}})
-	j := mustOpen(t, dir, Options{Config: d})
+	dir = writeLog(t, []craft{{kind: "bind", body: goodBind()}, {kind: "rebind", body: rebindBody{Before: c, After: d, Binding: sumD[:]}}})
+	j = mustOpen(t, dir, Options{Config: d})
 	defer mustClose(t, j)
 	if s := j.Summary(); s.Rebinds != 1 || string(s.Config) != string(d) {
 		t.Fatalf("summary %+v", s)

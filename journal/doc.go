@@ -63,8 +63,10 @@
 // # Binding
 //
 // Record 1 has kind "bind" and body {owner, format, binding, config,
-// segmentSize}: config is the owner's config as canonical JSON bytes (see
-// CanonicalJSON), binding is its SHA-256, and segmentSize (1 to
+// segmentSize}: config is the owner's config, bytes the journal does not
+// interpret (every steward owner passes canonical JSON, see package
+// canonjson, so that a reformatted config file binds the same), binding is
+// their SHA-256, which is all Open verifies of them, and segmentSize (1 to
 // MaxSegmentSize) is the segment size the log was made with, which every
 // later open keeps whatever its Options.SegmentSize says (a dev journal of
 // a few MiB stays so under the 64 MiB default, and the reverse). A bind

@@ -33,10 +33,6 @@ var (
 	// rules (or a reserved kind) or a body beyond the decoding limits.
 	// Nothing is written.
 	ErrInvalidRecord = errors.New("journal: invalid record")
-
-	// ErrInvalidJSON is returned by CanonicalJSON (and so by Open, Rebind
-	// and BindingOf) for input that is not valid JSON or has duplicate keys.
-	ErrInvalidJSON = errors.New("journal: invalid JSON")
 )
 
 // CorruptError reports damage that is not a torn tail: a bad record that

@@ -1,10 +1,12 @@
 package journal_test
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/journal/journaltest"
 )
@@ -79,6 +81,11 @@ func TestGoldenJournalsOpen(t *testing.T) {
 		}
 		if recorded != 0 && j.SegmentSize() != recorded {
 			t.Errorf("%s: SegmentSize = %d, want the recorded %d", version, j.SegmentSize(), recorded)
+		}
+		// Written when the journal canonicalized its config itself, the
+		// bound config is canonical JSON: what the owners now pass.
+		if c, err := canonjson.CanonicalJSON(j.Config()); err != nil || !bytes.Equal(c, j.Config()) {
+			t.Errorf("config %s is not canonical JSON (%s, %v)", j.Config(), c, err)
 		}
 	})
 }

@@ -15,11 +15,14 @@ type Options struct {
 	// Format names the record language, e.g. "steward-host-journal-v1".
 	// Required and checked like Owner.
 	Format string
-	// Config is the owner's config as JSON. Creating a journal binds
-	// SHA-256(CanonicalJSON(Config)) ("{}" when nil); opening an existing
-	// one refuses with ErrBindingMismatch when that hash differs from the
-	// current binding. nil on an existing journal skips the check (for
-	// read-only tools and enrollment).
+	// Config is the owner's config, bytes the journal does not interpret.
+	// Creating a journal binds SHA-256(Config) ("{}" when nil); opening an
+	// existing one refuses with ErrBindingMismatch when that hash differs
+	// from the current binding. nil on an existing journal skips the check
+	// (for read-only tools and enrollment); a non-nil empty Config is
+	// refused. Every steward owner passes the canonical form of its JSON
+	// config (canonjson.CanonicalJSON), so that a config file written
+	// differently with the same meaning binds the same.
 	Config []byte
 	// SegmentSize is the preallocated size at which segments rotate,
 	// DefaultSegmentSize when 0, at most MaxSegmentSize. A record larger
@@ -90,16 +93,16 @@ type Journal struct {
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }
 
-// Binding returns the current binding: SHA-256 of the canonical config of
-// the bind record or of the last rebind.
+// Binding returns the current binding: SHA-256 of the config of the bind
+// record or of the last rebind.
 func (j *Journal) Binding() [32]byte {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.binding
 }
 
-// Config returns the current canonical config bytes, from the bind record
-// or the last rebind.
+// Config returns the current config bytes, from the bind record or the
+// last rebind.
 func (j *Journal) Config() []byte {
 	j.mu.Lock()
 	defer j.mu.Unlock()

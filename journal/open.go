@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -33,12 +34,14 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	var canon []byte
+	var config []byte
 	if opts.Config != nil {
-		var err error
-		if canon, err = CanonicalJSON(opts.Config); err != nil {
-			return nil, fmt.Errorf("journal: config for %s: %w", dir, err)
+		if len(opts.Config) == 0 {
+			return nil, fmt.Errorf("journal: config for %s: %w", dir, errEmptyConfig)
 		}
+		// A copy: the journal keeps the bytes it binds, and the caller
+		// may reuse its slice.
+		config = bytes.Clone(opts.Config)
 	}
 	if err := prepareDir(dir, opts.ReadOnly); err != nil {
 		return nil, err
@@ -56,7 +59,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	}
 	// Nothing is changed on disk before the log is known to be this
 	// owner's: a refused Open leaves the directory as it was.
-	if err := j.checkBinding(canon); err != nil {
+	if err := j.checkBinding(config); err != nil {
 		j.release()
 		return nil, err
 	}
@@ -64,7 +67,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.release()
 		return nil, err
 	}
-	if err := j.bind(canon); err != nil {
+	if err := j.bind(config); err != nil {
 		j.release()
 		return nil, err
 	}
@@ -257,9 +260,9 @@ func (j *Journal) repair() error {
 	return nil
 }
 
-// bind writes record 1 for a new (or emptied) log. canon is the canonical
+// bind writes record 1 for a new (or emptied) log. config is
 // Options.Config or nil.
-func (j *Journal) bind(canon []byte) error {
+func (j *Journal) bind(config []byte) error {
 	if j.lastSeq == 0 {
 		if j.opts.ReadOnly {
 			return nil
@@ -267,14 +270,14 @@ func (j *Journal) bind(canon []byte) error {
 		if j.opts.Owner == "" || j.opts.Format == "" {
 			return fmt.Errorf("journal: creating the log in %s needs Options.Owner and Options.Format", j.dir)
 		}
-		if canon == nil {
-			canon = []byte("{}")
+		if config == nil {
+			config = []byte("{}")
 		}
-		body, err := bindRecordBody(j.opts.Owner, j.opts.Format, canon, j.segmentSize)
+		body, err := bindRecordBody(j.opts.Owner, j.opts.Format, config, j.segmentSize)
 		if err != nil {
 			return fmt.Errorf("journal: encode bind record: %w", err)
 		}
-		if _, err := j.submit(kindBind, body, canon); err != nil {
+		if _, err := j.submit(kindBind, body, config); err != nil {
 			return err
 		}
 		j.mu.Lock()
@@ -285,8 +288,8 @@ func (j *Journal) bind(canon []byte) error {
 }
 
 // checkBinding refuses an existing log whose owner, format or binding
-// differs from the options. canon is the canonical Options.Config or nil.
-func (j *Journal) checkBinding(canon []byte) error {
+// differs from the options. config is Options.Config or nil.
+func (j *Journal) checkBinding(config []byte) error {
 	if j.lastSeq == 0 {
 		return nil
 	}
@@ -296,8 +299,8 @@ func (j *Journal) checkBinding(canon []byte) error {
 	if j.opts.Format != "" && j.opts.Format != j.format {
 		return fmt.Errorf("journal: %s holds format %q, not %q: %w", j.dir, j.format, j.opts.Format, ErrBindingMismatch)
 	}
-	if canon != nil {
-		if got := sha256.Sum256(canon); got != j.binding {
+	if config != nil {
+		if got := sha256.Sum256(config); got != j.binding {
 			return fmt.Errorf("journal: %s is bound to config %x but the given config hashes to %x (change it with an explicit rebind): %w",
 				j.dir, j.binding, got, ErrBindingMismatch)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // Record is one entry of the log, as it is stored (the payload of a frame)
@@ -116,53 +117,14 @@ func validKind(k string) bool {
 	return true
 }
 
-// headLen is the size of a CBOR head carrying argument n.
-func headLen(n uint64) int {
-	switch {
-	case n < 24:
-		return 1
-	case n <= 0xff:
-		return 2
-	case n <= 0xffff:
-		return 3
-	case n <= 0xffffffff:
-		return 5
-	}
-	return 9
-}
-
-// appendHead appends the shortest CBOR head of major type major with argument n.
-func appendHead(dst []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(dst, m|byte(n))
-	case n <= 0xff:
-		return append(dst, m|24, byte(n))
-	case n <= 0xffff:
-		return append(dst, m|25, byte(n>>8), byte(n))
-	case n <= 0xffffffff:
-		return append(dst, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	}
-	return append(dst, m|27, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32),
-		byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-}
-
-func intHead(v int64) (major byte, n uint64) {
-	if v < 0 {
-		return 1, ^uint64(v) // -1-v
-	}
-	return 0, uint64(v)
-}
-
 // payloadSize is the exact length appendPayload produces.
 func payloadSize(seq uint64, kind string, at int64, bodyLen int) int {
-	_, an := intHead(at)
+	_, an := cborhead.Int(at)
 	return 1 +
-		3 + headLen(an) +
-		4 + headLen(seq) +
+		3 + cborhead.Len(an) +
+		4 + cborhead.Len(seq) +
 		5 + bodyLen +
-		5 + headLen(uint64(len(kind))) + len(kind) +
+		5 + cborhead.Len(uint64(len(kind))) + len(kind) +
 		5 + 2 + hashSize
 }
 
@@ -174,14 +136,14 @@ func payloadSize(seq uint64, kind string, at int64, bodyLen int) int {
 func appendPayload(dst []byte, seq uint64, prev *[hashSize]byte, kind string, at int64, body []byte) []byte {
 	dst = append(dst, 0xa5)
 	dst = append(dst, 0x62, 'a', 't')
-	major, an := intHead(at)
-	dst = appendHead(dst, major, an)
+	major, an := cborhead.Int(at)
+	dst = cborhead.Append(dst, major, an)
 	dst = append(dst, 0x63, 's', 'e', 'q')
-	dst = appendHead(dst, 0, seq)
+	dst = cborhead.Append(dst, cborhead.MajorUint, seq)
 	dst = append(dst, 0x64, 'b', 'o', 'd', 'y')
 	dst = append(dst, body...)
 	dst = append(dst, 0x64, 'k', 'i', 'n', 'd')
-	dst = appendHead(dst, 3, uint64(len(kind)))
+	dst = cborhead.Append(dst, cborhead.MajorText, uint64(len(kind)))
 	dst = append(dst, kind...)
 	dst = append(dst, 0x64, 'p', 'r', 'e', 'v')
 	dst = append(dst, 0x58, hashSize)

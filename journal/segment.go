@@ -52,7 +52,7 @@ func parseSegName(name string) (uint64, bool) {
 	}
 	digits := name[:segDigits]
 	for i := 0; i < len(digits); i++ {
-		if !isDigit(digits[i]) {
+		if c := digits[i]; c < '0' || c > '9' {
 			return 0, false
 		}
 	}

@@ -7,10 +7,13 @@ import (
 
 // Summary describes a journal for inspection (`journal inspect --json`).
 type Summary struct {
-	Dir        string           `json:"dir"`
-	Owner      string           `json:"owner"`
-	Format     string           `json:"format"`
-	Binding    string           `json:"binding"` // hex SHA-256 of Config
+	Dir     string `json:"dir"`
+	Owner   string `json:"owner"`
+	Format  string `json:"format"`
+	Binding string `json:"binding"` // hex SHA-256 of Config
+	// Config is the config in force, embedded as the JSON it is for every
+	// steward owner (the journal does not check: json.Marshal refuses a
+	// Summary of a log bound to bytes that are not JSON).
 	Config     json.RawMessage  `json:"config,omitempty"`
 	Rebinds    int              `json:"rebinds"`
 	Records    uint64           `json:"records"`

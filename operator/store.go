@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
@@ -51,8 +52,19 @@ type storeConfig struct {
 	OperatorKID string `json:"operatorKid"`
 }
 
+// configFor is the config the host journal binds for the store's key: the
+// canonical JSON of its storeConfig (the journal binds the bytes it is
+// given; these are the bytes every host journal holds).
 func configFor(pub *wire.HybridPublicKey) []byte {
-	b, _ := json.Marshal(storeConfig{OperatorKID: pub.KID().String()})
+	b, err := json.Marshal(storeConfig{OperatorKID: pub.KID().String()})
+	if err == nil {
+		b, err = canonjson.CanonicalJSON(b)
+	}
+	if err != nil {
+		// A struct of one string always encodes, and encoding/json's output
+		// is valid JSON without duplicate keys.
+		panic("operator: the store config does not encode: " + err.Error())
+	}
 	return b
 }
 

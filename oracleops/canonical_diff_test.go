@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/canonjson"
 )
 
 // canonVectors is every canonical JSON input of the tests and fuzz seeds of
-// this package and of package journal.
+// this package and of package canonjson.
 func canonVectors(t *testing.T) [][]byte {
 	var vs [][]byte
 	for _, s := range []string{
@@ -36,7 +36,7 @@ func canonVectors(t *testing.T) [][]byte {
 	} {
 		vs = append(vs, []byte(s))
 	}
-	for _, dir := range []string{"testdata/fuzz/FuzzCanonicalJSON", "../journal/testdata/fuzz/FuzzCanonicalJSON"} {
+	for _, dir := range []string{"testdata/fuzz/FuzzCanonicalJSON", "../canonjson/testdata/fuzz/FuzzCanonicalJSON"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no seeds in %s: %v", dir, err)
@@ -69,20 +69,20 @@ func readSeed(t *testing.T, path string) []byte {
 	return []byte(s)
 }
 
-// TestCanonicalJSONIsTheJournals: over every vector and seed of both
-// packages, CanonicalJSON gives journal.CanonicalJSON's bytes, and refuses
+// TestCanonicalJSONIsCanonjson: over every vector and seed of both
+// packages, CanonicalJSON gives canonjson.CanonicalJSON's bytes, and refuses
 // exactly what it refuses, plus what nests deeper than MaxJSONDepth. (Run
 // against the two implementations this package and journal had before
-// journal became the format's one owner, over these and 870,000 fuzzed
-// inputs, it found no difference.)
-func TestCanonicalJSONIsTheJournals(t *testing.T) {
+// the format got one owner, over these and 870,000 fuzzed inputs, it found
+// no difference.)
+func TestCanonicalJSONIsCanonjson(t *testing.T) {
 	for _, in := range canonVectors(t) {
 		checkSameCanon(t, in)
 	}
 }
 
-// FuzzCanonicalJSONIsTheJournals is the same comparison over fuzzed input.
-func FuzzCanonicalJSONIsTheJournals(f *testing.F) {
+// FuzzCanonicalJSONIsCanonjson is the same comparison over fuzzed input.
+func FuzzCanonicalJSONIsCanonjson(f *testing.F) {
 	f.Add([]byte(`{"b":[1,{"d":2,"c":"\u00e9"}],"a":null}`))
 	f.Fuzz(func(t *testing.T, in []byte) { checkSameCanon(t, in) })
 }
@@ -90,7 +90,7 @@ func FuzzCanonicalJSONIsTheJournals(f *testing.F) {
 func checkSameCanon(t *testing.T, in []byte) {
 	t.Helper()
 	got, err := CanonicalJSON(in)
-	want, jerr := journal.CanonicalJSON(in)
+	want, jerr := canonjson.CanonicalJSON(in)
 	if deeper := jsonDepth(in) > MaxJSONDepth; deeper {
 		if err == nil {
 			t.Errorf("%q nests deeper than %d and was accepted", in, MaxJSONDepth)
@@ -98,7 +98,7 @@ func checkSameCanon(t *testing.T, in []byte) {
 		return
 	}
 	if (err == nil) != (jerr == nil) || !bytes.Equal(got, want) {
-		t.Errorf("%q:\n oracleops %q, %v\n journal   %q, %v", in, got, err, want, jerr)
+		t.Errorf("%q:\n oracleops %q, %v\n canonjson %q, %v", in, got, err, want, jerr)
 	}
 }
 

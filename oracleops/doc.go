@@ -1,7 +1,8 @@
 // Package oracleops is oracle-operations-v1: the types, bounds, request
 // building and validation shared by everything that speaks to an
 // application — the host (operator), the controller and the reference
-// application. It imports nothing of steward's.
+// application. It imports nothing of steward's but canonjson, the one
+// owner of the canonical JSON form its bodies and hashes are in.
 //
 // # Protocol
 //

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/canonjson"
 )
 
 // Request is one oracle-operations-v1 HTTP request, exactly as sent: the
@@ -164,11 +164,11 @@ func (b InvokeBody) Encode() ([]byte, error) {
 	out = append(out, `{"arguments":`...)
 	out = append(out, args...)
 	out = append(out, `,"conversationId":`...)
-	out = journal.AppendCanonicalString(out, b.ConversationID)
+	out = canonjson.AppendCanonicalString(out, b.ConversationID)
 	out = append(out, `,"operationId":`...)
-	out = journal.AppendCanonicalString(out, b.OperationID)
+	out = canonjson.AppendCanonicalString(out, b.OperationID)
 	out = append(out, `,"requestId":`...)
-	out = journal.AppendCanonicalString(out, b.RequestID)
+	out = canonjson.AppendCanonicalString(out, b.RequestID)
 	out = append(out, '}')
 	if err := ValidateInvokeSize(len(out), 0); err != nil {
 		return nil, err

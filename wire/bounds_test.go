@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 var frameBounds = []struct {
@@ -157,13 +159,13 @@ func TestNestingBound(t *testing.T) {
 
 func TestEntriesBound(t *testing.T) {
 	array := func(n int) []byte {
-		b := appendHead(nil, majorArray, uint64(n))
+		b := cborhead.Append(nil, majorArray, uint64(n))
 		return append(b, make([]byte, n)...) // n zeros
 	}
 	cborMap := func(n int) []byte {
-		b := appendHead(nil, majorMap, uint64(n))
+		b := cborhead.Append(nil, majorMap, uint64(n))
 		for i := range n {
-			b = appendHead(b, majorUint, uint64(i))
+			b = cborhead.Append(b, majorUint, uint64(i))
 			b = append(b, 0x00)
 		}
 		return b

@@ -1,66 +1,35 @@
 package wire
 
 import (
-	"encoding/binary"
 	"fmt"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // The COSE structures are fixed arrays of byte strings, so they are built and
 // parsed by hand with the few helpers below instead of through reflection:
 // it is faster, and the parser accepts exactly one spelling of each item.
 
-// CBOR major types.
+// CBOR major types, named here for the code that reads and writes COSE
+// structures; internal/cborhead owns them and the head encoder.
 const (
-	majorUint  = 0
-	majorNeg   = 1
-	majorBytes = 2
-	majorText  = 3
-	majorArray = 4
-	majorMap   = 5
-	majorTag   = 6
+	majorUint  = cborhead.MajorUint
+	majorNeg   = cborhead.MajorNeg
+	majorBytes = cborhead.MajorBytes
+	majorText  = cborhead.MajorText
+	majorArray = cborhead.MajorArray
+	majorMap   = cborhead.MajorMap
+	majorTag   = cborhead.MajorTag
 )
-
-// appendHead appends a CBOR head in its shortest form.
-func appendHead(b []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(b, m|byte(n))
-	case n <= 0xff:
-		return append(b, m|24, byte(n))
-	case n <= 0xffff:
-		return append(b, m|25, byte(n>>8), byte(n))
-	case n <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(n))
-	default:
-		return binary.BigEndian.AppendUint64(append(b, m|27), n)
-	}
-}
 
 // appendBytes appends a definite-length byte string.
 func appendBytes(b, s []byte) []byte {
-	return append(appendHead(b, majorBytes, uint64(len(s))), s...)
+	return append(cborhead.Append(b, majorBytes, uint64(len(s))), s...)
 }
 
 // appendText appends a definite-length text string.
 func appendText(b []byte, s string) []byte {
-	return append(appendHead(b, majorText, uint64(len(s))), s...)
-}
-
-// headLen is the length of the shortest head for n.
-func headLen(n uint64) int {
-	switch {
-	case n < 24:
-		return 1
-	case n <= 0xff:
-		return 2
-	case n <= 0xffff:
-		return 3
-	case n <= 0xffffffff:
-		return 5
-	default:
-		return 9
-	}
+	return append(cborhead.Append(b, majorText, uint64(len(s))), s...)
 }
 
 // cborReader reads heads and byte strings from a complete item, refusing
@@ -100,7 +69,7 @@ func (r *cborReader) head() (major byte, arg uint64, err error) {
 		arg = arg<<8 | uint64(c)
 	}
 	r.off += n
-	if major != 7 && headLen(arg) != 1+n {
+	if major != 7 && cborhead.Len(arg) != 1+n {
 		return 0, 0, fmt.Errorf("%w: CBOR head not in shortest form at byte %d", ErrMalformed, r.off-1-n)
 	}
 	return major, arg, nil

@@ -3,6 +3,8 @@ package wire
 import (
 	"crypto/ed25519"
 	"fmt"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // sign1Context and signContext are the first element of Sig_structure
@@ -18,12 +20,12 @@ const (
 func Sign1(k *SigningKey, payload []byte) ([]byte, error) {
 	tbs := sign1ToBeSigned(k.protected, payload)
 	sig := ed25519.Sign(k.priv, tbs)
-	msg := make([]byte, 0, 2+headLen(uint64(len(k.protected)))+len(k.protected)+1+
-		headLen(uint64(len(payload)))+len(payload)+2+len(sig))
-	msg = appendHead(msg, majorTag, coseTagSign1)
-	msg = appendHead(msg, majorArray, 4)
+	msg := make([]byte, 0, 2+cborhead.Len(uint64(len(k.protected)))+len(k.protected)+1+
+		cborhead.Len(uint64(len(payload)))+len(payload)+2+len(sig))
+	msg = cborhead.Append(msg, majorTag, coseTagSign1)
+	msg = cborhead.Append(msg, majorArray, 4)
 	msg = appendBytes(msg, k.protected)
-	msg = appendHead(msg, majorMap, 0)
+	msg = cborhead.Append(msg, majorMap, 0)
 	msg = appendBytes(msg, payload)
 	msg = appendBytes(msg, sig)
 	return msg, nil
@@ -31,9 +33,9 @@ func Sign1(k *SigningKey, payload []byte) ([]byte, error) {
 
 // sign1ToBeSigned encodes ["Signature1", protected, empty external_aad, payload].
 func sign1ToBeSigned(protected, payload []byte) []byte {
-	b := make([]byte, 0, 1+1+len(sign1Context)+headLen(uint64(len(protected)))+len(protected)+1+
-		headLen(uint64(len(payload)))+len(payload))
-	b = appendHead(b, majorArray, 4)
+	b := make([]byte, 0, 1+1+len(sign1Context)+cborhead.Len(uint64(len(protected)))+len(protected)+1+
+		cborhead.Len(uint64(len(payload)))+len(payload))
+	b = cborhead.Append(b, majorArray, 4)
 	b = appendText(b, sign1Context)
 	b = appendBytes(b, protected)
 	b = appendBytes(b, nil)

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"testing"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 func TestSign1Verify1(t *testing.T) {
@@ -81,7 +83,7 @@ func TestSign1RefusesOtherHeaders(t *testing.T) {
 		m = appendBytes(m, payload)
 		return appendBytes(m, sig)
 	}
-	withCrit := appendHead(nil, majorMap, 3)
+	withCrit := cborhead.Append(nil, majorMap, 3)
 	withCrit = append(withCrit, 0x01, 0x27, 0x02, 0x81, 0x01, 0x04)
 	withCrit = appendBytes(withCrit, kid[:])
 	shortKID := append([]byte{0xa2, 0x01, 0x27, 0x04, 0x48}, kid[:8]...)
@@ -94,7 +96,7 @@ func TestSign1RefusesOtherHeaders(t *testing.T) {
 		{"non-empty unprotected", func() []byte {
 			m := build(k.protected, 0xa0, []byte("x"))
 			// replace the empty unprotected map by {} with one entry: {5: h''}
-			i := 2 + headLen(uint64(len(k.protected))) + len(k.protected)
+			i := 2 + cborhead.Len(uint64(len(k.protected))) + len(k.protected)
 			return append(append(bytes.Clone(m[:i]), 0xa1, 0x05, 0x40), m[i+1:]...)
 		}()},
 	} {

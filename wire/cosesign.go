@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cloudflare/circl/sign/mldsa/mldsa65"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // SignHybrid signs payload as a tagged COSE_Sign (RFC 9052, tag 98) with an
@@ -19,16 +21,16 @@ func SignHybrid(k *HybridSigningKey, payload []byte) ([]byte, error) {
 		return nil, fmt.Errorf("wire: ML-DSA-65 sign: %w", err)
 	}
 	msg := make([]byte, 0, len(payload)+len(mlSig)+len(edSig)+len(k.ed.protected)+len(k.mlProt)+32)
-	msg = appendHead(msg, majorTag, coseTagSign)
-	msg = appendHead(msg, majorArray, 4)
+	msg = cborhead.Append(msg, majorTag, coseTagSign)
+	msg = cborhead.Append(msg, majorArray, 4)
 	msg = appendBytes(msg, nil)
-	msg = appendHead(msg, majorMap, 0)
+	msg = cborhead.Append(msg, majorMap, 0)
 	msg = appendBytes(msg, payload)
-	msg = appendHead(msg, majorArray, 2)
+	msg = cborhead.Append(msg, majorArray, 2)
 	for _, s := range [2]struct{ prot, sig []byte }{{k.ed.protected, edSig}, {k.mlProt, mlSig}} {
-		msg = appendHead(msg, majorArray, 3)
+		msg = cborhead.Append(msg, majorArray, 3)
 		msg = appendBytes(msg, s.prot)
-		msg = appendHead(msg, majorMap, 0)
+		msg = cborhead.Append(msg, majorMap, 0)
 		msg = appendBytes(msg, s.sig)
 	}
 	return msg, nil
@@ -38,7 +40,7 @@ func SignHybrid(k *HybridSigningKey, payload []byte) ([]byte, error) {
 // empty external_aad, payload].
 func signToBeSigned(signProtected, payload []byte) []byte {
 	b := make([]byte, 0, 16+len(signProtected)+len(payload)+2*9)
-	b = appendHead(b, majorArray, 5)
+	b = cborhead.Append(b, majorArray, 5)
 	b = appendText(b, signContext)
 	b = appendBytes(b, nil)
 	b = appendBytes(b, signProtected)

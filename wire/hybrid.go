@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cloudflare/circl/sign/mldsa/mldsa65"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // akpPublicKey is the COSE_Key of an ML-DSA-65 public key
@@ -38,7 +40,7 @@ func newHybridPublicKey(ed *PublicKey, ml *mldsa65.PublicKey) *HybridPublicKey {
 	if err != nil {
 		panic(err)
 	}
-	set := appendHead(nil, majorArray, 2)
+	set := cborhead.Append(nil, majorArray, 2)
 	set = append(set, ed.cose...)
 	set = append(set, mlCose...)
 	return &HybridPublicKey{ed: ed, ml: ml, mlCose: mlCose, mlKID: kidOf(mlCose), cose: set}
@@ -142,7 +144,7 @@ func (h *HybridSigningKey) marshalPrivate() []byte {
 	if err != nil {
 		panic(err)
 	}
-	set := appendHead(nil, majorArray, 2)
+	set := cborhead.Append(nil, majorArray, 2)
 	set = append(set, h.ed.marshalPrivateCOSEKey()...)
 	return append(set, ml...)
 }

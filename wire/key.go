@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 // COSE labels and values used by this package (RFC 9052, RFC 9053,
@@ -163,9 +165,9 @@ func parseSigningKey(coseKey []byte) (*SigningKey, error) {
 
 // protectedHeader encodes {1: alg, 4: kid} deterministically.
 func protectedHeader(alg int, kid KID) []byte {
-	b := appendHead(nil, majorMap, 2)
-	b = appendHead(b, majorUint, coseHdrAlg)
-	b = appendHead(b, majorNeg, uint64(-1-alg))
-	b = appendHead(b, majorUint, coseHdrKID)
+	b := cborhead.Append(nil, majorMap, 2)
+	b = cborhead.Append(b, majorUint, coseHdrAlg)
+	b = cborhead.Append(b, majorNeg, uint64(-1-alg))
+	b = cborhead.Append(b, majorUint, coseHdrKID)
 	return appendBytes(b, kid[:])
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stewardrt/steward/internal/cborhead"
 )
 
 func TestPrivateKeyConsistency(t *testing.T) {
@@ -32,7 +34,7 @@ func TestPrivateKeyConsistency(t *testing.T) {
 	h2, _ := GenerateHybridKey()
 	// An ML-DSA pub that is not the public key of priv is refused.
 	ml, _ := Marshal(akpPrivateKey{Kty: coseKtyAKP, Alg: coseAlgMLDSA, Pub: h2.pub.ml.Bytes(), Priv: h1.mlSeed[:]})
-	set := appendHead(nil, majorArray, 2)
+	set := cborhead.Append(nil, majorArray, 2)
 	set = append(set, h1.ed.marshalPrivateCOSEKey()...)
 	set = append(set, ml...)
 	if _, err := parseHybridSigningKey(set); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "pub is not the public key of priv") {

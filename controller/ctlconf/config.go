@@ -98,7 +98,7 @@ func Parse(raw []byte) (*Config, error) {
 }
 
 // Load reads and parses the config file at path, returning the raw bytes
-// too: they are what the journal binds.
+// too: their canonical form (canonjson) is what the journal binds.
 func Load(path string) (*Config, []byte, error) {
 	raw, err := ReadBounded(path, MaxConfigBytes)
 	if err != nil {

@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	cfg, raw, err := ctlconf.Load(path) // raw is what the journal binds
+//	cfg, raw, err := ctlconf.Load(path) // the journal binds raw's canonical form
 //	if err != nil { ... }                // one line wrapping ErrConfig
 //	dir := cfg.JournalDir()
 //

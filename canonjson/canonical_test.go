@@ -1,4 +1,4 @@
-package journal
+package canonjson
 
 import (
 	"crypto/sha256"
@@ -96,20 +96,20 @@ func TestCanonicalJSONDepth(t *testing.T) {
 	}
 }
 
-func TestBindingOf(t *testing.T) {
-	a, err := BindingOf([]byte(`{ "b":1, "a":2 }`))
+// TestSum256: the sum is of the canonical form, so texts that differ only
+// in spelling sum alike; what CanonicalJSON refuses, Sum256 refuses.
+func TestSum256(t *testing.T) {
+	a, err := Sum256([]byte(`{ "b":1, "a":2 }`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := sha256.Sum256([]byte(`{"a":2,"b":1}`)); a != want {
-		t.Fatalf("BindingOf = %x, want %x", a, want)
+		t.Fatalf("Sum256 = %x, want %x", a, want)
 	}
-	n, err := BindingOf(nil)
-	if err != nil || n != sha256.Sum256([]byte(`{}`)) {
-		t.Fatalf("BindingOf(nil) = %x, %v; want the hash of {}", n, err)
-	}
-	if _, err := BindingOf([]byte(`{`)); !errors.Is(err, ErrInvalidJSON) {
-		t.Fatalf("BindingOf(invalid) = %v", err)
+	for _, in := range [][]byte{nil, []byte(`{`), []byte(`{"a":1,"a":1}`)} {
+		if s, err := Sum256(in); !errors.Is(err, ErrInvalidJSON) || s != [32]byte{} {
+			t.Errorf("Sum256(%q) = %x, %v; want ErrInvalidJSON", in, s, err)
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
-package journal
+package canonjson
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sort"
 	"unicode/utf16"
@@ -37,13 +38,13 @@ func CanonicalJSON(b []byte) ([]byte, error) {
 	return out, nil
 }
 
-// BindingOf returns SHA-256 of the canonical form of config; nil config is
-// taken as "{}", as Open does for a new journal.
-func BindingOf(config []byte) ([32]byte, error) {
-	if config == nil {
-		config = []byte("{}")
-	}
-	c, err := CanonicalJSON(config)
+// Sum256 returns the SHA-256 of the canonical form of the JSON text b, and
+// refuses what CanonicalJSON refuses. Two texts with the same meaning (up to
+// white space, member order and string escapes) have the same sum: it is
+// the binding of a config to the journal that records it, which a config
+// file reformatted by hand must keep.
+func Sum256(b []byte) ([32]byte, error) {
+	c, err := CanonicalJSON(b)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -55,6 +56,11 @@ type canonParser struct {
 	pos int
 }
 
+// ErrInvalidJSON is matched (errors.Is) by every refusal of CanonicalJSON
+// and Sum256: input that is not valid JSON, has duplicate keys or nests
+// deeper than MaxJSONDepth.
+var ErrInvalidJSON = errors.New("canonjson: invalid JSON")
+
 // JSONError is why CanonicalJSON refused its input: the first thing wrong
 // and the byte offset where it was found. It wraps ErrInvalidJSON.
 type JSONError struct {
@@ -63,7 +69,7 @@ type JSONError struct {
 }
 
 func (e *JSONError) Error() string {
-	return fmt.Sprintf("journal: JSON at byte %d: %s: %v", e.Offset, e.Reason, ErrInvalidJSON)
+	return fmt.Sprintf("canonjson: JSON at byte %d: %s: %v", e.Offset, e.Reason, ErrInvalidJSON)
 }
 
 // Unwrap returns ErrInvalidJSON.
