@@ -135,7 +135,7 @@ func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, er
 	switch ir.State {
 	case msg.StateDefinite:
 		if err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status); err != nil {
-			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %v", ErrNotResolvable, id, err)
+			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
 		}
 		rec.State, rec.Status, rec.Body, rec.Receipt = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt
 	case msg.StateNotSeen:

@@ -250,7 +250,7 @@ func (c *CLI) parse(fs *flag.FlagSet, args []string, nargs int) error {
 			fs.PrintDefaults()
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() != nargs {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

@@ -50,13 +50,13 @@ var errEnrollRequest = errors.New("enrollment request refused")
 // Hashes are 64 lowercase hex digits.
 func parseEnrollRequest(raw []byte) (enrollRequest, error) {
 	if _, err := canonjson.CanonicalJSON(raw); err != nil {
-		return enrollRequest{}, fmt.Errorf("%w: %v", errEnrollRequest, err)
+		return enrollRequest{}, fmt.Errorf("%w: %w", errEnrollRequest, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var r enrollRequest
 	if err := dec.Decode(&r); err != nil {
-		return enrollRequest{}, fmt.Errorf("%w: %v", errEnrollRequest, err)
+		return enrollRequest{}, fmt.Errorf("%w: %w", errEnrollRequest, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return enrollRequest{}, fmt.Errorf("%w: data after the request object", errEnrollRequest)

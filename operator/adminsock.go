@@ -195,7 +195,7 @@ func dialAdminAt(ctx context.Context, dir, path string) (Admin, error) {
 	uid := uint32(os.Geteuid())
 	conn, err := wire.Dial(ctx, path, uid, uid)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDaemonRunning, err)
+		return nil, fmt.Errorf("%w: %w", ErrDaemonRunning, err)
 	}
 	ch, err := wire.ClientHandshake(conn, wire.ChannelConfig{
 		Key: key.Ed25519(), Role: RoleAdminClient, PeerRole: RoleAdmin, PeerKeys: wire.NewKeyring(key.Public().Ed25519()),

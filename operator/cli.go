@@ -136,7 +136,7 @@ func (c *CLI) parse(fs *flag.FlagSet, args []string, npos int) ([]string, error)
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

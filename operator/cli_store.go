@@ -123,7 +123,7 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	if d, ok := strings.CutPrefix(s, "+"); ok {
 		dur, err := time.ParseDuration(d)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: --not-after %q: %v", errUsage, s, err)
+			return time.Time{}, fmt.Errorf("%w: --not-after %q: %w", errUsage, s, err)
 		}
 		return now.Add(dur), nil
 	}

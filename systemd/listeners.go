@@ -40,11 +40,11 @@ func Listeners() (map[string]*net.UnixListener, error) {
 			return fail(fmt.Errorf("%w: fd %d: name %q is passed twice", ErrActivation, fd, name))
 		}
 		if err := checkListening(fd); err != nil {
-			return fail(fmt.Errorf("%w: fd %d (%s): %v", ErrActivation, fd, name, err))
+			return fail(fmt.Errorf("%w: fd %d (%s): %w", ErrActivation, fd, name, err))
 		}
 		l, err := net.FileListener(f)
 		if err != nil {
-			return fail(fmt.Errorf("%w: fd %d (%s): %v", ErrActivation, fd, name, err))
+			return fail(fmt.Errorf("%w: fd %d (%s): %w", ErrActivation, fd, name, err))
 		}
 		ul, ok := l.(*net.UnixListener)
 		if !ok {

@@ -33,7 +33,7 @@ func Notify(lines ...string) error {
 	}
 	msg := strings.Join(lines, "\n")
 	if _, err := daemon.SdNotify(false, msg); err != nil {
-		return fmt.Errorf("%w: send %q to %s: %v", ErrNotify, msg, os.Getenv("NOTIFY_SOCKET"), err)
+		return fmt.Errorf("%w: send %q to %s: %w", ErrNotify, msg, os.Getenv("NOTIFY_SOCKET"), err)
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func Stopping() error {
 func StartWatchdog(ctx context.Context, check func() error) (time.Duration, error) {
 	interval, err := daemon.SdWatchdogEnabled(false)
 	if err != nil {
-		return 0, fmt.Errorf("%w: watchdog: %v", ErrNotify, err)
+		return 0, fmt.Errorf("%w: watchdog: %w", ErrNotify, err)
 	}
 	if interval == 0 {
 		return 0, nil

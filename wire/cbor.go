@@ -50,10 +50,10 @@ func mustDecMode() cbor.DecMode {
 func Marshal(v any) ([]byte, error) {
 	b, err := encMode.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cbor encode: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: cbor encode: %w", ErrMalformed, err)
 	}
 	if err := decMode.Wellformed(b); err != nil {
-		return nil, fmt.Errorf("%w: cbor encode: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: cbor encode: %w", ErrMalformed, err)
 	}
 	return b, nil
 }
@@ -65,7 +65,7 @@ func Marshal(v any) ([]byte, error) {
 // an error wrapping ErrMalformed.
 func Unmarshal(data []byte, v any) error {
 	if err := decMode.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%w: cbor decode: %v", ErrMalformed, err)
+		return fmt.Errorf("%w: cbor decode: %w", ErrMalformed, err)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ type coseProtected struct {
 func parseProtected(b []byte, alg int) (KID, error) {
 	var h coseProtected
 	if err := Unmarshal(b, &h); err != nil {
-		return KID{}, fmt.Errorf("%w: protected header: %v", ErrMalformed, err)
+		return KID{}, fmt.Errorf("%w: protected header: %w", ErrMalformed, err)
 	}
 	if h.Alg != alg {
 		return KID{}, fmt.Errorf("%w: protected header alg %d, want %d", ErrMalformed, h.Alg, alg)

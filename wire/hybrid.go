@@ -98,7 +98,7 @@ func parseMLDSAPublic(kty, alg int, pub []byte) (*mldsa65.PublicKey, error) {
 	}
 	var ml mldsa65.PublicKey
 	if err := ml.UnmarshalBinary(pub); err != nil {
-		return nil, fmt.Errorf("%w: ML-DSA-65 pub: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: ML-DSA-65 pub: %w", ErrMalformed, err)
 	}
 	return &ml, nil
 }

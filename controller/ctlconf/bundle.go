@@ -26,11 +26,11 @@ type Binding struct {
 func LoadBundle(c *Config) (*Binding, error) {
 	raw, err := ReadBounded(c.Bundle, MaxBundleBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: bundle: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: bundle: %w", ErrConfig, err)
 	}
 	b, pub, routes, err := msg.OpenBundle(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: bundle %s: %v", ErrConfig, c.Bundle, err)
+		return nil, fmt.Errorf("%w: bundle %s: %w", ErrConfig, c.Bundle, err)
 	}
 	if b.Controller != c.Name {
 		return nil, fmt.Errorf("%w: bundle %s was built for controller %q, not %q", ErrConfig, c.Bundle, b.Controller, c.Name)
@@ -57,7 +57,7 @@ func LoadBundle(c *Config) (*Binding, error) {
 			return nil, fmt.Errorf("%w: route %q is for controller %q, not %q", ErrConfig, r.Route, r.Controller, c.Name)
 		}
 		if err := oracleops.ValidatePrefix(r.Prefix); err != nil {
-			return nil, fmt.Errorf("%w: route %q: %v", ErrConfig, r.Route, err)
+			return nil, fmt.Errorf("%w: route %q: %w", ErrConfig, r.Route, err)
 		}
 		bind.Routes[s.Application] = r
 	}

@@ -93,7 +93,7 @@ func waitSocket(path string, limit time.Duration) error {
 		return true, nil
 	})
 	if err != nil && last != nil {
-		return fmt.Errorf("%w: %v", err, last)
+		return fmt.Errorf("%w: %w", err, last)
 	}
 	return err
 }
