@@ -14,7 +14,10 @@ import (
 // sudoers drop-in. It first examines everything; if anything present differs
 // from what it would make, it refuses, naming each difference, and changes
 // nothing. Otherwise it creates what is missing and leaves the rest, so a
-// second run changes nothing.
+// second run changes nothing. The steps, in order: resolve the tree and
+// the files; check the bin dir and the sudoers drop-in; examine; refuse any
+// difference; apply (accounts, directories, files: the sudoers drop-in is
+// the last of the files); report.
 func runInstall(ctx context.Context, c *call, o options) int {
 	t, err := resolveTree(o, c.env, ", or give --root DIR")
 	if err != nil {
@@ -33,11 +36,38 @@ func runInstall(ctx context.Context, c *call, o options) int {
 	if err := checkSudoers(ctx, files[len(files)-1].data); err != nil {
 		return c.failf("%v", err)
 	}
-
 	db, plan, err := examine(t, files)
 	if err != nil {
 		return c.failf("%v", err)
 	}
+	if n := refuseDifferences(c, plan); n > 0 {
+		return c.failf("%d difference(s); nothing was changed", n)
+	}
+	a := newInstallApply(c, t, db, plan)
+	if err := a.accounts(ctx, plan, files); err != nil {
+		return c.failf("%v", err)
+	}
+	if err := a.dirs(); err != nil {
+		return c.failf("%v", err)
+	}
+	for _, m := range files {
+		if err := a.writeMissing(m); err != nil {
+			return c.failf("%v", err)
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(c.stdout, "note: %s\n", n)
+	}
+	fmt.Fprintf(c.stdout, "install: done in %s, %d created, %d already in place\n", t.root, a.created, len(plan)-a.created)
+	if t.real {
+		fmt.Fprintf(c.stdout, "next: the controller's keys, the operator's store and bundle, then steward-installer controller-config; then systemctl enable --now the units (docs/OPERATING.md)\n")
+	}
+	return ExitOK
+}
+
+// refuseDifferences names each finding that differs from what install
+// makes and returns how many there are.
+func refuseDifferences(c *call, plan []finding) int {
 	refused := 0
 	for _, f := range plan {
 		if f.State == stateDiffers {
@@ -45,101 +75,113 @@ func runInstall(ctx context.Context, c *call, o options) int {
 			refused++
 		}
 	}
-	if refused > 0 {
-		return c.failf("%d difference(s); nothing was changed", refused)
-	}
+	return refused
+}
 
-	// Apply, in dependency order: accounts before the directories they
-	// own, the sudoers drop-in last.
-	state := map[string]string{}
+// installApply creates what examine found missing, in dependency order
+// (accounts before the directories they own), reporting each thing it
+// creates or leaves.
+type installApply struct {
+	c       *call
+	t       tree
+	db      *accountDB
+	state   map[string]string // "KIND NAME" -> its state as examined, then as made
+	written map[string]bool   // managed files already handled, by rel path
+	created int
+}
+
+func newInstallApply(c *call, t tree, db *accountDB, plan []finding) *installApply {
+	a := &installApply{c: c, t: t, db: db, state: map[string]string{}, written: map[string]bool{}}
 	for _, f := range plan {
-		state[f.Kind+" "+f.Name] = f.State
+		a.state[f.Kind+" "+f.Name] = f.State
 	}
-	report := func(verb, kind, name, detail string) {
-		if detail != "" {
-			detail = " (" + detail + ")"
-		}
-		fmt.Fprintf(c.stdout, "%s %s %s%s\n", verb, kind, name, detail)
+	return a
+}
+
+func (a *installApply) report(verb, kind, name, detail string) {
+	if detail != "" {
+		detail = " (" + detail + ")"
 	}
-	created := 0
-	written := map[string]bool{}
-	writeMissing := func(m managedFile) error {
-		name := t.abs(m.rel)
-		if written[m.rel] {
-			return nil
-		}
-		written[m.rel] = true
-		if state["file "+name] != stateMissing {
-			report("unchanged", "file", name, "")
-			return nil
-		}
-		own := owner{set: t.real}
-		if err := t.writeFile(m.rel, m.data, m.mode, own); err != nil {
-			return err
-		}
-		state["file "+name] = stateOK
-		report("created", "file", name, fmt.Sprintf("%04o", m.mode))
-		created++
+	fmt.Fprintf(a.c.stdout, "%s %s %s%s\n", verb, kind, name, detail)
+}
+
+// writeMissing writes a managed file that examine found missing, once.
+func (a *installApply) writeMissing(m managedFile) error {
+	name := a.t.abs(m.rel)
+	if a.written[m.rel] {
 		return nil
 	}
-	if t.real {
-		missing := false
-		for _, f := range plan {
-			if (f.Kind == "account" || f.Kind == "group") && f.State == stateMissing {
-				missing = true
-			}
-		}
-		if missing {
-			sysusers := files[indexOf(files, systemd.SysusersFile)]
-			if err := writeMissing(sysusers); err != nil {
-				return c.failf("%v", err)
-			}
-			if db, err = createAccounts(ctx, t.abs(sysusers.rel)); err != nil {
-				return c.failf("%v", err)
-			}
-		}
-		for _, f := range checkAccounts(db) {
-			if state[f.Kind+" "+f.Name] == stateMissing {
-				report("created", f.Kind, f.Name, f.Detail)
-				created++
-			} else {
-				report("unchanged", f.Kind, f.Name, f.Detail)
-			}
+	a.written[m.rel] = true
+	if a.state["file "+name] != stateMissing {
+		a.report("unchanged", "file", name, "")
+		return nil
+	}
+	if err := a.t.writeFile(m.rel, m.data, m.mode, owner{set: a.t.real}); err != nil {
+		return err
+	}
+	a.state["file "+name] = stateOK
+	a.report("created", "file", name, fmt.Sprintf("%04o", m.mode))
+	a.created++
+	return nil
+}
+
+// accounts creates the missing accounts of a real install through
+// systemd-sysusers (its sysusers.d file written first) and reports each.
+func (a *installApply) accounts(ctx context.Context, plan []finding, files []managedFile) error {
+	if !a.t.real {
+		return nil
+	}
+	missing := false
+	for _, f := range plan {
+		if (f.Kind == "account" || f.Kind == "group") && f.State == stateMissing {
+			missing = true
 		}
 	}
+	if missing {
+		sysusers := files[indexOf(files, systemd.SysusersFile)]
+		if err := a.writeMissing(sysusers); err != nil {
+			return err
+		}
+		db, err := createAccounts(ctx, a.t.abs(sysusers.rel))
+		if err != nil {
+			return err
+		}
+		a.db = db
+	}
+	for _, f := range checkAccounts(a.db) {
+		if a.state[f.Kind+" "+f.Name] == stateMissing {
+			a.report("created", f.Kind, f.Name, f.Detail)
+			a.created++
+		} else {
+			a.report("unchanged", f.Kind, f.Name, f.Detail)
+		}
+	}
+	return nil
+}
+
+// dirs makes the missing directories with their owners and modes.
+func (a *installApply) dirs() error {
 	for _, d := range systemd.Dirs() {
-		name := t.abs(rel(d.Path))
-		if state["dir "+name] != stateMissing {
-			report("unchanged", "dir", name, "")
+		name := a.t.abs(rel(d.Path))
+		if a.state["dir "+name] != stateMissing {
+			a.report("unchanged", "dir", name, "")
 			continue
 		}
-		own, err := dirOwner(t, db, d)
+		own, err := dirOwner(a.t, a.db, d)
 		if err == nil {
-			err = t.mkdir(rel(d.Path), d.Mode, own)
+			err = a.t.mkdir(rel(d.Path), d.Mode, own)
 		}
 		if err != nil {
-			return c.failf("%v", err)
+			return err
 		}
 		detail := fmt.Sprintf("%s:%s %04o", d.User, d.Group, d.Mode)
-		if !t.real {
+		if !a.t.real {
 			detail = fmt.Sprintf("%04o; owner %s:%s left to tmpfiles.d and StateDirectory=", d.Mode, d.User, d.Group)
 		}
-		report("created", "dir", name, detail)
-		created++
+		a.report("created", "dir", name, detail)
+		a.created++
 	}
-	for _, m := range files {
-		if err := writeMissing(m); err != nil {
-			return c.failf("%v", err)
-		}
-	}
-	for _, n := range notes {
-		fmt.Fprintf(c.stdout, "note: %s\n", n)
-	}
-	fmt.Fprintf(c.stdout, "install: done in %s, %d created, %d already in place\n", t.root, created, len(plan)-created)
-	if t.real {
-		fmt.Fprintf(c.stdout, "next: systemctl daemon-reload; then enable the units once the controller is enrolled\n")
-	}
-	return ExitOK
+	return nil
 }
 
 func indexOf(files []managedFile, rel string) int {

@@ -96,7 +96,7 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	before := snapshot(t, root)
 	code, out, errs := run(t, treeEnv(), "install", "--root", root, "--bin-dir", treeBin)
 	if code != ExitOK || errs != "" || strings.Contains(out, "created ") ||
-		!strings.Contains(out, "install: done in "+root+", 0 created, 13 already in place") {
+		!strings.Contains(out, "install: done in "+root+", 0 created, 12 already in place") {
 		t.Fatalf("second install: exit %d\n%s%s", code, out, errs)
 	}
 	if after := snapshot(t, root); after != before {
@@ -114,8 +114,8 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	}
 	// 5 dirs, 8 files, 3 controller sockets (absent: nothing listens),
 	// and no bundle (so no route selected).
-	if len(rep.Findings) != 17 || rep.Findings[16].Kind != "route" || rep.Findings[16].State != stateUnknown {
-		t.Fatalf("status --json: %d findings, want 17: %+v", len(rep.Findings), rep.Findings)
+	if len(rep.Findings) != 16 || rep.Findings[15].Kind != "route" || rep.Findings[15].State != stateUnknown {
+		t.Fatalf("status --json: %d findings, want 16: %+v", len(rep.Findings), rep.Findings)
 	}
 }
 
@@ -276,6 +276,7 @@ func TestStatusSockets(t *testing.T) {
 	for _, s := range systemd.Sockets() {
 		listenAt(t, filepath.Join(root, s.Path), os.FileMode(s.Mode))
 	}
+	listenAt(t, filepath.Join(root, systemd.ReverseSocketPath), systemd.ReverseSocketMode)
 	listenAt(t, filepath.Join(root, systemd.HostRuntimeDir, "r1.sock"), 0o660)
 	code, out, errs := run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
 	if code != ExitOK || strings.Contains(out, "absent") || !strings.Contains(out, "socket  ok      "+filepath.Join(root, systemd.HostRuntimeDir, "r1.sock")) {

@@ -112,6 +112,7 @@ func socketFindings(t tree, db *accountDB) []finding {
 	for _, s := range systemd.Sockets() {
 		out = append(out, check(s.Path, s.User, s.Group, s.Mode))
 	}
+	out = append(out, check(systemd.ReverseSocketPath, systemd.ControllerUser, systemd.OperatorUser, systemd.ReverseSocketMode))
 	entries, _ := os.ReadDir(t.abs(rel(systemd.HostRuntimeDir)))
 	var routes []string
 	for _, e := range entries {

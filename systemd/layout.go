@@ -52,6 +52,11 @@ const (
 	// host creates (owner steward-operator, group steward-controller through
 	// the directory's setgid bit).
 	RouteSocketMode = 0o660
+
+	// ReverseSocketMode is the mode of ReverseSocketPath, which the
+	// controller binds itself (owner steward-controller, group
+	// steward-operator through ControllerRuntimeDir's setgid bit).
+	ReverseSocketMode = 0o660
 )
 
 // Paths of the rendered files, relative to the root of the tree they are
