@@ -11,6 +11,14 @@ import (
 // is by name and so could race with a swap; the SO_PEERCRED check is on the
 // connected socket and cannot.
 func Dial(ctx context.Context, path string, ownerUID, peerUID uint32) (*net.UnixConn, error) {
+	return dialChecked(ctx, path, ownerUID, func(uid uint32) bool { return uid == peerUID },
+		fmt.Sprintf("want uid %d", peerUID))
+}
+
+// dialChecked checks path with CheckSocketPath(path, ownerUID), connects,
+// and requires that SO_PEERCRED names a uid that listener admits (else
+// ErrWrongPeer, ending with want).
+func dialChecked(ctx context.Context, path string, ownerUID uint32, listener func(uint32) bool, want string) (*net.UnixConn, error) {
 	if err := CheckSocketPath(path, ownerUID); err != nil {
 		return nil, err
 	}
@@ -25,9 +33,9 @@ func Dial(ctx context.Context, path string, ownerUID, peerUID uint32) (*net.Unix
 		uc.Close()
 		return nil, fmt.Errorf("wire: dial %s: %w", path, err)
 	}
-	if cred.UID != peerUID {
+	if !listener(cred.UID) {
 		uc.Close()
-		return nil, fmt.Errorf("%w: dial %s: listener is uid %d (pid %d), want uid %d", ErrWrongPeer, path, cred.UID, cred.PID, peerUID)
+		return nil, fmt.Errorf("%w: dial %s: listener is uid %d (pid %d), %s", ErrWrongPeer, path, cred.UID, cred.PID, want)
 	}
 	return uc, nil
 }
@@ -50,23 +58,6 @@ func Dial(ctx context.Context, path string, ownerUID, peerUID uint32) (*net.Unix
 // Custody sockets, on which the host hands the controller a reservation,
 // use Dial, and the controller binds its reverse socket itself.
 func DialOwned(ctx context.Context, path string, ownerUID uint32) (*net.UnixConn, error) {
-	if err := CheckSocketPath(path, ownerUID); err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("wire: dial %s: %w", path, err)
-	}
-	uc := c.(*net.UnixConn)
-	cred, err := PeerCredOf(uc)
-	if err != nil {
-		uc.Close()
-		return nil, fmt.Errorf("wire: dial %s: %w", path, err)
-	}
-	if cred.UID != ownerUID && cred.UID != 0 {
-		uc.Close()
-		return nil, fmt.Errorf("%w: dial %s: listener is uid %d (pid %d), want uid %d or systemd's uid 0", ErrWrongPeer, path, cred.UID, cred.PID, ownerUID)
-	}
-	return uc, nil
+	return dialChecked(ctx, path, ownerUID, func(uid uint32) bool { return uid == ownerUID || uid == 0 },
+		fmt.Sprintf("want uid %d or systemd's uid 0", ownerUID))
 }

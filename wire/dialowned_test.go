@@ -66,25 +66,7 @@ func TestDialOwnedSystemdListener(t *testing.T) {
 func TestDialOwnedWrongListener(t *testing.T) {
 	uid, gid := testAccount(t)
 	const other = 4242 // the account the caller means to reach
-	dir := filepath.Join(publicDir(t), "peer")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, int(uid), int(gid)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "peer.sock")
-	cmd := childCommand(t, "listen", uid, gid, "WIRE_SOCK="+path, "GORACE=atexit_sleep_ms=0")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("child listener: %q %v", line, err)
-	}
+	dir, path, pid := childListener(t, uid, gid)
 	ctx := context.Background()
 	c, err := DialOwned(ctx, path, uid)
 	if err != nil {
@@ -99,7 +81,33 @@ func TestDialOwnedWrongListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = DialOwned(ctx, path, other)
-	if !errors.Is(err, ErrWrongPeer) || !strings.Contains(err.Error(), fmt.Sprintf("listener is uid %d (pid %d), want uid %d or systemd's uid 0", uid, cmd.Process.Pid, other)) {
+	if !errors.Is(err, ErrWrongPeer) || !strings.Contains(err.Error(), fmt.Sprintf("listener is uid %d (pid %d), want uid %d or systemd's uid 0", uid, pid, other)) {
 		t.Fatalf("DialOwned of a listener that is not the owner: %v, want ErrWrongPeer", err)
 	}
+}
+
+// childListener runs a listener as the second account (uid, gid) on
+// DIR/peer.sock, DIR being a directory of that account's, until the test
+// ends; it returns DIR, the socket and the listener's pid.
+func childListener(t *testing.T, uid, gid uint32) (dir, path string, pid int) {
+	t.Helper()
+	dir = filepath.Join(publicDir(t), "peer")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "peer.sock")
+	cmd := childCommand(t, "listen", uid, gid, "WIRE_SOCK="+path, "GORACE=atexit_sleep_ms=0")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("child listener: %q %v", line, err)
+	}
+	return dir, path, cmd.Process.Pid
 }

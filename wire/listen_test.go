@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -338,21 +337,7 @@ func TestPerUIDCapCountsEachAccount(t *testing.T) {
 
 func TestDialWrongPeer(t *testing.T) {
 	uid, gid := testAccount(t)
-	dir := filepath.Join(publicDir(t), "peer")
-	os.Mkdir(dir, 0o755)
-	os.Chown(dir, int(uid), int(gid))
-	path := filepath.Join(dir, "peer.sock")
-	cmd := childCommand(t, "listen", uid, gid, "WIRE_SOCK="+path)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("child listener: %q %v", line, err)
-	}
+	_, path, _ := childListener(t, uid, gid)
 	ctx := context.Background()
 	// The socket and its directory belong to the peer; the listener is the
 	// peer, not root.
