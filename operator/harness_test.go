@@ -360,6 +360,19 @@ func wantRefusal(t testing.TB, res msg.DispatchResult, code, reasonPart string) 
 	if res.Refusal.Code != code || !strings.Contains(res.Refusal.Reason, reasonPart) {
 		t.Fatalf("want refusal %s containing %q, got %s: %s", code, reasonPart, res.Refusal.Code, res.Refusal.Reason)
 	}
+	wantNoInternals(t, res.Refusal.Reason)
+}
+
+// wantNoInternals fails when a text that reaches the agent names the
+// operator's internals the harness uses: the controller's name (ctl), a
+// grant id (g-...), a socket path (under the temp dir) or a time window.
+func wantNoInternals(t testing.TB, text string) {
+	t.Helper()
+	for _, bad := range []string{"ctl", "g-", os.TempDir(), ".sock", "valid "} {
+		if strings.Contains(text, bad) {
+			t.Fatalf("%q reaches the agent and carries %q", text, bad)
+		}
+	}
 }
 
 var _ = errors.Is
