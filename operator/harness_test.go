@@ -252,7 +252,8 @@ type world struct {
 	pub        *wire.HybridPublicKey
 	route      RouteRequest
 	grant      string
-	stop       func() // stops the in-process host
+	stop       func()           // stops the in-process host
+	now        func() time.Time // the host's wall clock when set (ServeOptions.Now)
 }
 
 type worldOpts struct {
@@ -313,7 +314,7 @@ func (w *world) serve(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	opts := ServeOptions{Ready: func() { close(ready) }}
+	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}
