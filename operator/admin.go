@@ -190,7 +190,7 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 	if s.key == nil {
 		return GrantView{}, fmt.Errorf("store %s is open read-only", s.dir)
 	}
-	now := s.now()
+	now := s.clock()
 	if spec.NotBefore.IsZero() {
 		spec.NotBefore = now
 	}
@@ -271,7 +271,7 @@ func (s *Store) grantView(g *grant) GrantView {
 	return GrantView{
 		ID: g.g.ID, Controller: g.g.Controller, Application: g.g.Application, Operations: ops,
 		Price: g.g.Price, DiscoveryPrice: g.g.DiscoveryPrice, PerDay: g.g.PerDay,
-		UsedToday: g.usedOn(utcDay(s.now())),
+		UsedToday: g.usedOn(utcDay(s.clockLocked())),
 		NotBefore: time.UnixMilli(g.g.NotBefore).UTC().Format(time.RFC3339),
 		NotAfter:  time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339),
 		Revoked:   g.revoked,
@@ -348,7 +348,7 @@ func (s *Store) RegisterRoute(name, app string, req RouteRequest) (RouteView, er
 		Route: name, Revision: rev, Replaces: replaces, Application: app,
 		Protocol: msg.ProtocolOracleOperationsV1, Controller: req.Controller,
 		Upstream: req.Upstream, Forward: req.Forward, Reverse: req.Reverse, Prefix: req.Prefix,
-		Timeouts: req.Timeouts, IssuedAt: s.now().UnixMilli(),
+		Timeouts: req.Timeouts, IssuedAt: s.clock().UnixMilli(),
 	}
 	signed, err := msg.SignRoute(s.key, rec)
 	if err != nil {
@@ -431,7 +431,7 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 		s.mu.Unlock()
 		return nil, err
 	}
-	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.now().UnixMilli()}
+	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli()}
 	for _, n := range s.st.routeOrder {
 		if sel := s.st.routes[n].selected(); sel.rec.Controller == controllerName {
 			b.Routes = append(b.Routes, sel.signed)

@@ -25,22 +25,53 @@ type admission struct {
 // allow it, holds the charge and one daily count and registers the attempt
 // id (so a second dispatch with it is a duplicate). The refusal for an
 // operation the grant does not cover says nothing of whether it exists.
-func (s *Store) admit(ctrlName string, d *checkedDispatch, now time.Time) (*admission, *msg.Refusal) {
+//
+// A refusal names the limit that refused and, where it is known, when it
+// refills; never the controller's name, a grant's id or validity window,
+// a count, the balance or the price: it reaches the agent. The full detail
+// goes to the host's log (logRefusal).
+func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
 	if _, dup := st.attempts[d.attempt]; dup {
 		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.attempt)}
 	}
+	now := s.clockLocked()
 	c, ok := st.controllers[ctrlName]
 	if !ok {
-		return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: "no controller " + ctrlName}
+		s.logRefusal(d, "the route's controller is not pinned", "controller", ctrlName)
+		return nil, noGrantRefusal(d)
 	}
-	nowMs := now.UnixMilli()
-	var chosen, revoked, expired *grant
+	chosen, ref := s.chooseGrant(c, d, now.UnixMilli())
+	if ref != nil {
+		return nil, ref
+	}
+	charge := chosen.g.DiscoveryPrice
+	if d.kind == msg.KindInvoke {
+		charge = chosen.g.Price
+	}
+	// The day counted is never earlier than the grant's latest one: see use.
+	day := max(utcDay(now), chosen.day)
+	if ref := s.limits(c, chosen, d, charge, day, 0, 0); ref != nil {
+		return nil, ref
+	}
+	c.purse.holds += charge
+	chosen.use(day)
+	a := &attempt{id: d.attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting}
+	st.attempts[d.attempt] = a
+	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day}, nil
+}
+
+// chooseGrant picks the first grant of controller c in force that covers
+// d, or refuses: an expired or revoked grant that covers it is named as
+// such (the agent learns which limit refused, not the grant).
+func (s *Store) chooseGrant(c *controller, d *checkedDispatch, nowMs int64) (*grant, *msg.Refusal) {
+	st := s.st
+	var revoked, expired *grant
 	for _, id := range st.grantOrder {
 		g := st.grants[id]
-		if g.g.Controller != ctrlName || !g.g.Covers(d.application, d.operation) {
+		if g.g.Controller != c.name || !g.g.Covers(d.application, d.operation) {
 			continue
 		}
 		switch {
@@ -49,51 +80,55 @@ func (s *Store) admit(ctrlName string, d *checkedDispatch, now time.Time) (*admi
 		case !g.g.Live(nowMs):
 			expired = g
 		default:
-			chosen = g
-		}
-		if chosen != nil {
-			break
+			return g, nil
 		}
 	}
-	if chosen == nil {
-		switch {
-		case expired != nil:
-			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("grant %s is not in force (valid %s to %s)", expired.g.ID,
-				time.UnixMilli(expired.g.NotBefore).UTC().Format(time.RFC3339), time.UnixMilli(expired.g.NotAfter).UTC().Format(time.RFC3339))}
-		case revoked != nil:
-			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("grant %s is revoked", revoked.g.ID)}
-		case d.operation == "":
-			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("no grant of controller %s covers application %s", ctrlName, d.application)}
-		default:
-			return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: fmt.Sprintf("no grant of controller %s covers operation %s of application %s", ctrlName, d.operation, d.application)}
-		}
+	switch {
+	case expired != nil:
+		s.logRefusal(d, "the grant is not in force", "grant", expired.g.ID,
+			"notBefore", time.UnixMilli(expired.g.NotBefore).UTC().Format(time.RFC3339),
+			"notAfter", time.UnixMilli(expired.g.NotAfter).UTC().Format(time.RFC3339),
+			"clock", time.UnixMilli(nowMs).UTC().Format(time.RFC3339))
+		return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: notInForceReason(d)}
+	case revoked != nil:
+		s.logRefusal(d, "the grant is revoked", "grant", revoked.g.ID)
+		return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: revokedReason(d)}
+	default:
+		s.logRefusal(d, "no grant covers the call", "controller", c.name)
+		return nil, noGrantRefusal(d)
 	}
+}
+
+// limits checks the purse and the daily count of grant g for a call of
+// charge on day. held and counted are what the call already holds of them:
+// nothing at admission; checked again, its own hold and daily count.
+// Nil when they allow it.
+func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint64, day int64, held, counted uint64) *msg.Refusal {
 	p := &c.purse
 	if p.frozen {
-		return nil, &msg.Refusal{Code: msg.CodeFrozen, Reason: fmt.Sprintf("the purse of controller %s is frozen", ctrlName)}
+		s.logRefusal(d, "the purse is frozen", "controller", c.name)
+		return &msg.Refusal{Code: msg.CodeFrozen, Reason: "the purse is frozen: calls resume when the operator thaws it"}
 	}
-	charge := chosen.g.DiscoveryPrice
-	if d.kind == msg.KindInvoke {
-		charge = chosen.g.Price
+	if avail := p.available() + held; avail < charge {
+		s.logRefusal(d, "the purse has too few credits", "controller", c.name, "available", avail, "charge", charge)
+		return &msg.Refusal{Code: msg.CodeInsufficient, Reason: "the purse has too few credits for this call: calls resume when the operator funds it"}
 	}
-	if p.available() < charge {
-		return nil, &msg.Refusal{Code: msg.CodeInsufficient, Reason: fmt.Sprintf("the purse of controller %s has %d credits available, the charge is %d", ctrlName, p.available(), charge)}
+	if used := g.usedOn(day) - min(counted, g.usedOn(day)); used >= g.g.PerDay {
+		s.logRefusal(d, "the grant's daily count is used up", "grant", g.g.ID, "perDay", g.g.PerDay, "day", day)
+		return &msg.Refusal{Code: msg.CodeDailyLimit, Reason: dailyLimitReason(day)}
 	}
-	day := utcDay(now)
-	if used := chosen.usedOn(day); used >= chosen.g.PerDay {
-		return nil, &msg.Refusal{Code: msg.CodeDailyLimit, Reason: fmt.Sprintf("grant %s admitted its %d requests for today (UTC)", chosen.g.ID, chosen.g.PerDay)}
-	}
-	p.holds += charge
-	chosen.use(day)
-	a := &attempt{id: d.attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting}
-	st.attempts[d.attempt] = a
-	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day}, nil
+	return nil
 }
 
 // drop undoes an admission that never reached the journal.
 func (s *Store) drop(adm *admission) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropLocked(adm)
+}
+
+// dropLocked is drop with s.mu held.
+func (s *Store) dropLocked(adm *admission) {
 	adm.ctrl.purse.holds -= adm.charge
 	s.st.unuse(adm)
 	delete(s.st.attempts, adm.a.id)
@@ -105,10 +140,51 @@ func (st *state) unuse(adm *admission) {
 	}
 }
 
-// commitReserve journals the reservation and mark-send of an admitted
-// attempt. When it returns nil, delivery may begin.
-func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte) error {
+// stoppedBeforeSending ends a refusal of an admitted call checked again.
+const stoppedBeforeSending = "; the call was admitted, then stopped before it was sent: nothing was sent or charged"
+
+// recheck checks an admission again at the last moment, once the payer has
+// consented and just before the reservation is journaled, with s.mu held:
+// a freeze, a revoke or an expiry that landed during the consent wait stops
+// the call. The admission still holds its charge and its daily count
+// (unless the day turned since), which the purse and count checks allow for.
+func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
+	now := s.clockLocked()
+	g := adm.g
+	var ref *msg.Refusal
+	switch {
+	case g.revoked:
+		s.logRefusal(d, "the grant was revoked during the consent wait", "grant", g.g.ID)
+		ref = &msg.Refusal{Code: msg.CodeNoGrant, Reason: revokedReason(d)}
+	case !g.g.Live(now.UnixMilli()):
+		s.logRefusal(d, "the grant went out of force during the consent wait", "grant", g.g.ID,
+			"notAfter", time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339), "clock", now.UTC().Format(time.RFC3339))
+		ref = &msg.Refusal{Code: msg.CodeNoGrant, Reason: notInForceReason(d)}
+	default:
+		var counted uint64
+		if g.day == adm.day {
+			counted = 1
+		}
+		ref = s.limits(adm.ctrl, g, d, adm.charge, adm.day, adm.charge, counted)
+	}
+	if ref != nil {
+		ref.Reason += stoppedBeforeSending
+	}
+	return ref
+}
+
+// commitReserve checks the admission again (recheck) and journals the
+// reservation and mark-send of the attempt, in one step under s.mu so that
+// no freeze or revoke applied before it is missed. When it returns a
+// refusal the admission is dropped; when it returns neither a refusal nor
+// an error, delivery may begin.
+func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte) (*msg.Refusal, error) {
 	s.mu.Lock()
+	if ref := s.recheck(adm, d); ref != nil {
+		s.dropLocked(adm)
+		s.mu.Unlock()
+		return ref, nil
+	}
 	p := &adm.ctrl.purse
 	p.holds -= adm.charge
 	p.charged += adm.charge
@@ -126,9 +202,9 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 		s.st.unuse(adm)
 		delete(s.st.attempts, adm.a.id)
 		s.mu.Unlock()
-		return err
+		return nil, err
 	}
-	return nil
+	return nil, nil
 }
 
 // commitNotSent releases the reservation of an attempt whose delivery
@@ -174,7 +250,7 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 		Seq: st.signedSeq + 1, Prev: st.signedHead, Attempt: d.attempt, Controller: adm.ctrl.name,
 		Application: d.application, Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:],
 		ResponseSHA256: respSum[:], Status: status, Charge: adm.charge, BalanceAfter: adm.ctrl.purse.balance(),
-		Consent: consent, At: s.now().UnixMilli(),
+		Consent: consent, At: s.clockLocked().UnixMilli(),
 	}
 	signed, err := msg.SignReceipt(s.key.Ed25519(), r)
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 // derived from those bytes and the route rather than taken from the frame.
 type checkedDispatch struct {
 	attempt     string
-	application string // the route's
-	kind        string // msg.KindList, KindDescribe or KindInvoke, from the method and path
-	operation   string // "" for a list
-	query       string // a list's search text, for grant filtering
+	application string              // the route's
+	kind        string              // msg.KindList, KindDescribe or KindInvoke, from the method and path
+	operation   string              // "" for a list
+	list        oracleops.ListQuery // a list's query, which a grant's filtering pages by
 	req         oracleops.Request
 	sha         [32]byte // the request's SHA-256, as the controller journaled it
 }
@@ -51,7 +51,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 		if perr != nil {
 			return nil, perr
 		}
-		c.query = q.Query
+		c.list = q
 		c.req, err = oracleops.BuildList(rt.Prefix, q)
 	case d.Method == "GET" && strings.HasPrefix(rest, "operations/"):
 		c.kind = msg.KindDescribe

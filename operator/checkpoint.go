@@ -47,7 +47,7 @@ func (h *Host) checkpoint() error {
 	if seq <= done {
 		return nil
 	}
-	signed, err := msg.SignCheckpoint(s.key, msg.Checkpoint{Seq: seq, Head: head, At: s.now().UnixMilli()})
+	signed, err := msg.SignCheckpoint(s.key, msg.Checkpoint{Seq: seq, Head: head, At: s.clock().UnixMilli()})
 	if err != nil {
 		return err
 	}

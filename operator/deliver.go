@@ -21,11 +21,14 @@ import (
 // with the dispatch result around it (attempt, receipt, envelope, signature).
 const MaxResponseBody = wire.MaxReplyFrame - 16<<10
 
-// delivered is what became of one delivery.
+// delivered is what became of one delivery. detail and err reach the
+// agent, so they say what failed in the protocol's terms; cause, which may
+// name the application's socket, goes to the host's log only.
 type delivered struct {
 	sent   bool   // at least one byte of the request was written
 	detail string // why it was not sent
 	err    string // why the answer was not received (sent is true)
+	cause  error  // the error behind detail or err
 	status int
 	body   []byte
 }
@@ -40,20 +43,20 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10
 func deliver(rt *msg.RouteRecord, req oracleops.Request) delivered {
 	conn, err := net.DialTimeout("unix", rt.Upstream, time.Duration(rt.Timeouts.ConnectMs)*time.Millisecond)
 	if err != nil {
-		return delivered{detail: "connect to the application: " + err.Error()}
+		return delivered{detail: "the application could not be reached", cause: err}
 	}
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(time.Duration(rt.Timeouts.ResponseMs) * time.Millisecond)); err != nil {
-		return delivered{detail: "connect to the application: " + err.Error()}
+		return delivered{detail: "the application could not be reached", cause: err}
 	}
 	wireBytes := httpRequest(req)
 	failpoint.Hit(FailAfterMarkSend)
 	n, err := conn.Write(wireBytes)
 	if n == 0 && err != nil {
-		return delivered{detail: "write to the application: " + err.Error()}
+		return delivered{detail: "the request could not be written to the application", cause: err}
 	}
 	if err != nil {
-		return delivered{sent: true, err: fmt.Sprintf("write to the application failed after %d of %d bytes: %v", n, len(wireBytes), err)}
+		return delivered{sent: true, err: fmt.Sprintf("the write to the application failed after %d of %d bytes", n, len(wireBytes)), cause: err}
 	}
 	failpoint.Hit(FailAfterSend)
 	br := readers.Get().(*bufio.Reader)
@@ -61,7 +64,7 @@ func deliver(rt *msg.RouteRecord, req oracleops.Request) delivered {
 	defer func() { br.Reset(nil); readers.Put(br) }()
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return delivered{sent: true, err: "read the application's answer: " + err.Error()}
+		return delivered{sent: true, err: "the application's answer could not be read", cause: err}
 	}
 	defer resp.Body.Close()
 	if resp.ContentLength > MaxResponseBody {
@@ -69,7 +72,7 @@ func deliver(rt *msg.RouteRecord, req oracleops.Request) delivered {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
 	if err != nil {
-		return delivered{sent: true, err: "read the application's answer: " + err.Error()}
+		return delivered{sent: true, err: "the application's answer could not be read", cause: err}
 	}
 	if len(body) > MaxResponseBody {
 		return delivered{sent: true, err: fmt.Sprintf("the application's answer exceeds the bound of %d bytes", MaxResponseBody)}
@@ -93,33 +96,106 @@ func httpRequest(req oracleops.Request) []byte {
 	return append(b, req.Body...)
 }
 
-// filterList keeps, in a listing, only the operations grant g covers. Other
-// members (next_offset, limits) are kept as the application wrote them.
-func filterList(body []byte, g *msg.Grant) ([]byte, error) {
-	var reply map[string]json.RawMessage
-	if err := json.Unmarshal(body, &reply); err != nil {
-		return nil, err
+// maxFilteredPages bounds the application's pages one filtered listing
+// reads: oracleops.MaxLimit operations a page.
+const maxFilteredPages = 20
+
+// errListTooLong refuses a filtered listing longer than maxFilteredPages.
+var errListTooLong = fmt.Errorf("the application lists more than %d operations", maxFilteredPages*oracleops.MaxLimit)
+
+// listPage is one page of an application's listing, as filtering reads it.
+type listPage struct {
+	Limits     json.RawMessage   `json:"limits"`
+	NextOffset *int              `json:"next_offset"`
+	Operations []json.RawMessage `json:"operations"`
+}
+
+// deliverFiltered answers a listing through grant g, whose operation
+// patterns hide some operations, without revealing what they hid: it reads
+// the application's listing from its start (the agent's search text and
+// availability, pages of oracleops.MaxLimit), keeps the covered operations,
+// and pages over those itself. The agent's offset and limit count covered
+// operations only, and next_offset is computed over them, so neither the
+// offsets nor the page sizes let an agent count hidden operations. The
+// first page's delivery decides not-sent; a later page that fails makes
+// the listing uncertain, and an answer other than 200 is passed on as it is.
+func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant) delivered {
+	if q.Limit == 0 {
+		q.Limit = oracleops.DefaultLimit
 	}
-	var ops []json.RawMessage
-	if err := json.Unmarshal(reply["operations"], &ops); err != nil {
-		return nil, err
+	var kept []json.RawMessage
+	var limits json.RawMessage
+	appOffset := 0
+	for page := 0; ; page++ {
+		if page == maxFilteredPages {
+			return delivered{sent: true, status: http.StatusBadGateway, body: filterFault("the application's listing is too long to filter by the grant"), cause: errListTooLong}
+		}
+		req, err := oracleops.BuildList(rt.Prefix, oracleops.ListQuery{Query: q.Query, Availability: q.Availability, Limit: oracleops.MaxLimit, Offset: appOffset})
+		if err != nil {
+			return delivered{sent: page > 0, detail: "the listing could not be paged", err: "the listing could not be paged", cause: err}
+		}
+		dl := deliver(rt, req)
+		if !dl.sent && page > 0 {
+			dl.sent, dl.err = true, "a later page of the listing: "+dl.detail
+		}
+		if !dl.sent || dl.err != "" || dl.status != http.StatusOK {
+			return dl
+		}
+		p, covered, err := filterPage(dl.body, g)
+		if err != nil {
+			return delivered{sent: true, status: http.StatusBadGateway, body: filterFault("the application's listing could not be filtered by the grant"), cause: err}
+		}
+		limits = p.Limits
+		kept = append(kept, covered...)
+		if len(kept) > q.Offset+q.Limit || p.NextOffset == nil {
+			break
+		}
+		if *p.NextOffset <= appOffset {
+			return delivered{sent: true, status: http.StatusBadGateway, body: filterFault("the application's listing could not be filtered by the grant"),
+				cause: fmt.Errorf("next_offset %d does not advance past offset %d", *p.NextOffset, appOffset)}
+		}
+		appOffset = *p.NextOffset
 	}
-	kept := make([]json.RawMessage, 0, len(ops))
-	for _, op := range ops {
+	out := listPage{Limits: limits, Operations: []json.RawMessage{}}
+	if q.Offset < len(kept) {
+		out.Operations = kept[q.Offset:min(len(kept), q.Offset+q.Limit)]
+	}
+	if len(kept) > q.Offset+q.Limit {
+		next := q.Offset + q.Limit
+		out.NextOffset = &next
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return delivered{sent: true, status: http.StatusBadGateway, body: filterFault("the application's listing could not be filtered by the grant"), cause: err}
+	}
+	return delivered{sent: true, status: http.StatusOK, body: body}
+}
+
+// filterPage parses one page of an application's listing and keeps the
+// operations grant g covers.
+func filterPage(body []byte, g *msg.Grant) (listPage, []json.RawMessage, error) {
+	var p listPage
+	if err := json.Unmarshal(body, &p); err != nil {
+		return p, nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(p.Operations))
+	for _, op := range p.Operations {
 		var id struct {
 			ID string `json:"id"`
 		}
 		if err := json.Unmarshal(op, &id); err != nil {
-			return nil, err
+			return p, nil, err
 		}
 		if id.ID != "" && g.Covers(g.Application, id.ID) {
 			kept = append(kept, op)
 		}
 	}
-	enc, err := json.Marshal(kept)
-	if err != nil {
-		return nil, err
-	}
-	reply["operations"] = enc
-	return json.Marshal(reply)
+	return p, kept, nil
+}
+
+// filterFault is the body of a listing the host will not pass on: never an
+// unfiltered listing, which would show operations the grant does not cover.
+func filterFault(message string) []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "fault", "message": "steward: " + message}})
+	return b
 }

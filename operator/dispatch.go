@@ -3,7 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
@@ -35,7 +35,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	if err != nil {
 		return refused(d, msg.CodeBadRequest, "%v", err)
 	}
-	adm, ref := h.s.admit(rt.Controller, c, h.s.now())
+	adm, ref := h.s.admit(rt.Controller, c)
 	if ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
@@ -49,47 +49,68 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 			// The refusal may go out on a channel that is already dead: log
 			// it, so that an attempt refused here is never dropped silently.
 			h.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", d.Attempt, "err", err)
-			return refused(d, msg.CodeNoConsent, "payer consent for attempt %s: %v", d.Attempt, err)
+			return refused(d, msg.CodeNoConsent, "%s; nothing was sent or charged", noConsentReason(err))
 		}
 	}
-	// Journal first: the reservation and mark-send, one record.
-	if err := h.s.commitReserve(adm, c, consent); err != nil {
-		return refused(d, msg.CodeJournal, "journal: %v; nothing was sent or charged", err)
+	// Admission again at the last moment, then journal first: the
+	// reservation and mark-send, one record.
+	ref, err = h.s.commitReserve(adm, c, consent)
+	if ref != nil {
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
+	}
+	if err != nil {
+		h.log.Error("steward-operator: reserve record; nothing sent or charged", "attempt", d.Attempt, "err", err)
+		return refused(d, msg.CodeJournal, "the host could not journal the reservation; nothing was sent or charged")
 	}
 	failpoint.Hit(FailAfterReserve)
 
-	dl := deliver(rt, c.req)
+	var dl delivered
+	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
+		dl = deliverFiltered(rt, c.list, &adm.grant)
+	} else {
+		dl = deliver(rt, c.req)
+	}
+	if dl.sent && dl.err == "" && dl.cause != nil {
+		// An answer the host made itself (a listing it would not filter).
+		h.log.Warn("steward-operator: filtered listing", "attempt", d.Attempt, "err", dl.cause)
+	}
 	switch {
 	case !dl.sent:
+		h.log.Warn("steward-operator: not sent", "attempt", d.Attempt, "upstream", rt.Upstream, "err", dl.cause)
 		if err := h.s.commitNotSent(adm, dl.detail); err != nil {
 			h.log.Error("steward-operator: not-sent record", "attempt", d.Attempt, "err", err)
 			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
-				Detail: "delivery failed before sending (" + dl.detail + ") but the release could not be journaled: " + err.Error()}
+				Detail: "delivery failed before sending (" + dl.detail + ") but the host could not journal the release"}
 		}
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateNotSent, Detail: dl.detail}
 	case dl.err != "":
+		h.log.Warn("steward-operator: uncertain", "attempt", d.Attempt, "upstream", rt.Upstream, "err", dl.cause)
 		h.s.commitUncertain(adm, dl.err, h.log)
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain, Detail: dl.err}
 	}
 
 	body := dl.body
-	if c.kind == msg.KindList && dl.status == http.StatusOK && len(adm.grant.Operations) > 0 {
-		body, err = filterList(body, &adm.grant)
-		if err != nil {
-			// Never pass an unfiltered listing: it would show operations the
-			// grant does not cover.
-			dl.status = http.StatusBadGateway
-			body = []byte(`{"error":{"code":"fault","message":"steward: the application's listing could not be filtered by the grant"}}`)
-		}
-	}
 	receipt, err := h.s.commitOutcome(adm, c, consent, dl.status, body)
 	if err != nil {
-		h.s.commitUncertain(adm, "the answer could not be journaled: "+err.Error(), h.log)
+		h.log.Error("steward-operator: outcome record", "attempt", d.Attempt, "err", err)
+		h.s.commitUncertain(adm, "the host could not journal the answer", h.log)
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
-			Detail: "the application answered but the outcome could not be journaled: " + err.Error()}
+			Detail: "the application answered but the host could not journal the outcome"}
 	}
 	failpoint.Hit(FailAfterOutcome)
 	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
+}
+
+// noConsentReason is what the agent learns of a consent that did not
+// come: the payer's own refusal, which is the controller's word and names
+// the payer's limit, or that the consent could not be obtained (the cause,
+// which may name the reverse socket, is in the host's log).
+func noConsentReason(err error) string {
+	// consent wraps the controller's refusal in this one text.
+	if r, ok := strings.CutPrefix(err.Error(), "the controller refused: "); ok {
+		return "the payer refused consent: " + r
+	}
+	return "the payer's consent could not be obtained"
 }
 
 func validAttemptID(s string) error {

@@ -104,11 +104,25 @@
 // not-sent, anything after the first byte is uncertain. The answer is read
 // with http.ReadResponse under the route's response deadline, its body
 // bounded by MaxResponseBody so the dispatch result fits a reply frame.
-// A listing through a grant with operation patterns is filtered to the
-// covered operations (next_offset and limits are kept as the application
-// wrote them, so paging is by the application's offsets and a page may hold
-// fewer operations than asked for); a listing that cannot be filtered is
-// answered 502, never passed through.
+// A listing through a grant with operation patterns is paged by the host
+// over the covered operations alone: it reads the application's listing
+// from its start (pages of oracleops.MaxLimit, at most maxFilteredPages)
+// and answers the agent's offset and limit over what the grant covers, with
+// next_offset computed over those, so that no offset, page or next_offset
+// counts what the grant hid. A listing that cannot be filtered is answered
+// 502, never passed through.
+//
+// # Admission and time
+//
+// Admission is checked when the dispatch arrives and again once the
+// payer's consent has come, under the lock that journals the reservation:
+// a freeze, revoke or expiry during the consent wait stops the call
+// (nothing sent or charged). The wall clock (ServeOptions.Now) is the
+// host's only source of wall time, read through Store.clock, which never
+// returns a time earlier than the latest one recorded (every journal
+// record's time, every reservation's day) or read: a clock set back refills
+// no daily count and revives no expired grant, and is logged. A refusal
+// names the limit and when it refills; its detail goes to the log.
 //
 // # Admin socket
 //

@@ -252,7 +252,8 @@ type world struct {
 	pub        *wire.HybridPublicKey
 	route      RouteRequest
 	grant      string
-	stop       func() // stops the in-process host
+	stop       func()           // stops the in-process host
+	now        func() time.Time // the host's wall clock when set (ServeOptions.Now)
 }
 
 type worldOpts struct {
@@ -313,7 +314,7 @@ func (w *world) serve(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	opts := ServeOptions{Ready: func() { close(ready) }}
+	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}
@@ -359,6 +360,19 @@ func wantRefusal(t testing.TB, res msg.DispatchResult, code, reasonPart string) 
 	}
 	if res.Refusal.Code != code || !strings.Contains(res.Refusal.Reason, reasonPart) {
 		t.Fatalf("want refusal %s containing %q, got %s: %s", code, reasonPart, res.Refusal.Code, res.Refusal.Reason)
+	}
+	wantNoInternals(t, res.Refusal.Reason)
+}
+
+// wantNoInternals fails when a text that reaches the agent names the
+// operator's internals the harness uses: the controller's name (ctl), a
+// grant id (g-...), a socket path (under the temp dir) or a time window.
+func wantNoInternals(t testing.TB, text string) {
+	t.Helper()
+	for _, bad := range []string{"ctl", "g-", os.TempDir(), ".sock", "valid "} {
+		if strings.Contains(text, bad) {
+			t.Fatalf("%q reaches the agent and carries %q", text, bad)
+		}
 	}
 }
 

@@ -38,6 +38,12 @@ type ServeOptions struct {
 	// in a short runtime directory, since a socket path is at most 107
 	// bytes and its store may be deep under a home directory.
 	AdminSocket string
+	// Now is the host's wall clock, its only source of wall time (the
+	// days that per-day limits count, the times grants are valid at,
+	// receipts' and checkpoints' times); time.Now when nil. The host never
+	// lets it run backwards: see Store.clock. Tests inject one, since the
+	// machine's clock cannot be set back in a test.
+	Now func() time.Time
 }
 
 // Host is the running host daemon over one open Store.
@@ -72,6 +78,10 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	s.log = log
+	if opts.Now != nil {
+		s.now = opts.Now
 	}
 	h := &Host{s: s, log: log, key: s.key.Ed25519(), reverse: map[string]*wire.Client{}, wake: make(chan struct{}, 1),
 		adminPath: opts.AdminSocket}

@@ -100,10 +100,10 @@ func TestRefusals(t *testing.T) {
 	cl := w.dial(t)
 	other := func(app string) *wire.Client { return w.peer.dial(t, w.dir+"/"+app+".sock", w.pub) }
 	before := w.app.calls.Load()
-	wantRefusal(t, call(t, other("nogrant"), invokeDispatch(t, "n1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "no grant of controller ctl covers operation calc.evaluate")
-	wantRefusal(t, call(t, other("oldapp"), invokeDispatch(t, "n2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "g-old is not in force")
-	wantRefusal(t, call(t, other("gone"), invokeDispatch(t, "n3", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "is revoked")
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n4", "text.sha256", `{}`)), msg.CodeNoGrant, "covers operation text.sha256")
+	wantRefusal(t, call(t, other("nogrant"), invokeDispatch(t, "n1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "no grant covers operation calc.evaluate of application nogrant")
+	wantRefusal(t, call(t, other("oldapp"), invokeDispatch(t, "n2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "the grant that covers operation calc.evaluate of application oldapp is not in force: calls resume once the operator issues a grant in force")
+	wantRefusal(t, call(t, other("gone"), invokeDispatch(t, "n3", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoGrant, "the grant that covers operation calc.evaluate of application gone is revoked: calls resume once the operator issues a new grant")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n4", "text.sha256", `{}`)), msg.CodeNoGrant, "no grant covers operation text.sha256 of application app")
 	// a request that is not the protocol's one canonical form, or not one
 	// of its requests at all, is refused before admission
 	d := invokeDispatch(t, "n5", "calc.evaluate", `{"expression":"1+1"}`)
@@ -121,13 +121,13 @@ func TestRefusals(t *testing.T) {
 			t.Fatalf("%s: %+v", id, res)
 		}
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n7", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 2 credits available, the charge is 4")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n7", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "the purse has too few credits for this call: calls resume when the operator funds it")
 	// frozen purse: the kill switch, through the running daemon's admin socket
 	adm := admin(t, w.store)
 	if _, err := adm.Do(AdminRequest{Op: OpPurseFreeze, Name: "ctl"}); err != nil {
 		t.Fatal(err)
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n8", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n8", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "the purse is frozen: calls resume when the operator thaws it")
 	if _, err := adm.Do(AdminRequest{Op: OpPurseThaw, Name: "ctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRefusals(t *testing.T) {
 	if res := call(t, cl, invokeDispatch(t, "ok3", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 		t.Fatalf("ok3: %+v", res)
 	}
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n9", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n9", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, dailyLimitReason(utcDay(time.Now())))
 	if got := w.app.calls.Load() - before; got != 3 {
 		t.Fatalf("the application saw %d requests, want the 3 admitted", got)
 	}
@@ -148,7 +148,7 @@ func TestRefusals(t *testing.T) {
 	w.stop()
 	w.serve(t)
 	cl = w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "n10", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, "admitted its 3 requests")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "n10", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDailyLimit, dailyLimitReason(utcDay(time.Now())))
 	w.stop()
 	w.withStore(t, func(s *Store) {
 		p, _ := s.PurseShow("ctl")
@@ -168,7 +168,7 @@ func TestInsufficientAfterRestart(t *testing.T) {
 	w.stop()
 	w.serve(t)
 	cl = w.dial(t)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "a2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "has 0 credits available")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "a2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeInsufficient, "the purse has too few credits for this call: calls resume when the operator funds it")
 }
 
 func TestForgedConsent(t *testing.T) {
@@ -176,10 +176,10 @@ func TestForgedConsent(t *testing.T) {
 	w.serve(t)
 	cl := w.dial(t)
 	w.peer.forge.Store(true)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "f1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "payer consent")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "f1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "the payer's consent could not be obtained; nothing was sent or charged")
 	w.peer.forge.Store(false)
 	w.peer.refuseReserve.Store(true)
-	wantRefusal(t, call(t, cl, invokeDispatch(t, "f2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "the controller refused")
+	wantRefusal(t, call(t, cl, invokeDispatch(t, "f2", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "the payer refused consent: no-consent: not journaled; nothing was sent or charged")
 	if w.app.calls.Load() != 0 {
 		t.Fatal("a request without consent was delivered")
 	}
@@ -247,9 +247,10 @@ func TestNotSentReleases(t *testing.T) {
 	w.serve(t)
 	cl := w.dial(t)
 	res := call(t, cl, invokeDispatch(t, "ns1", "calc.evaluate", `{"expression":"1+1"}`))
-	if res.Outcome != msg.StateNotSent || !strings.Contains(res.Detail, "connect to the application") {
+	if res.Outcome != msg.StateNotSent || res.Detail != "the application could not be reached" {
 		t.Fatalf("%+v", res)
 	}
+	wantNoInternals(t, res.Detail)
 	if in := inspect(t, cl, "ns1"); in.State != msg.StateNotSent {
 		t.Fatalf("%+v", in)
 	}

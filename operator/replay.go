@@ -33,6 +33,9 @@ type replayer struct {
 
 // record applies one journal record, naming it in any error.
 func (rp *replayer) record(r journal.Record) error {
+	// Every record's time is a time recorded: the clock never goes back
+	// behind it (Store.clock).
+	rp.st.latest = max(rp.st.latest, r.At)
 	if journalOwnKind(r.Kind) {
 		return nil
 	}
@@ -117,6 +120,9 @@ func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 	}
 	c.purse.charged += b.Charge
 	g.use(b.Day)
+	// The journal's record times come from the machine's clock, a
+	// reservation's day from the store's: never count on an earlier day.
+	st.latest = max(st.latest, b.Day*86_400_000)
 	st.seeLedger(b.Ledger)
 	// Until a later record says otherwise, a reservation without an
 	// outcome is uncertain: sending may have begun before a crash.

@@ -19,6 +19,13 @@ type state struct {
 	attempts    map[string]*attempt
 	ledger      uint64 // last ledger number used
 
+	// latest is the latest wall time (unix ms) the store has recorded or
+	// read: replay raises it to every record's time and every reservation's
+	// day, Store.clock to every reading. clockBack is set while readings
+	// are behind it (so that going back is logged once).
+	latest    int64
+	clockBack bool
+
 	// The receipt chain: signed is the last receipt signed (in memory),
 	// durable the highest sequence up to which every receipt is durable.
 	signedSeq   uint64

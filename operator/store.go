@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stewardrt/steward/internal/durable"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/stewardrt/steward/canonjson"
+	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
@@ -43,8 +44,12 @@ type Store struct {
 	adminMu sync.Mutex // serializes administrative mutations (check, append, apply)
 	mu      sync.Mutex // guards st
 	st      *state
-	now     func() time.Time
-	wake    func() // wakes the checkpointer after an outcome; nil without a host
+	// now is the wall clock: the store's and the daemon's only source of
+	// wall time (ServeOptions.Now sets it; tests inject one). It is read
+	// only through clock, which never lets time run backwards.
+	now  func() time.Time
+	log  *slog.Logger // where the clock going back is reported
+	wake func()       // wakes the checkpointer after an outcome; nil without a host
 }
 
 // storeConfig is the journal's bound config: the store's identity.
@@ -175,8 +180,36 @@ func OpenReadOnly(dir string) (*Store, error) {
 func newStore(dir string, pub *wire.HybridPublicKey, j *journal.Journal) *Store {
 	return &Store{
 		dir: dir, pub: pub, hostRing: wire.NewKeyring(pub.Ed25519()), j: j,
-		st: newState(), now: time.Now,
+		st: newState(), now: time.Now, log: slog.Default(),
 	}
+}
+
+// clock reads the wall clock, never earlier than the latest time already
+// recorded or read (state.latest): a clock set back must not refill a daily
+// limit nor revive an expired grant, so until the clock catches up the host
+// keeps the latest time it knows. The first reading that goes back is
+// logged; the next one after the clock has caught up logs again.
+func (s *Store) clock() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clockLocked()
+}
+
+// clockLocked is clock with s.mu held.
+func (s *Store) clockLocked() time.Time {
+	st := s.st
+	t := s.now()
+	ms := t.UnixMilli()
+	if ms >= st.latest {
+		st.latest, st.clockBack = ms, false
+		return t
+	}
+	if !st.clockBack {
+		st.clockBack = true
+		s.log.Warn("steward-operator: the wall clock went back; the host keeps the latest time it recorded until the clock catches up (no daily limit refills, no expired grant revives)",
+			"clock", t.UTC().Format(time.RFC3339Nano), "latest", time.UnixMilli(st.latest).UTC().Format(time.RFC3339Nano))
+	}
+	return time.UnixMilli(st.latest)
 }
 
 // Dir returns the store's directory.
@@ -206,19 +239,20 @@ func (st *state) release(a *attempt) {
 	}
 }
 
-// use counts one admitted request on UTC day d.
+// use counts one admitted request on UTC day d. A day earlier than the
+// latest one counted (a clock set back) counts on the latest: the count
+// never goes back to a day it has left, so it never refills.
 func (g *grant) use(d int64) {
 	if d > g.day {
 		g.day, g.count = d, 0
 	}
-	if d == g.day {
-		g.count++
-	}
+	g.count++
 }
 
-// usedOn reports the grant's count on UTC day d.
+// usedOn reports the grant's count on UTC day d: the latest day's count for
+// any day up to it (see use), 0 for a later day.
 func (g *grant) usedOn(d int64) uint64 {
-	if d != g.day {
+	if d > g.day {
 		return 0
 	}
 	return g.count
