@@ -168,3 +168,14 @@ func writeOperatorFile(t *testing.T, name string, data []byte) string {
 	chown(t, p, operatorUID())
 	return p
 }
+
+// pinHost pins the host of bundle for the fixture's controller, as root
+// does with controller-pin-host (here root through its own sudo, so the
+// file is the operator's private file).
+func (f *ctlFixture) pinHost(t *testing.T, bundle []byte) {
+	t.Helper()
+	code, out, errs := run(t, f.env, "controller-pin-host", writeOperatorFile(t, "pin.bundle", bundle))
+	if code != ExitOK || errs != "" {
+		t.Fatalf("controller-pin-host: exit %d\n%s%s", code, out, errs)
+	}
+}
