@@ -122,6 +122,13 @@ func hexOf(b []byte) string {
 // bundle build` does.
 func makeBundle(t *testing.T, name string) []byte {
 	t.Helper()
+	return makeBundles(t, name, 4344)[0]
+}
+
+// makeBundles builds one bundle per host uid, all signed with the same
+// (fresh) host key.
+func makeBundles(t *testing.T, name string, hostUIDs ...uint32) [][]byte {
+	t.Helper()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	if _, err := operator.Init(store); err != nil {
@@ -150,11 +157,15 @@ func makeBundle(t *testing.T, name string) []byte {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.BuildBundle(name, 4344)
-	if err != nil {
-		t.Fatal(err)
+	var out [][]byte
+	for _, uid := range hostUIDs {
+		b, err := st.BuildBundle(name, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
 	}
-	return b
+	return out
 }
 
 // writeOperatorFile writes data as an operator-owned 0600 file in a fresh
