@@ -22,8 +22,10 @@ const bundleMode = 0o600
 // runBundleInstall installs the operator's signed host bundle as the
 // controller's bundle file. It verifies the bundle (msg.OpenBundle: the
 // signature of the bundle and of every route record in it), checks it was
-// built for the installed controller, becomes the controller account and
-// replaces the file atomically. The same bytes already in place change
+// built for the installed controller, becomes the controller account,
+// requires the bundle's host key and host uid to be the ones root pinned
+// (controller-pin-host; the operator cannot choose whom the controller
+// trusts) and replaces the file atomically. The same bytes already in place change
 // nothing. The controller reads the bundle when it next starts.
 func runBundleInstall(ctx context.Context, c *call, o options) int {
 	owner, err := c.env.InvokingUID()
@@ -48,6 +50,9 @@ func runBundleInstall(ctx context.Context, c *call, o options) int {
 	if files.config != nil && b.Controller != files.config.cfg.Name {
 		return c.refusef("%s: the bundle was built for controller %q, but the installed config %s is controller %q",
 			o.operand, b.Controller, files.config.path, files.config.cfg.Name)
+	}
+	if exit, ok := c.checkHostPin(o.operand, b); !ok {
+		return exit
 	}
 	changed, err := replaceFile(files.bundle, raw, bundleMode)
 	if err != nil {

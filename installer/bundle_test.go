@@ -14,6 +14,7 @@ func TestBundleInstall(t *testing.T) {
 	f := newCtlFixture(t, "ctl")
 	f.install(t, f.configBytes(t))
 	bundle := makeBundle(t, "ctl")
+	f.pinHost(t, bundle)
 	src := writeOperatorFile(t, "host.bundle", bundle)
 
 	code, out, errs := run(t, f.env, "bundle-install", src)
@@ -52,6 +53,7 @@ func TestBundleInstallRefusals(t *testing.T) {
 	f := newCtlFixture(t, "ctl")
 	f.install(t, f.configBytes(t))
 	good := makeBundle(t, "ctl")
+	f.pinHost(t, good)
 	if err := os.WriteFile(f.cfg.Bundle, []byte("the old bundle"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,7 @@ func TestBundleInstallRefusals(t *testing.T) {
 func TestBundleInstallWithoutConfig(t *testing.T) {
 	f := newCtlFixture(t, "ctl")
 	bundle := makeBundle(t, "anyname")
+	f.pinHost(t, bundle)
 	code, out, errs := run(t, f.env, "bundle-install", writeOperatorFile(t, "b", bundle))
 	if code != ExitOK || !strings.HasPrefix(out, "bundle-install: installed "+f.env.Controller.Bundle+": controller anyname") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)

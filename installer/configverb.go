@@ -57,16 +57,9 @@ type ConfigResult struct {
 //     an attempt is unresolved that enrollment would be refused, so the
 //     config is not installed (the controller would not start with it).
 func runControllerConfig(ctx context.Context, c *call, o options) int {
-	if c.env.EUID != 0 && c.env.Controller.Account != "" {
-		return c.failf("must run as root (euid is %d)", c.env.EUID)
-	}
-	owner := uint32(c.env.EUID)
-	if c.env.SudoUID != "" {
-		u, err := c.env.InvokingUID()
-		if err != nil {
-			return c.refusef("%v", err)
-		}
-		owner = u
+	owner, exit, ok := c.rootInput()
+	if !ok {
+		return exit
 	}
 	raw, err := ReadPrivateFile(o.operand, owner, ctlconf.MaxConfigBytes)
 	if err != nil {

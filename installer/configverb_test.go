@@ -157,7 +157,7 @@ func TestControllerConfigRootOnly(t *testing.T) {
 	env.EUID = 4242
 	env.Controller.Account = "steward-controller"
 	code, out, errs := run(t, env, "controller-config", writeOperatorFile(t, "config.json", f.configBytes(t)))
-	if code != ExitFail || out != "" || errs != "steward-installer controller-config: must run as root (euid is 4242)\n" {
+	if code != ExitFail || out != "" || errs != "steward-installer controller-config: must run as root (euid is 4242): this verb changes the payer's side, which the operator's sudo cannot reach\n" {
 		t.Fatalf("as euid 4242: exit %d\n%s%s", code, out, errs)
 	}
 }

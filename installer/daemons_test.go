@@ -150,7 +150,7 @@ func TestDaemonsNotifyAndWatchdog(t *testing.T) {
 	expectReadyAndWatchdog(t, ns, "steward-controller", int32(ctl.Process.Pid))
 
 	// The controller answers on the foreground socket systemd bound.
-	env := Env{EUID: 0, Controller: ControllerEnv{Config: l.Config}}
+	env := Env{EUID: 0, Controller: ControllerEnv{Config: l.Config, Foreground: l.ForegroundSocket}}
 	code, out, errs := run(t, env, "controller-tool-result", "0123abcd")
 	if code != ExitRefused || out != "" || !strings.Contains(errs, `the controller refused the request: no foreground request "0123abcd"`) {
 		t.Fatalf("controller-tool-result through the passed socket: exit %d\n%s%s", code, out, errs)

@@ -14,7 +14,18 @@
 //	controller-tool-result ID                operator
 //	controller-tool-ack ID                   operator
 //	controller-journal [--from SEQ]          operator
-//	controller-enroll REQUEST                operator
+//	controller-attempts                      operator
+//	controller-attempt-inspect ATTEMPT       operator
+//	controller-attempt-resolve ATTEMPT       operator
+//	controller-config CONFIG                 root only
+//	controller-enroll REQUEST                root only
+//	controller-pin-host BUNDLE               root only
+//
+// The payer's side is root's alone: the controller's config (whom it
+// admits, what it pays), the journal's rebind to a new config, and the
+// host it trusts (the pin) change only through the three root-only verbs,
+// which are in no sudo column. No operator verb writes any of them:
+// bundle-install writes only the bundle, and only one of the pinned host.
 //
 // Exit status: 0 done (or, for status, everything in place); 1 failed, or
 // a state blocks the verb (the controller running, unresolved attempts,
@@ -79,16 +90,43 @@
 // in the environment can point the installer elsewhere. The installed
 // config names the bundle, state dir and sockets once it exists. It is read
 // without following a link in its last component and must be root's or the
-// controller's. Before bundle-install, controller-journal and
-// controller-enroll touch the controller's files, the installer becomes
-// the steward-controller account for good (setgroups, setresgid,
-// setresuid): what it writes is the controller's, and no path in the
-// controller's config can make root read or write elsewhere. So do the
-// verbs that speak on the foreground socket (the tool and attempt verbs):
-// they become the controller's account before they read its config or
-// dial, and the socket must be that account's (wire.DialOwned: bound by
+// controller's. Before bundle-install, controller-journal,
+// controller-config, controller-enroll and controller-pin-host touch the
+// controller's files, the installer becomes the steward-controller account
+// for good (setgroups, setresgid, setresuid): what it writes is the
+// controller's, and no path in the controller's config can make root read
+// or write elsewhere. So do the verbs that speak on the foreground socket
+// (the tool and attempt verbs): they become the controller's account
+// before they read its config or dial, and they dial only the installed
+// path (ControllerEnv.Foreground), never a path the config names: a
+// config naming another foreground socket is refused (exit 1), nothing
+// dialled. The socket must be that account's (wire.DialOwned: bound by
 // the controller, or made for it by systemd; no directory above it
 // writable by another account).
+//
+// status must read root's files (the sudoers drop-in, the directories'
+// owners) and the controller's, so it cannot drop for good: it reads the
+// controller's config and bundle, and stats the forward sockets the bundle
+// names, on one OS thread of its own whose credentials alone become the
+// controller's (asControllerThread), a thread that is never reused. A
+// config naming a file only root may read gets status "permission denied",
+// not its contents or its existence.
+//
+// # controller-pin-host BUNDLE (root only)
+//
+// A bundle carries the host key it is verified with, so whoever installs
+// one chooses whom the controller trusts. The pin makes that root's
+// choice: controller-pin-host reads BUNDLE as a private file of root (or
+// SUDO_UID when root ran it through sudo; the operator's bundle is copied
+// first, e.g. `install -m 0600 /var/lib/steward-operator/host.bundle
+// /root/host.bundle`), verifies it, refuses one built for another
+// controller than the installed config names, becomes the controller's
+// account and writes StateDir/host-pin.json (HostPinFile), mode 0600:
+// {"hostKeySha256": the SHA-256 of the bundle's host key bytes, "hostUid":
+// the bundle's host uid}. Run again with another host's bundle it replaces
+// the pin (rotation) and prints what it replaced; it installs no bundle.
+// An explicit root verb rather than "the first bundle-install pins": a
+// first install through sudo would let the operator choose the key.
 //
 // # controller-config CONFIG (root only)
 //
@@ -121,7 +159,9 @@
 // Reads BUNDLE (at most 1 MiB), verifies it with msg.OpenBundle (the
 // bundle's hybrid signature and every route record in it), refuses a
 // bundle built for another controller than the installed config names,
-// and installs it as the controller's bundle, mode 0600: a temporary file
+// becomes the controller's account, requires the pin (controller-pin-host;
+// none is exit 1) and refuses, exit 2, a bundle whose host key or host uid
+// differs from it, in one line naming what differs; then installs it as the controller's bundle, mode 0600: a temporary file
 // beside it, written, fsync'd, renamed over it, the directory fsync'd. The
 // same bytes already in place are left alone ("unchanged"). The controller
 // reads the bundle when it next starts.
@@ -153,9 +193,12 @@
 // opened read-only: the controller may be running; the records printed are
 // those durable when the verb started. A SEQ past the end prints nothing.
 //
-// # controller-enroll REQUEST
+// # controller-enroll REQUEST (root only)
 //
-// REQUEST (at most 8 KiB) is exactly
+// Root's alone, like controller-config: the rebind is what lets the
+// controller run with a new config. REQUEST is read as a private file of
+// root (or SUDO_UID when root ran it through sudo). REQUEST (at most
+// 8 KiB) is exactly
 //
 //	{"protocol": "steward-controller-enrollment-v1", "mode": "application",
 //	 "expectedBindingSha256": HEX, "targetConfigSha256": HEX}

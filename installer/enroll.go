@@ -93,11 +93,14 @@ func isHash(s string) bool {
 }
 
 // runControllerEnroll rebinds the stopped controller's journal to its
-// installed config (DESIGN.md section 9). See doc.go for the rules.
+// installed config (DESIGN.md section 9). It is root's alone (no sudo
+// column), like controller-config: the rebind is what makes the
+// controller run with a new config, the payer's policy included. See
+// doc.go for the rules.
 func runControllerEnroll(ctx context.Context, c *call, o options) int {
-	owner, err := c.env.InvokingUID()
-	if err != nil {
-		return c.refusef("%v", err)
+	owner, exit, ok := c.rootInput()
+	if !ok {
+		return exit
 	}
 	raw, err := ReadPrivateFile(o.operand, owner, EnrollRequestLimit)
 	if err != nil {

@@ -101,9 +101,10 @@ func runControllerToolAck(ctx context.Context, c *call, o options) int {
 
 // foreground sends one request on the foreground socket as the
 // controller's account: the installer becomes that account for good before
-// it reads the config or dials, so that neither a path in the config the
-// controller account writes nor a socket swapped under it can make root
-// connect anywhere. The socket must be the controller's: bound by the
+// it reads the config or dials, and dials only the installed path
+// (ControllerEnv.Foreground), refusing a config that names another, so
+// that neither a path in the config the controller account writes nor a
+// socket swapped under it can choose what it connects to. The socket must be the controller's: bound by the
 // controller itself or made for it by systemd (wire.DialOwned).
 func (c *call) foreground(ctx context.Context, req foreground.Request) int {
 	if err := c.env.Controller.becomeController(); err != nil {
@@ -113,7 +114,18 @@ func (c *call) foreground(ctx context.Context, req foreground.Request) int {
 	if err != nil {
 		return c.failf("%v", err)
 	}
-	path := files.foreground
+	// Only the installed path is dialled: the config is the controller
+	// account's file, and a path in it must not choose what this verb
+	// connects to (a root-owned socket, had root dialled it; or any socket
+	// the controller account may reach, with the operator's bytes).
+	path := c.env.Controller.Foreground
+	if path == "" {
+		return c.failf("no foreground socket path is set")
+	}
+	if files.config != nil && files.foreground != path {
+		return c.failf("the installed config %s names the foreground socket %q, not the installed %q: not dialled (install a config naming the installed layout: steward-installer controller-config)",
+			files.config.path, files.foreground, path)
+	}
 	owner := uint32(os.Geteuid())
 	if _, err := os.Lstat(path); err != nil {
 		return c.failf("the controller's foreground socket %s: %v (is the controller running?)", path, err)

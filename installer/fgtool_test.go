@@ -93,7 +93,7 @@ func TestControllerToolRoundTrip(t *testing.T) {
 	testenv.NeedRoot(t, "to dial the foreground socket, which admits root only")
 	l, _ := startDev(t)
 	env := Env{EUID: 0, SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
-		Controller: ControllerEnv{Config: l.Config}}
+		Controller: ControllerEnv{Config: l.Config, Foreground: l.ForegroundSocket}}
 	body := `{"tool":"oracle_discover","arguments":{"application":"appliance","query":"calc"}}`
 	code, out, errs := run(t, env, "controller-tool", writeOperatorFile(t, "tool.json", []byte(body)))
 	if code != ExitOK || errs != "" {
@@ -166,7 +166,7 @@ func TestToolRequestShape(t *testing.T) {
 func TestControllerAttemptsVerbs(t *testing.T) {
 	l, _ := startDev(t)
 	env := Env{EUID: os.Geteuid(), SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
-		Controller: ControllerEnv{Config: l.Config}}
+		Controller: ControllerEnv{Config: l.Config, Foreground: l.ForegroundSocket}}
 	code, out, errs := run(t, env, "controller-attempts")
 	if o := decodeTool(t, out); code != ExitOK || errs != "" || o.State != "done" || string(o.Result) != "[]" {
 		t.Fatalf("controller-attempts: exit %d\n%s%s", code, out, errs)

@@ -122,6 +122,13 @@ func hexOf(b []byte) string {
 // bundle build` does.
 func makeBundle(t *testing.T, name string) []byte {
 	t.Helper()
+	return makeBundles(t, name, 4344)[0]
+}
+
+// makeBundles builds one bundle per host uid, all signed with the same
+// (fresh) host key.
+func makeBundles(t *testing.T, name string, hostUIDs ...uint32) [][]byte {
+	t.Helper()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	if _, err := operator.Init(store); err != nil {
@@ -150,11 +157,15 @@ func makeBundle(t *testing.T, name string) []byte {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.BuildBundle(name, 4344)
-	if err != nil {
-		t.Fatal(err)
+	var out [][]byte
+	for _, uid := range hostUIDs {
+		b, err := st.BuildBundle(name, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
 	}
-	return b
+	return out
 }
 
 // writeOperatorFile writes data as an operator-owned 0600 file in a fresh
@@ -167,4 +178,15 @@ func writeOperatorFile(t *testing.T, name string, data []byte) string {
 	}
 	chown(t, p, operatorUID())
 	return p
+}
+
+// pinHost pins the host of bundle for the fixture's controller, as root
+// does with controller-pin-host (here root through its own sudo, so the
+// file is the operator's private file).
+func (f *ctlFixture) pinHost(t *testing.T, bundle []byte) {
+	t.Helper()
+	code, out, errs := run(t, f.env, "controller-pin-host", writeOperatorFile(t, "pin.bundle", bundle))
+	if code != ExitOK || errs != "" {
+		t.Fatalf("controller-pin-host: exit %d\n%s%s", code, out, errs)
+	}
 }

@@ -42,6 +42,9 @@ func TestBundleInstallUnderUmask0(t *testing.T) {
 			t.Fatal(err)
 		}
 		chown(t, src, operatorUID())
+		if code, out, errs := run(t, f.env, "controller-pin-host", src); code != ExitOK {
+			t.Fatalf("controller-pin-host: exit %d\n%s%s", code, out, errs)
+		}
 		if code, out, errs := run(t, f.env, "bundle-install", src); code != ExitOK {
 			t.Fatalf("bundle-install: exit %d\n%s%s", code, out, errs)
 		}

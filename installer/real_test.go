@@ -78,6 +78,17 @@ func runBin(t *testing.T, name string, args ...string) (int, string, string) {
 	return 0, "", ""
 }
 
+// rootFile writes data as a root-owned 0600 file in a fresh private
+// directory of root's.
+func rootFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // asOperator runs `sudo -n BIN args...` as the steward-operator account, the
 // way the operator's commands will.
 func asOperator(t *testing.T, bin string, args ...string) (int, string, string) {
@@ -188,6 +199,11 @@ func TestRealInstall(t *testing.T) {
 		}
 		if err := os.Chown(bundleFile, opUID, -1); err != nil {
 			t.Fatal(err)
+		}
+		// Root pins the host first; the pin is the controller's file.
+		code, out, errs = runBin(t, installer, "controller-pin-host", rootFile(t, "pin.bundle", bundle))
+		if code != 0 || errs != "" || !strings.HasPrefix(out, "controller-pin-host: pinned /var/lib/steward-controller/"+HostPinFile) {
+			t.Errorf("root: controller-pin-host: exit %d\n%s%s", code, out, errs)
 		}
 		code, out, errs = asOperator(t, installer, "bundle-install", bundleFile)
 		if code != 0 || errs != "" || !strings.HasPrefix(out, "bundle-install: installed "+systemd.DefaultControllerBundle+": controller ctl") {

@@ -11,6 +11,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// statusRoutes is routeFindings on a real system as the controller's
+// account (asControllerThread): the files it reads are the controller's,
+// and the paths in them are the controller's config's and the operator's
+// bundle's to choose. Under --root, root chose the tree and reads it as
+// itself.
+func statusRoutes(t tree, env ControllerEnv, db *accountDB) ([]finding, error) {
+	if !t.real {
+		return routeFindings(t, env, db), nil
+	}
+	if db != nil && env.Account != "" {
+		if _, ok := db.uid(env.Account); !ok {
+			// The accounts finding says it is missing; without it there is
+			// no account to read the controller's files as.
+			return []finding{{Kind: "route", Name: env.Config, State: stateUnknown,
+				Detail: "not examined: no account " + env.Account + " to read the controller's files as"}}, nil
+		}
+	}
+	var out []finding
+	err := env.asControllerThread(func() { out = routeFindings(t, env, db) })
+	return out, err
+}
+
 // routeFindings lists the routes the installed bundle selects for the
 // controller, and whether the host serves each one now: its forward socket
 // exists. It does not connect: the host would refuse root as a wrong peer

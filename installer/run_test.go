@@ -76,7 +76,6 @@ func TestOperatorVerbsRefuseWithoutSudo(t *testing.T) {
 	}{
 		{[]string{"bundle-install", "/tmp/bundle"}, ExitRefused, "refused: SUDO_UID is not set: run this verb through sudo"},
 		{[]string{"controller-tool", "/tmp/req"}, ExitRefused, "refused: SUDO_UID is not set: run this verb through sudo"},
-		{[]string{"controller-enroll", "/tmp/enroll"}, ExitRefused, "refused: SUDO_UID is not set: run this verb through sudo"},
 		{[]string{"controller-tool-result", "01/ABC"}, ExitRefused, `refused: ID "01/ABC" has byte '/' at offset 2, not one of A-Za-z0-9_-`},
 		{[]string{"controller-tool-ack", strings.Repeat("a", 81)}, ExitRefused, `refused: ID "` + strings.Repeat("a", 81) + `" must be 1 to 80 characters`},
 		{[]string{"controller-tool-ack", strings.Repeat("a", 80)}, ExitFail, "no controller config path is set"},

@@ -49,7 +49,11 @@ func runStatus(ctx context.Context, c *call, o options) int {
 	}
 	rep := statusReport{Root: t.root, BinDir: binDir, Installed: true, Findings: found}
 	rep.Findings = append(rep.Findings, socketFindings(t, db)...)
-	rep.Findings = append(rep.Findings, routeFindings(t, c.env.Controller, db)...)
+	routes, err := statusRoutes(t, c.env.Controller, db)
+	if err != nil {
+		return c.failf("%v", err)
+	}
+	rep.Findings = append(rep.Findings, routes...)
 	if t.real {
 		rep.Findings = append(rep.Findings, daemonFindings(ctx)...)
 	}
