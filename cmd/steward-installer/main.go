@@ -1,15 +1,7 @@
-// Command steward-installer runs as root, through sudo, and does only the
-// fixed verbs of package installer's table; anything else is refused.
-//
-//	steward-installer install [--root DIR] [--bin-dir DIR]
-//	steward-installer uninstall [--root DIR] [--purge]
-//	steward-installer status [--root DIR] [--bin-dir DIR] [--json]
-//	steward-installer bundle-install BUNDLE
-//	steward-installer controller-tool REQUEST
-//	steward-installer controller-tool-result ID
-//	steward-installer controller-tool-ack ID
-//	steward-installer controller-journal [--from SEQ]
-//	steward-installer controller-enroll REQUEST
+// Command steward-installer runs as root, directly or for the operator
+// through sudo, and does only the fixed verbs of package installer's table
+// (its usage lists them; the verb table says which the operator's sudoers
+// drop-in allows); anything else is refused.
 package main
 
 import (
