@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
 )
 
 // MaxMCPLine bounds one JSON-RPC line on the MCP socket and in the proxy,
@@ -110,10 +112,20 @@ func (c *Controller) newMCPServer() *mcp.Server {
 
 func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := c.runTool(ctx, tool, req.Params.Arguments, "")
+		principal, ok := ctx.Value(principalKey{}).(string)
+		if !ok {
+			// Every session is connected with its peer's principal; a call
+			// without one is refused rather than paid for by nobody.
+			return structured(refused(msg.CodeBadRequest, "the MCP session names no principal; nothing was sent", ""), true)
+		}
+		r := c.runTool(ctx, tool, req.Params.Arguments, principal)
 		return structured(r, r.IsError())
 	}
 }
+
+// principalKey is the context key of an MCP session's principal: the
+// context a session is connected with is the parent of its handlers'.
+type principalKey struct{}
 
 func structured(v any, isErr bool) (*mcp.CallToolResult, error) {
 	b, err := json.Marshal(v)
@@ -215,7 +227,8 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			return
 		}
 		go func() {
-			ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: pc, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
+			sctx := context.WithValue(ctx, principalKey{}, ctlconf.UIDPrincipal(pc.Cred.UID))
+			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: pc, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
 			if err != nil {
 				c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
 				pc.Close()
