@@ -37,6 +37,20 @@ const Version = "0.1.0"
 // ids or grant contents.
 type Overview struct {
 	Applications []OverviewApplication `json:"applications"`
+	Payer        OverviewPayer         `json:"payer"`
+}
+
+// OverviewPayer is what the payer will still consent to for the caller
+// (its own principal only, never another's). A call's price is the
+// operator's grant's, which the host tells the controller only when it
+// asks for a consent: it is not known before the call, and each call's
+// charge is in its result.
+type OverviewPayer struct {
+	Policy         bool   `json:"policy"`                   // false: no paid call is consented to
+	MaxPerCall     uint64 `json:"maxPerCall,omitempty"`     // the most one call may be charged
+	PerDay         uint64 `json:"perDay,omitempty"`         // the caller's budget a UTC day
+	RemainingToday uint64 `json:"remainingToday,omitempty"` // what is left of it
+	Day            string `json:"day,omitempty"`            // the UTC day counted; it refills at 00:00 UTC
 }
 
 // OverviewApplication is one configured application.
@@ -66,14 +80,16 @@ func (c *Controller) newMCPServer() *mcp.Server {
 	opID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxOperationIDLen, "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"}
 
 	s.AddTool(&mcp.Tool{
-		Name:        ToolOverview,
-		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now.",
+		Name: ToolOverview,
+		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now, " +
+			"and what the payer will still pay for your calls today (a call's price is known only when it is made; its charge is in its result).",
 		InputSchema: map[string]any{"type": "object", "additionalProperties": false},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, err := decodeArgs(req.Params.Arguments, &struct{}{}); err != nil {
 			return toolError(err.Error()), nil
 		}
-		return structured(c.overview(ctx), false)
+		principal, _ := ctx.Value(principalKey{}).(string)
+		return structured(c.overview(ctx, principal), false)
 	})
 	s.AddTool(&mcp.Tool{
 		Name: ToolDiscover,
@@ -143,8 +159,14 @@ func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
 }
 
-func (c *Controller) overview(ctx context.Context) Overview {
+func (c *Controller) overview(ctx context.Context, principal string) Overview {
 	var o Overview
+	if principal != "" {
+		day := c.pay.today(c.now())
+		if lim, left, _, ok := c.pay.budget(principal); ok {
+			o.Payer = OverviewPayer{Policy: true, MaxPerCall: lim.MaxPerCall, PerDay: lim.PerDay, RemainingToday: left, Day: dayString(day)}
+		}
+	}
 	for _, svc := range c.cfg.ToolTask.ApplicationServices {
 		avail := "unreachable"
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)

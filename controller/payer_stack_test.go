@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"sync/atomic"
@@ -77,6 +78,15 @@ func TestPayerDailyBudget(t *testing.T) {
 		if tr.Outcome != msg.StateDefinite || tr.Charge == nil || *tr.Charge != 5 {
 			t.Fatalf("call %d: %+v", i+1, tr)
 		}
+	}
+	// The overview tells the caller its own budget left today.
+	_, res := call(t, ctx, cs, ToolOverview, map[string]any{})
+	var ov Overview
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &ov); err != nil {
+		t.Fatal(err)
+	}
+	if want := (OverviewPayer{Policy: true, MaxPerCall: 5, PerDay: 15, RemainingToday: 5, Day: time.Now().UTC().Format(time.DateOnly)}); ov.Payer != want {
+		t.Fatalf("overview's payer %+v, want %+v", ov.Payer, want)
 	}
 	tr, _ := call(t, ctx, cs, ToolCall, callArgs("day-1", map[string]any{"text": "day-1"}))
 	if !tr.Replayed || tr.Charge == nil || *tr.Charge != 0 {

@@ -329,3 +329,70 @@ func TestReceiptVerified(t *testing.T) {
 		t.Fatalf("another status: %v", err)
 	}
 }
+
+// TestReceiptConsentChecked: a receipt must carry the consent this process
+// signed for the attempt, byte for byte, and charge one of its prices or
+// 0; after a restart (no consent in memory) the consent must verify with
+// the controller's own dispatch key for this attempt and principal.
+func TestReceiptConsentChecked(t *testing.T) {
+	rig := newConsentRig(t, &ctlconf.Payer{MaxPerCall: 10, PerDay: 100}, 5)
+	c := rig.c
+	r := rig.begin(t, "a1", "uid:1000", 5)
+	_, body := c.reserve(r)
+	signed := body.(msg.ConsentReply).Consent
+	b := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: r.RequestSHA256, Principal: "uid:1000"}
+	rc := msg.Receipt{Attempt: "a1", Controller: "dev", Application: "appliance", Operation: "op", RequestSHA256: r.RequestSHA256, Charge: 5, Consent: signed}
+	if err := c.checkReceiptConsent(rc, b); err != nil {
+		t.Fatalf("the genuine receipt: %v", err)
+	}
+	over := rc
+	over.Charge = 6
+	if err := c.checkReceiptConsent(over, b); err == nil || err.Error() != "receipt charges 6, the payer consented to 5 for an answer and 0 for a refusal" {
+		t.Fatalf("a charge above the consent: %v", err)
+	}
+	between := rc
+	between.Charge = 3
+	if err := c.checkReceiptConsent(between, b); err == nil || err.Error() != "receipt charges 3, the payer consented to 5 for an answer and 0 for a refusal" {
+		t.Fatalf("a charge that is neither price: %v", err)
+	}
+	// Another attempt's genuine consent, reused.
+	r2 := rig.begin(t, "a2", "uid:1000", 5)
+	_, body2 := c.reserve(r2)
+	reused := rc
+	reused.Consent = body2.(msg.ConsentReply).Consent
+	if err := c.checkReceiptConsent(reused, b); err == nil || err.Error() != "receipt carries a payer consent other than the one signed for attempt a1" {
+		t.Fatalf("another attempt's consent: %v", err)
+	}
+	none := rc
+	none.Consent = nil
+	if err := c.checkReceiptConsent(none, b); err == nil || err.Error() != "receipt carries no payer consent, though one was signed for attempt a1" {
+		t.Fatalf("no consent: %v", err)
+	}
+
+	// After a restart: nothing in memory, the signature and fields decide.
+	res := ledger.Result{Attempt: "a1"}
+	c.pay.settle("a1", &res)
+	if err := c.checkReceiptConsent(rc, b); err != nil {
+		t.Fatalf("the genuine receipt after a restart: %v", err)
+	}
+	if err := c.checkReceiptConsent(reused, b); err == nil || err.Error() != "receipt carries a payer consent for another attempt, request or principal than attempt a1" {
+		t.Fatalf("another attempt's consent after a restart: %v", err)
+	}
+	forger, _ := wire.GenerateSigningKey()
+	cs, _ := msg.OpenConsent(signed, wire.NewKeyring(c.keys.Dispatch.Public()))
+	forgedBytes, _ := msg.SignConsent(forger, cs)
+	forged := rc
+	forged.Consent = forgedBytes
+	if err := c.checkReceiptConsent(forged, b); !errors.Is(err, wire.ErrUnknownKID) {
+		t.Fatalf("a consent the controller did not sign: %v", err)
+	}
+	free := rc
+	free.Consent, free.Charge = nil, 1
+	if err := c.checkReceiptConsent(free, b); err == nil || err.Error() != "receipt charges 1 with no payer consent" {
+		t.Fatalf("a charge without a consent: %v", err)
+	}
+	free.Charge = 0
+	if err := c.checkReceiptConsent(free, b); err != nil {
+		t.Fatalf("a free receipt: %v", err)
+	}
+}
