@@ -134,10 +134,15 @@ func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, er
 	rec := ledger.Resolve{Attempt: id, By: by, Detail: ir.Detail}
 	switch ir.State {
 	case msg.StateDefinite:
-		if err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status); err != nil {
+		rc, err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status)
+		if err == nil {
+			err = c.checkReceiptConsent(rc, b)
+		}
+		if err != nil {
+			c.log.Error("RECEIPT REFUSED: the host's record of an uncertain attempt carries a receipt that does not verify", "attempt", id, "err", err)
 			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
 		}
-		rec.State, rec.Status, rec.Body, rec.Receipt = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt
+		rec.State, rec.Status, rec.Body, rec.Receipt, rec.Charge = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt, rc.Charge
 	case msg.StateNotSeen:
 		rec.State = msg.StateAbandoned
 	case msg.StateNotSent:

@@ -44,7 +44,7 @@ func ResolveAttempt(ctx context.Context, cfgPath, id string, log *slog.Logger) (
 }
 
 func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (Inspection, error) {
-	c, err := open(cfgPath, log, 0)
+	c, err := open(cfgPath, log, 0, nil)
 	if errors.Is(err, journal.ErrLocked) {
 		cfg, _, cerr := LoadConfig(cfgPath)
 		if cerr != nil {

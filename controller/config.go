@@ -44,3 +44,9 @@ type Binding = ctlconf.Binding
 
 // LoadBundle is ctlconf.LoadBundle.
 func LoadBundle(c *Config) (*Binding, error) { return ctlconf.LoadBundle(c) }
+
+// Payer is the payer policy of a config (package ctlconf).
+type Payer = ctlconf.Payer
+
+// PayerLimits are one principal's payer limits (package ctlconf).
+type PayerLimits = ctlconf.PayerLimits

@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
 )
 
 // Controller is the controller's state: its config, the host it trusts, its
@@ -27,14 +29,20 @@ type Controller struct {
 	led    *ledger.Ledger
 	fwd    map[string]*forward // by application
 	log    *slog.Logger
-	limits sync.Map     // application -> int: its limits.request_bytes, once seen
-	gate   sync.RWMutex // read-held by each dispatch; write-held from shutdown on
+	limits sync.Map         // application -> int: its limits.request_bytes, once seen
+	gate   sync.RWMutex     // read-held by each dispatch; write-held from shutdown on
+	now    func() time.Time // the wall clock: the daemon's only source of time
+	pay    *payer
+	grants grantCache
+	// ownConsents pins the controller's own dispatch key: a receipt's
+	// consent is checked against it when the consent is not in memory.
+	ownConsents *wire.Keyring
 }
 
 // open loads everything but the sockets: config, bundle, keys and the
 // journal (bound to the config bytes; segmentSize when it creates it), and
 // rebuilds the index.
-func open(cfgPath string, log *slog.Logger, segmentSize int64) (*Controller, error) {
+func open(cfgPath string, log *slog.Logger, segmentSize int64, now func() time.Time) (*Controller, error) {
 	cfg, raw, err := LoadConfig(cfgPath)
 	if err != nil {
 		return nil, err
@@ -51,19 +59,27 @@ func open(cfgPath string, log *slog.Logger, segmentSize int64) (*Controller, err
 	if err != nil {
 		return nil, err
 	}
-	c := newController(cfg, raw, bind, keys, j, log)
+	c := newController(cfg, raw, bind, keys, j, log, now)
 	if err := c.led.Replay(j); err != nil {
 		j.Close()
 		return nil, err
 	}
+	c.pay = newPayer(cfg.Payer, c.log, c.led)
 	return c, nil
 }
 
-func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journal.Journal, log *slog.Logger) *Controller {
+// newController builds a controller on an empty ledger; the payer starts
+// empty too (open replaces it with the journal's). now nil is time.Now.
+func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journal.Journal, log *slog.Logger, now func() time.Time) *Controller {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: ledger.New(), fwd: map[string]*forward{}, log: log}
+	if now == nil {
+		now = time.Now
+	}
+	led := ledger.New()
+	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: led, fwd: map[string]*forward{}, log: log,
+		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public())}
 	for app, r := range bind.Routes {
 		c.fwd[app] = &forward{route: r, c: c}
 	}

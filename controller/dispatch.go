@@ -42,8 +42,12 @@ type ToolResult struct {
 	AttemptID  string    `json:"attemptId,omitempty"`
 	ReceiptID  string    `json:"receiptId,omitempty"`
 	Replayed   bool      `json:"replayed,omitempty"`
-	Refusal    *Refusal  `json:"refusal,omitempty"`
-	Detail     string    `json:"detail,omitempty"`
+	// Charge is what this call was charged, from the verified receipt, on
+	// every definite outcome: 0 for a free request and for a replay (the
+	// recorded answer is not charged again).
+	Charge  *uint64  `json:"charge,omitempty"`
+	Refusal *Refusal `json:"refusal,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
 }
 
 // IsError reports a steward refusal or an unfinished transport outcome;
@@ -54,8 +58,8 @@ func refused(code, reason, attempt string) *ToolResult {
 	return &ToolResult{Outcome: msg.StateRefused, AttemptID: attempt, Refusal: &Refusal{Code: code, Reason: reason}}
 }
 
-func answer(attempt string, status int, body, receipt []byte) *ToolResult {
-	r := &ToolResult{Outcome: msg.StateDefinite, Status: status, AttemptID: attempt}
+func answer(attempt string, status int, body, receipt []byte, charge uint64) *ToolResult {
+	r := &ToolResult{Outcome: msg.StateDefinite, Status: status, AttemptID: attempt, Charge: &charge}
 	if utf8.Valid(body) {
 		r.BodyText = string(body)
 	} else {
@@ -70,7 +74,7 @@ func answer(attempt string, status int, body, receipt []byte) *ToolResult {
 func fromResult(res ledger.Result) *ToolResult {
 	switch res.Outcome {
 	case msg.StateDefinite:
-		return answer(res.Attempt, res.Status, res.Body, res.Receipt)
+		return answer(res.Attempt, res.Status, res.Body, res.Receipt, res.Charge)
 	case msg.StateRefused:
 		t := refused(msg.CodeInternal, res.Detail, res.Attempt)
 		if res.Refusal != nil {
@@ -83,13 +87,14 @@ func fromResult(res ledger.Result) *ToolResult {
 }
 
 // runTool validates, journals, dispatches and journals the result of one
-// tool call. fg is the foreground request id, "" for MCP.
-func (c *Controller) runTool(ctx context.Context, tool string, raw []byte, fg string) *ToolResult {
+// tool call of principal (ctlconf.UIDPrincipal of the MCP peer).
+func (c *Controller) runTool(ctx context.Context, tool string, raw []byte, principal string) *ToolResult {
 	p, err := c.plan(tool, raw)
 	if err != nil {
 		return refused(msg.CodeBadRequest, err.Error(), "")
 	}
-	return c.dispatch(ctx, p, fg)
+	p.principal = principal
+	return c.dispatch(ctx, p, "")
 }
 
 // dispatch is the journal-first sequence of DESIGN.md section 5 on the
@@ -108,6 +113,7 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		RequestID: p.requestID, ConversationID: p.conversationID,
 		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
 		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
+		Principal: p.principal, Day: c.pay.today(c.now()),
 	}
 	if prior, ok := c.led.Begin(b); !ok {
 		return c.decidedBy(p, prior)
@@ -122,12 +128,17 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	failpoint.Hit(FailAfterBegin)
 
 	res := c.send(ctx, p, id)
+	res.Consented = c.pay.consented(id)
 	rseq, err := c.j.Append(ledger.KindResult, res)
 	if err != nil {
+		// What was consented stays counted for the day: the attempt may
+		// have been charged, and nothing on disk says otherwise.
+		c.pay.forget(id)
 		c.led.Unfinished(id, "the result could not be journaled")
 		c.log.Error("journal result failed; the attempt is uncertain", "attempt", id, "err", err)
 		return &ToolResult{Outcome: msg.StateUncertain, AttemptID: id, Detail: "the controller journal refused the result; the attempt is uncertain until inspected"}
 	}
+	c.pay.settle(id, &res)
 	c.led.Finish(res, rseq)
 	if p.kind == msg.KindList && res.Outcome == msg.StateDefinite && res.Status == 200 {
 		c.learnLimits(p.application, res.Body)
@@ -171,7 +182,7 @@ func (c *Controller) replay(attempt string, seq uint64) *ToolResult {
 	case ledger.KindResolve:
 		var r ledger.Resolve
 		if err = ledger.Decode(rec, &r); err == nil {
-			t = answer(r.Attempt, r.Status, r.Body, r.Receipt)
+			t = answer(r.Attempt, r.Status, r.Body, r.Receipt, r.Charge)
 		}
 	default:
 		err = fmt.Errorf("record %d is a %s, not an answer", seq, rec.Kind)
@@ -181,6 +192,9 @@ func (c *Controller) replay(attempt string, seq uint64) *ToolResult {
 		return refused(msg.CodeJournal, "the recorded answer could not be read", attempt)
 	}
 	t.Replayed = true
+	if t.Charge != nil {
+		t.Charge = new(uint64)
+	}
 	return t
 }
 
@@ -227,23 +241,41 @@ func (c *Controller) send(ctx context.Context, p *plan, id string) ledger.Result
 		if err := env.Decode(&r); err != nil {
 			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's refusal was malformed"}
 		}
-		return ledger.Result{Attempt: id, Outcome: msg.StateRefused, Refusal: &r}
+		return ledger.Result{Attempt: id, Outcome: msg.StateRefused, Refusal: c.payerWord(id, &r)}
 	default:
 		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host answered with an unexpected frame " + env.T}
 	}
 }
 
+// payerWord is the refusal the agent is told: the payer's own, when the
+// host refused for want of a consent the payer refused.
+func (c *Controller) payerWord(id string, r *msg.Refusal) *msg.Refusal {
+	if r.Code == msg.CodeNoConsent {
+		if own := c.pay.refusalOf(id); own != nil {
+			return own
+		}
+	}
+	return r
+}
+
 // checkResult verifies a definite answer's receipt against the pinned
-// host key and the attempt. A receipt that does not verify leaves the
-// attempt uncertain: the answer cannot be trusted, nor retried.
+// host key, the attempt and the payer's consent. A receipt that does not
+// verify leaves the attempt uncertain: the answer cannot be trusted, nor
+// retried.
 func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
 	switch r.Outcome {
 	case msg.StateDefinite:
-		if err := c.verifyReceipt(r.Receipt, r.Attempt, p.sha[:], r.Body, r.Status); err != nil {
+		rc, err := c.verifyReceipt(r.Receipt, r.Attempt, p.sha[:], r.Body, r.Status)
+		if err == nil {
+			err = c.checkReceiptConsent(rc, ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
+				RequestSHA256: p.sha[:], Principal: p.principal})
+		}
+		if err != nil {
 			c.log.Error("RECEIPT REFUSED: the host's answer carries a receipt that does not verify", "attempt", r.Attempt, "err", err)
 			return ledger.Result{Attempt: r.Attempt, Outcome: msg.StateUncertain, Detail: "the host's receipt did not verify: " + err.Error()}
 		}
+		res.Charge = rc.Charge
 	case msg.StateRefused, msg.StateNotSent, msg.StateUncertain:
 		res.Receipt = nil
 	default:
@@ -252,28 +284,68 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 	if r.Outcome == msg.StateRefused && r.Refusal == nil {
 		res.Refusal = &msg.Refusal{Code: msg.CodeInternal, Reason: r.Detail}
 	}
+	if res.Refusal != nil {
+		res.Refusal = c.payerWord(r.Attempt, res.Refusal)
+	}
 	return res
 }
 
 // verifyReceipt checks a signed receipt against the host key and that it
 // is the receipt of this attempt, request and response.
-func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) error {
+func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) (msg.Receipt, error) {
 	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
 	if err != nil {
-		return err
+		return rc, err
 	}
 	respSHA := sha(body)
 	switch {
 	case rc.Attempt != attempt:
-		return fmt.Errorf("receipt is for attempt %s", rc.Attempt)
+		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
 	case !bytes.Equal(rc.RequestSHA256, reqSHA):
-		return fmt.Errorf("receipt request hash does not match the journaled begin")
+		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
 	case !bytes.Equal(rc.ResponseSHA256, respSHA[:]):
-		return fmt.Errorf("receipt response hash does not match the answer")
+		return rc, fmt.Errorf("receipt response hash does not match the answer")
 	case rc.Status != status:
-		return fmt.Errorf("receipt status %d does not match the answer's %d", rc.Status, status)
+		return rc, fmt.Errorf("receipt status %d does not match the answer's %d", rc.Status, status)
 	case rc.Controller != c.cfg.Name:
-		return fmt.Errorf("receipt is for controller %q", rc.Controller)
+		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
+	}
+	return rc, nil
+}
+
+// checkReceiptConsent checks the charge and the consent of a verified
+// receipt for b: a receipt without a consent charges nothing; one with a
+// consent carries the consent this process signed for the attempt (the
+// same bytes), or, for an attempt begun before a restart, a consent that
+// the controller's own dispatch key signed for this attempt, request and
+// principal; and it charges one of the consent's prices, or 0.
+func (c *Controller) checkReceiptConsent(rc msg.Receipt, b ledger.Begin) error {
+	h, held := c.pay.held(b.Attempt)
+	switch {
+	case rc.Consent == nil && held:
+		return fmt.Errorf("receipt carries no payer consent, though one was signed for attempt %s", b.Attempt)
+	case rc.Consent == nil && rc.Charge != 0:
+		return fmt.Errorf("receipt charges %d with no payer consent", rc.Charge)
+	case rc.Consent == nil:
+		return nil
+	}
+	cs := h.consent
+	if held {
+		if !bytes.Equal(rc.Consent, h.signed) {
+			return fmt.Errorf("receipt carries a payer consent other than the one signed for attempt %s", b.Attempt)
+		}
+	} else {
+		var err error
+		if cs, err = msg.OpenConsent(rc.Consent, c.ownConsents); err != nil {
+			return fmt.Errorf("receipt: %w", err)
+		}
+		if cs.Attempt != b.Attempt || cs.Controller != c.cfg.Name || cs.Application != b.Application ||
+			cs.Operation != b.Operation || !bytes.Equal(cs.RequestSHA256, b.RequestSHA256) || cs.Principal != b.Principal {
+			return fmt.Errorf("receipt carries a payer consent for another attempt, request or principal than attempt %s", b.Attempt)
+		}
+	}
+	if !cs.Allows(rc.Charge) {
+		return fmt.Errorf("receipt charges %d, the payer consented to %d for an answer and %d for a refusal", rc.Charge, cs.Charge, cs.RefusalPrice)
 	}
 	return nil
 }

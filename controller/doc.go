@@ -13,7 +13,13 @@
 //	 "agents": {"uids": [1000], "gids": [995]},
 //	 "foregroundUids": [0],
 //	 "allowedApplicationLifetimeRoutes": ["appliance"],
-//	 "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]}}
+//	 "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]},
+//	 "payer": {"maxPerCall": 10, "perDay": 1000, "principals": {"uid:1000": {"maxPerCall": 5, "perDay": 100}}}}
+//
+// payer is the payer policy (DESIGN.md section 5): the controller consents
+// to a charge only within the call's principal's limits ("uid:N" for the
+// MCP peer, "foreground" for the foreground socket), and without a policy
+// to none. At most ctlconf.MaxPayerPrincipals overrides.
 //
 // foregroundUids defaults to [0]. At most MaxServices services, each a
 // different application speaking oracle-operations-v1, and each matched to
@@ -39,14 +45,18 @@
 // beside the invoke body that contains them; begins written before that
 // keep the field and still read.
 //
-// begin is durable before anything is sent; result is durable before the
-// agent is answered. A payer consent gets no fsync of its own: the set of
-// consented attempts lives in memory, and after a restart every begin
-// without a result is uncertain (pending inspection) and is never consented
-// to again. The receipt reaches the controller once, in the dispatch reply:
-// it is verified against the pinned host key and the attempt, and its
-// durable copy is the result record. A controller that missed the reply
-// asks the host with inspect (attempts inspect|resolve).
+// begin is durable before anything is sent, and names the call's principal
+// and the payer day it counts against; result is durable before the agent
+// is answered, with the verified receipt's charge and what was consented.
+// A payer consent gets no fsync of its own: the consents signed live in
+// memory (with the bytes, to check the receipt against), and after a
+// restart every begin without a result is uncertain (pending inspection),
+// is never consented to again, and counts against its principal's day at
+// the per-call ceiling. The receipt reaches the controller once, in the
+// dispatch reply: it is verified against the pinned host key, the attempt
+// and the consent, and its durable copy is the result record. A controller
+// that missed the reply asks the host with inspect (attempts
+// inspect|resolve).
 //
 // At start the journal is iterated to rebuild the index: the open
 // (pending or uncertain) attempts, and per application the latest attempt

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire"
@@ -89,6 +90,7 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request) for
 		if err != nil {
 			return fail(err)
 		}
+		p.principal = ctlconf.PrincipalForeground
 		id := newID()
 		c.led.FgStart(id, req.Tool)
 		if _, err := c.j.Append(ledger.KindFgSubmit, ledger.FgSubmit{ID: id, Tool: req.Tool, Arguments: p.args}); err != nil {

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
 )
 
 // MaxMCPLine bounds one JSON-RPC line on the MCP socket and in the proxy,
@@ -35,6 +37,20 @@ const Version = "0.1.0"
 // ids or grant contents.
 type Overview struct {
 	Applications []OverviewApplication `json:"applications"`
+	Payer        OverviewPayer         `json:"payer"`
+}
+
+// OverviewPayer is what the payer will still consent to for the caller
+// (its own principal only, never another's). A call's price is the
+// operator's grant's, which the host tells the controller only when it
+// asks for a consent: it is not known before the call, and each call's
+// charge is in its result.
+type OverviewPayer struct {
+	Policy         bool   `json:"policy"`                   // false: no paid call is consented to
+	MaxPerCall     uint64 `json:"maxPerCall,omitempty"`     // the most one call may be charged
+	PerDay         uint64 `json:"perDay,omitempty"`         // the caller's budget a UTC day
+	RemainingToday uint64 `json:"remainingToday,omitempty"` // what is left of it
+	Day            string `json:"day,omitempty"`            // the UTC day counted; it refills at 00:00 UTC
 }
 
 // OverviewApplication is one configured application.
@@ -64,14 +80,16 @@ func (c *Controller) newMCPServer() *mcp.Server {
 	opID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxOperationIDLen, "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"}
 
 	s.AddTool(&mcp.Tool{
-		Name:        ToolOverview,
-		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now.",
+		Name: ToolOverview,
+		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now, " +
+			"and what the payer will still pay for your calls today (a call's price is known only when it is made; its charge is in its result).",
 		InputSchema: map[string]any{"type": "object", "additionalProperties": false},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, err := decodeArgs(req.Params.Arguments, &struct{}{}); err != nil {
 			return toolError(err.Error()), nil
 		}
-		return structured(c.overview(ctx), false)
+		principal, _ := ctx.Value(principalKey{}).(string)
+		return structured(c.overview(ctx, principal), false)
 	})
 	s.AddTool(&mcp.Tool{
 		Name: ToolDiscover,
@@ -110,10 +128,20 @@ func (c *Controller) newMCPServer() *mcp.Server {
 
 func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := c.runTool(ctx, tool, req.Params.Arguments, "")
+		principal, ok := ctx.Value(principalKey{}).(string)
+		if !ok {
+			// Every session is connected with its peer's principal; a call
+			// without one is refused rather than paid for by nobody.
+			return structured(refused(msg.CodeBadRequest, "the MCP session names no principal; nothing was sent", ""), true)
+		}
+		r := c.runTool(ctx, tool, req.Params.Arguments, principal)
 		return structured(r, r.IsError())
 	}
 }
+
+// principalKey is the context key of an MCP session's principal: the
+// context a session is connected with is the parent of its handlers'.
+type principalKey struct{}
 
 func structured(v any, isErr bool) (*mcp.CallToolResult, error) {
 	b, err := json.Marshal(v)
@@ -131,8 +159,14 @@ func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
 }
 
-func (c *Controller) overview(ctx context.Context) Overview {
+func (c *Controller) overview(ctx context.Context, principal string) Overview {
 	var o Overview
+	if principal != "" {
+		day := c.pay.today(c.now())
+		if lim, left, _, ok := c.pay.budget(principal); ok {
+			o.Payer = OverviewPayer{Policy: true, MaxPerCall: lim.MaxPerCall, PerDay: lim.PerDay, RemainingToday: left, Day: dayString(day)}
+		}
+	}
 	for _, svc := range c.cfg.ToolTask.ApplicationServices {
 		avail := "unreachable"
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -215,7 +249,8 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			return
 		}
 		go func() {
-			ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: pc, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
+			sctx := context.WithValue(ctx, principalKey{}, ctlconf.UIDPrincipal(pc.Cred.UID))
+			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: pc, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
 			if err != nil {
 				c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
 				pc.Close()

@@ -44,15 +44,21 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 		}
 	}
 
-	ov, res := call(t, ctx, cs, ToolOverview, map[string]any{})
+	var ov Overview
+	_, res := call(t, ctx, cs, ToolOverview, map[string]any{})
 	if res.IsError {
 		t.Fatalf("overview: %+v", res)
 	}
 	ovText := res.Content[0].(*mcp.TextContent).Text
+	if err := json.Unmarshal([]byte(ovText), &ov); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(ovText, `"application":"appliance"`) || !strings.Contains(ovText, `"availability":"reachable"`) || strings.Contains(ovText, s.dir) {
 		t.Fatalf("overview %s", ovText)
 	}
-	_ = ov
+	if !ov.Payer.Policy || ov.Payer.MaxPerCall != 1<<20 || ov.Payer.RemainingToday != ov.Payer.PerDay || ov.Payer.Day != time.Now().UTC().Format(time.DateOnly) {
+		t.Fatalf("overview's payer %+v", ov.Payer)
+	}
 
 	// Discovery: a search and one descriptor, free (no discovery price).
 	before := s.purse()

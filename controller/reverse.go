@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -104,23 +105,66 @@ func (c *Controller) custody(env *wire.Envelope) (string, any) {
 }
 
 // reserve consents, signed by the dispatch key, only to an attempt this
-// process journaled in begin, with the same request hash, and only once
-// (ledger.Consent). Attempts found at start are never consented to.
+// process journaled in begin, with the same request hash, only once
+// (ledger.Consent), only at the price of the grant the host cites, and
+// only within the payer's policy (payer.take). Attempts found at start are
+// never consented to.
 func (c *Controller) reserve(r msg.Reserve) (string, any) {
-	if err := c.led.Consent(r, c.cfg.Name); err != nil {
+	if r.V != msg.CustodyV2 || r.Grant == nil {
+		return refusal(msg.CodeNoConsent, "reserve version %d cites no grant: this controller consents only to a version %d reserve, which carries the grant it charges by", r.V, msg.CustodyV2)
+	}
+	g, err := c.grants.verify(r.Grant, c.bind.HostKey)
+	if err != nil {
+		c.log.Error("RESERVE REFUSED: the grant the host cites does not verify against the pinned host key", "attempt", r.Attempt, "err", err)
+		return refusal(msg.CodeNoConsent, "the grant the reserve cites does not verify against the host key pinned in the bundle")
+	}
+	now := c.now()
+	var principal string
+	err = c.led.Consent(r, c.cfg.Name, func(b ledger.Begin) *msg.Refusal {
+		if ref := grantAllows(g, r, b, now); ref != nil {
+			return ref
+		}
+		principal = b.Principal
+		return c.pay.take(b, r.Charge, r.RefusalPrice)
+	})
+	if err != nil {
 		ref := err.(*msg.Refusal)
-		if ref.Code == msg.CodeNoConsent {
-			c.log.Warn("reserve refused", "attempt", r.Attempt, "reason", ref.Reason)
+		if ref.Code == msg.CodeNoConsent || ref.Code == msg.CodePayerLimit {
+			c.log.Warn("reserve refused", "attempt", r.Attempt, "code", ref.Code, "reason", ref.Reason)
 		}
 		return msg.TypeRefused, *ref
 	}
-	signed, err := msg.SignConsent(c.keys.Dispatch, msg.Consent{
-		Attempt: r.Attempt, Controller: r.Controller, Application: r.Application,
-		Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: r.Charge,
-		At: time.Now().UnixMilli(),
-	})
+	consent := msg.Consent{
+		V: msg.CustodyV2, Attempt: r.Attempt, Controller: r.Controller, Principal: principal,
+		Application: r.Application, Operation: r.Operation, RequestSHA256: r.RequestSHA256,
+		GrantSHA256: msg.GrantHash(r.Grant), Charge: r.Charge, RefusalPrice: r.RefusalPrice,
+		At: now.UnixMilli(),
+	}
+	signed, err := msg.SignConsent(c.keys.Dispatch, consent)
 	if err != nil {
+		c.pay.release(r.Attempt)
 		return refusal(msg.CodeInternal, "signing consent: %v", err)
 	}
+	c.pay.signed(r.Attempt, consent, signed)
 	return msg.TypeConsent, msg.ConsentReply{Consent: signed}
+}
+
+// grantAllows checks that the grant the host cites is one under which b
+// could have been admitted now, and that the reserve asks its price: its
+// price for an invocation, its discovery price for a listing or a
+// descriptor, and no refusal price (no grant sets one yet).
+func grantAllows(g msg.Grant, r msg.Reserve, b ledger.Begin, now time.Time) *msg.Refusal {
+	price := g.DiscoveryPrice
+	if b.Kind == msg.KindInvoke {
+		price = g.Price
+	}
+	switch {
+	case g.Controller != r.Controller || !g.Covers(b.Application, b.Operation):
+		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the grant the reserve for attempt %s cites does not cover its application and operation", r.Attempt)}
+	case !g.Live(now.UnixMilli()):
+		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the grant the reserve for attempt %s cites is not in force by the controller's clock", r.Attempt)}
+	case r.Charge != price || r.RefusalPrice != 0:
+		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the reserve for attempt %s asks %d credits (refusal %d), the grant it cites prices it at %d (refusal 0)", r.Attempt, r.Charge, r.RefusalPrice, price)}
+	}
+	return nil
 }

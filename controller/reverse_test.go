@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -12,49 +14,174 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-func TestConsentRules(t *testing.T) {
-	k, err := wire.GenerateSigningKey()
+// consentRig is a controller with no journal or sockets, a host key, and
+// a grant it signed: enough to exercise reserve's rules.
+type consentRig struct {
+	c     *Controller
+	host  *wire.HybridSigningKey
+	grant []byte
+	now   time.Time
+}
+
+func newConsentRig(t *testing.T, policy *ctlconf.Payer, price uint64) *consentRig {
+	t.Helper()
+	disp, err := wire.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{cfg: &Config{Name: "dev"}, keys: &Keys{Dispatch: k}, led: ledger.New(), log: slog.Default()}
-	h := sha256.Sum256([]byte("request"))
-	b := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: h[:], Kind: msg.KindInvoke}
-	if _, ok := c.led.Begin(b); !ok {
+	host, err := wire.GenerateHybridKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig := &consentRig{host: host, now: time.Date(2030, 1, 2, 12, 0, 0, 0, time.UTC)}
+	rig.grant = signTestGrant(t, host, price, rig.now)
+	rig.c = newController(&Config{Name: "dev", Payer: policy}, nil, &Binding{HostKey: host.Public(), HostRing: wire.NewKeyring(host.Public().Ed25519())},
+		&Keys{Dispatch: disp}, nil, slog.Default(), func() time.Time { return rig.now })
+	return rig
+}
+
+func signTestGrant(t *testing.T, host *wire.HybridSigningKey, price uint64, now time.Time) []byte {
+	t.Helper()
+	g, err := msg.SignGrant(host, msg.Grant{ID: "g1", Controller: "dev", Application: "appliance", Price: price, DiscoveryPrice: 1,
+		PerDay: 100, NotBefore: now.Add(-time.Hour).UnixMilli(), NotAfter: now.Add(time.Hour).UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// begin registers an invoke attempt of principal as dispatch would, and
+// returns the reserve a faithful host sends for it.
+func (rig *consentRig) begin(t *testing.T, id, principal string, charge uint64) msg.Reserve {
+	t.Helper()
+	h := sha256.Sum256([]byte("request " + id))
+	b := ledger.Begin{Attempt: id, Application: "appliance", Operation: "op", RequestSHA256: h[:], Kind: msg.KindInvoke,
+		Principal: principal, Day: rig.c.pay.today(rig.c.now())}
+	if _, ok := rig.c.led.Begin(b); !ok {
 		t.Fatal("begin refused")
 	}
-	r := msg.Reserve{Attempt: "a1", Controller: "dev", Application: "appliance", Operation: "op", RequestSHA256: h[:], Charge: 5}
+	return msg.Reserve{V: msg.CustodyV2, Attempt: id, Controller: "dev", Application: "appliance", Operation: "op",
+		RequestSHA256: h[:], Charge: charge, Grant: rig.grant}
+}
+
+func wantRefused(t *testing.T, typ string, body any, code, reason string) {
+	t.Helper()
+	ref, ok := body.(msg.Refusal)
+	if typ != msg.TypeRefused || !ok || ref.Code != code || (reason != "" && ref.Reason != reason) {
+		t.Fatalf("got %s %+v, want %s %q", typ, body, code, reason)
+	}
+}
+
+// TestConsentRules: the controller consents once, to a journaled begin,
+// at the price of the grant the host cites, signed by its dispatch key
+// and naming the principal and the grant.
+func TestConsentRules(t *testing.T) {
+	rig := newConsentRig(t, &ctlconf.Payer{MaxPerCall: 10, PerDay: 100}, 5)
+	c := rig.c
+	r := rig.begin(t, "a1", "uid:1000", 5)
 
 	wrong := r
 	wrong.RequestSHA256 = make([]byte, 32)
-	if typ, body := c.reserve(wrong); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeNoConsent {
-		t.Fatalf("wrong hash: %s %+v", typ, body)
-	}
-	// A reserve for another controller's name is refused .
+	typ, body := c.reserve(wrong)
+	wantRefused(t, typ, body, msg.CodeNoConsent, "reserve for attempt a1 does not match its journaled begin")
 	other := r
 	other.Controller = "other"
-	if typ, body := c.reserve(other); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeNoConsent {
-		t.Fatalf("another controller: %s %+v", typ, body)
+	typ, body = c.reserve(other)
+	wantRefused(t, typ, body, msg.CodeNoConsent, "")
+	v1 := r
+	v1.V, v1.Grant = 0, nil
+	typ, body = c.reserve(v1)
+	wantRefused(t, typ, body, msg.CodeNoConsent, "reserve version 0 cites no grant: this controller consents only to a version 2 reserve, which carries the grant it charges by")
+	// A grant the host key did not sign.
+	forger, _ := wire.GenerateHybridKey()
+	forged := r
+	forged.Grant = signTestGrant(t, forger, 5, rig.now)
+	typ, body = c.reserve(forged)
+	wantRefused(t, typ, body, msg.CodeNoConsent, "the grant the reserve cites does not verify against the host key pinned in the bundle")
+	// A host asking a charge other than the grant's price, either way.
+	for _, charge := range []uint64{4, 6} {
+		off := r
+		off.Charge = charge
+		typ, body = c.reserve(off)
+		wantRefused(t, typ, body, msg.CodeNoConsent, fmt.Sprintf("the reserve for attempt a1 asks %d credits (refusal 0), the grant it cites prices it at 5 (refusal 0)", charge))
 	}
-	typ, body := c.reserve(r)
+	refusing := r
+	refusing.RefusalPrice = 5
+	typ, body = c.reserve(refusing)
+	wantRefused(t, typ, body, msg.CodeNoConsent, "the reserve for attempt a1 asks 5 credits (refusal 5), the grant it cites prices it at 5 (refusal 0)")
+
+	typ, body = c.reserve(r)
 	if typ != msg.TypeConsent {
 		t.Fatalf("consent: %s %+v", typ, body)
 	}
-	if _, err := msg.VerifyConsent(body.(msg.ConsentReply).Consent, wire.NewKeyring(k.Public()), r); err != nil {
+	cs, err := msg.VerifyConsent(body.(msg.ConsentReply).Consent, wire.NewKeyring(c.keys.Dispatch.Public()), r)
+	if err != nil {
 		t.Fatalf("consent does not verify: %v", err)
 	}
-	if typ, body := c.reserve(r); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeDuplicate {
-		t.Fatalf("second consent: %s %+v", typ, body)
+	if cs.V != msg.CustodyV2 || cs.Principal != "uid:1000" || !bytes.Equal(cs.GrantSHA256, msg.GrantHash(rig.grant)) || cs.Charge != 5 || cs.At != rig.now.UnixMilli() {
+		t.Fatalf("consent %+v", cs)
 	}
+	typ, body = c.reserve(r)
+	wantRefused(t, typ, body, msg.CodeDuplicate, "attempt a1 was already consented to")
 	unknown := r
 	unknown.Attempt = "nope"
-	if typ, body := c.reserve(unknown); typ != msg.TypeRefused || body.(msg.Refusal).Code != msg.CodeUnknown {
-		t.Fatalf("unknown: %s %+v", typ, body)
+	typ, body = c.reserve(unknown)
+	wantRefused(t, typ, body, msg.CodeUnknown, "no journaled begin for attempt nope")
+}
+
+// TestPayerPolicy: no policy refuses every charge naming it; the per-call
+// ceiling at N and N+1; the day's budget at N and N+1, per principal; a
+// clock set back a day refills nothing; the next day does.
+func TestPayerPolicy(t *testing.T) {
+	rig := newConsentRig(t, nil, 5)
+	typ, body := rig.c.reserve(rig.begin(t, "n1", "uid:1000", 5))
+	wantRefused(t, typ, body, msg.CodePayerLimit, ctlconf.ErrNoPayerPolicy.Error())
+	if rig.c.pay.refusalOf("n1") == nil {
+		t.Fatal("the payer's refusal is not kept for the agent")
+	}
+
+	// The ceiling: a grant priced at the ceiling is consented, one past is not.
+	rig = newConsentRig(t, &ctlconf.Payer{MaxPerCall: 5, PerDay: 12}, 6)
+	typ, body = rig.c.reserve(rig.begin(t, "c1", "uid:1000", 6))
+	wantRefused(t, typ, body, msg.CodePayerLimit, "the charge of 6 credits exceeds the payer's ceiling of 5 credits per call")
+	rig.grant = signTestGrant(t, rig.host, 5, rig.now)
+	for _, id := range []string{"d1", "d2"} {
+		if typ, body := rig.c.reserve(rig.begin(t, id, "uid:1000", 5)); typ != msg.TypeConsent {
+			t.Fatalf("%s: %s %+v", id, typ, body)
+		}
+	}
+	// 10 of 12 spent: a third call of 5 is one past... 15 > 12.
+	typ, body = rig.c.reserve(rig.begin(t, "d3", "uid:1000", 5))
+	wantRefused(t, typ, body, msg.CodePayerLimit, "the payer's budget of 12 credits a day has 2 left today (UTC 2030-01-02), this call asks for 5; it refills at 00:00 UTC")
+	// Another principal has its own budget.
+	if typ, body := rig.c.reserve(rig.begin(t, "e1", "foreground", 5)); typ != msg.TypeConsent {
+		t.Fatalf("another principal: %s %+v", typ, body)
+	}
+	// A definite result charged 2 of the 5 consented: 7 spent, 5 fits (12).
+	res := ledger.Result{Attempt: "d1", Outcome: msg.StateDefinite, Receipt: []byte{1}, Charge: 2}
+	rig.c.pay.settle("d1", &res)
+	if typ, body := rig.c.reserve(rig.begin(t, "d4", "uid:1000", 5)); typ != msg.TypeConsent {
+		t.Fatalf("at the budget: %s %+v", typ, body)
+	}
+	typ, body = rig.c.reserve(rig.begin(t, "d5", "uid:1000", 5))
+	wantRefused(t, typ, body, msg.CodePayerLimit, "the payer's budget of 12 credits a day has 0 left today (UTC 2030-01-02), this call asks for 5; it refills at 00:00 UTC")
+
+	// The clock set back a day: still counting against 2030-01-02.
+	rig.now = rig.now.Add(-24 * time.Hour)
+	rig.grant = signTestGrant(t, rig.host, 5, rig.now)
+	typ, body = rig.c.reserve(rig.begin(t, "b1", "uid:1000", 5))
+	wantRefused(t, typ, body, msg.CodePayerLimit, "the payer's budget of 12 credits a day has 0 left today (UTC 2030-01-02), this call asks for 5; it refills at 00:00 UTC")
+	// The next day refills it.
+	rig.now = rig.now.Add(48 * time.Hour)
+	rig.grant = signTestGrant(t, rig.host, 5, rig.now)
+	if typ, body := rig.c.reserve(rig.begin(t, "f1", "uid:1000", 5)); typ != msg.TypeConsent {
+		t.Fatalf("the next day: %s %+v", typ, body)
 	}
 }
 
@@ -114,7 +241,8 @@ func TestReverseSocketForgedAndReplayed(t *testing.T) {
 		t.Fatalf("genuine host handshake: %v", err)
 	}
 	h := sha256.Sum256([]byte("x"))
-	if err := ch.Send(msg.TypeReserve, "1", msg.Reserve{Attempt: "unknown", Controller: "dev", Application: "appliance", RequestSHA256: h[:], Charge: 1}); err != nil {
+	grant := signTestGrant(t, hostKey, 1, time.Now())
+	if err := ch.Send(msg.TypeReserve, "1", msg.Reserve{V: msg.CustodyV2, Attempt: "unknown", Controller: "dev", Application: "appliance", RequestSHA256: h[:], Charge: 1, Grant: grant}); err != nil {
 		t.Fatal(err)
 	}
 	env, err := ch.Recv()
@@ -188,16 +316,83 @@ func TestReceiptVerified(t *testing.T) {
 		Kind: msg.KindInvoke, RequestSHA256: req[:], ResponseSHA256: resp[:], Status: 200}
 	good, _ := msg.SignReceipt(hostKey, rc)
 	bad, _ := msg.SignReceipt(forged, rc)
-	if err := c.verifyReceipt(good, "a1", req[:], body, 200); err != nil {
+	if _, err := c.verifyReceipt(good, "a1", req[:], body, 200); err != nil {
 		t.Fatalf("genuine receipt: %v", err)
 	}
-	if err := c.verifyReceipt(bad, "a1", req[:], body, 200); !errors.Is(err, wire.ErrUnknownKID) {
+	if _, err := c.verifyReceipt(bad, "a1", req[:], body, 200); !errors.Is(err, wire.ErrUnknownKID) {
 		t.Fatalf("forged receipt: %v", err)
 	}
-	if err := c.verifyReceipt(good, "a2", req[:], body, 200); err == nil || err.Error() != "receipt is for attempt a1" {
+	if _, err := c.verifyReceipt(good, "a2", req[:], body, 200); err == nil || err.Error() != "receipt is for attempt a1" {
 		t.Fatalf("another attempt's receipt: %v", err)
 	}
-	if err := c.verifyReceipt(good, "a1", req[:], body, 500); err == nil || err.Error() != "receipt status 200 does not match the answer's 500" {
+	if _, err := c.verifyReceipt(good, "a1", req[:], body, 500); err == nil || err.Error() != "receipt status 200 does not match the answer's 500" {
 		t.Fatalf("another status: %v", err)
+	}
+}
+
+// TestReceiptConsentChecked: a receipt must carry the consent this process
+// signed for the attempt, byte for byte, and charge one of its prices or
+// 0; after a restart (no consent in memory) the consent must verify with
+// the controller's own dispatch key for this attempt and principal.
+func TestReceiptConsentChecked(t *testing.T) {
+	rig := newConsentRig(t, &ctlconf.Payer{MaxPerCall: 10, PerDay: 100}, 5)
+	c := rig.c
+	r := rig.begin(t, "a1", "uid:1000", 5)
+	_, body := c.reserve(r)
+	signed := body.(msg.ConsentReply).Consent
+	b := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: r.RequestSHA256, Principal: "uid:1000"}
+	rc := msg.Receipt{Attempt: "a1", Controller: "dev", Application: "appliance", Operation: "op", RequestSHA256: r.RequestSHA256, Charge: 5, Consent: signed}
+	if err := c.checkReceiptConsent(rc, b); err != nil {
+		t.Fatalf("the genuine receipt: %v", err)
+	}
+	over := rc
+	over.Charge = 6
+	if err := c.checkReceiptConsent(over, b); err == nil || err.Error() != "receipt charges 6, the payer consented to 5 for an answer and 0 for a refusal" {
+		t.Fatalf("a charge above the consent: %v", err)
+	}
+	between := rc
+	between.Charge = 3
+	if err := c.checkReceiptConsent(between, b); err == nil || err.Error() != "receipt charges 3, the payer consented to 5 for an answer and 0 for a refusal" {
+		t.Fatalf("a charge that is neither price: %v", err)
+	}
+	// Another attempt's genuine consent, reused.
+	r2 := rig.begin(t, "a2", "uid:1000", 5)
+	_, body2 := c.reserve(r2)
+	reused := rc
+	reused.Consent = body2.(msg.ConsentReply).Consent
+	if err := c.checkReceiptConsent(reused, b); err == nil || err.Error() != "receipt carries a payer consent other than the one signed for attempt a1" {
+		t.Fatalf("another attempt's consent: %v", err)
+	}
+	none := rc
+	none.Consent = nil
+	if err := c.checkReceiptConsent(none, b); err == nil || err.Error() != "receipt carries no payer consent, though one was signed for attempt a1" {
+		t.Fatalf("no consent: %v", err)
+	}
+
+	// After a restart: nothing in memory, the signature and fields decide.
+	res := ledger.Result{Attempt: "a1"}
+	c.pay.settle("a1", &res)
+	if err := c.checkReceiptConsent(rc, b); err != nil {
+		t.Fatalf("the genuine receipt after a restart: %v", err)
+	}
+	if err := c.checkReceiptConsent(reused, b); err == nil || err.Error() != "receipt carries a payer consent for another attempt, request or principal than attempt a1" {
+		t.Fatalf("another attempt's consent after a restart: %v", err)
+	}
+	forger, _ := wire.GenerateSigningKey()
+	cs, _ := msg.OpenConsent(signed, wire.NewKeyring(c.keys.Dispatch.Public()))
+	forgedBytes, _ := msg.SignConsent(forger, cs)
+	forged := rc
+	forged.Consent = forgedBytes
+	if err := c.checkReceiptConsent(forged, b); !errors.Is(err, wire.ErrUnknownKID) {
+		t.Fatalf("a consent the controller did not sign: %v", err)
+	}
+	free := rc
+	free.Consent, free.Charge = nil, 1
+	if err := c.checkReceiptConsent(free, b); err == nil || err.Error() != "receipt charges 1 with no payer consent" {
+		t.Fatalf("a charge without a consent: %v", err)
+	}
+	free.Charge = 0
+	if err := c.checkReceiptConsent(free, b); err != nil {
+		t.Fatalf("a free receipt: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/stewardrt/steward/wire"
 )
@@ -32,6 +33,10 @@ type Options struct {
 	// which the journal records and keeps (journal.Options.SegmentSize);
 	// the journal's default when 0.
 	JournalSegmentSize int64
+	// Now is the wall clock, the daemon's only source of time (the payer's
+	// day, a consent's time, a grant's validity); nil is time.Now. Tests
+	// inject one to set the clock back.
+	Now func() time.Time
 }
 
 // Serve runs the controller daemon with the config at cfgPath until ctx
@@ -40,7 +45,7 @@ type Options struct {
 // foreground sockets, calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
-	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize)
+	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize, opts.Now)
 	if err != nil {
 		return err
 	}

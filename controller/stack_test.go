@@ -73,9 +73,10 @@ type stack struct {
 }
 
 type stackOpts struct {
-	price  uint64
-	funded uint64
-	edit   func(m map[string]any) // edits the controller config
+	price     uint64
+	funded    uint64
+	notBefore time.Time              // the grant's; zero: now
+	edit      func(m map[string]any) // edits the controller config
 }
 
 func newStack(t testing.TB, o stackOpts) *stack {
@@ -119,7 +120,7 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "appliance", Price: o.price,
-		PerDay: 1 << 30, NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		PerDay: 1 << 30, NotBefore: o.notBefore, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.RegisterRoute("r-appliance", "appliance", operator.RouteRequest{
@@ -147,6 +148,8 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		"foregroundUids":                   []uint32{uid},
 		"allowedApplicationLifetimeRoutes": []string{"r-appliance"},
 		"toolTask":                         map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v1"}}},
+		// A payer policy that never limits: tests of the policy edit it.
+		"payer": map[string]any{"maxPerCall": 1 << 20, "perDay": uint64(1) << 50},
 	}
 	if o.edit != nil {
 		o.edit(m)
@@ -181,12 +184,17 @@ func (s *stack) startHost() {
 }
 
 // startController runs the controller in this process.
-func (s *stack) startController() {
+func (s *stack) startController() { s.startControllerWith(Options{}) }
+
+// startControllerWith runs the controller in this process with opts (its
+// Ready is the stack's).
+func (s *stack) startControllerWith(opts Options) {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	s.ctlDone = make(chan error, 1)
-	go func() { s.ctlDone <- Serve(ctx, s.cfgPath, Options{Ready: func() { close(ready) }}) }()
+	opts.Ready = func() { close(ready) }
+	go func() { s.ctlDone <- Serve(ctx, s.cfgPath, opts) }()
 	select {
 	case <-ready:
 	case err := <-s.ctlDone:

@@ -55,6 +55,7 @@ type plan struct {
 	req            oracleops.Request
 	sha            [32]byte
 	route          msg.RouteRecord
+	principal      string // who makes the call (ctlconf.UIDPrincipal, ctlconf.PrincipalForeground)
 }
 
 func argErr(format string, a ...any) error {

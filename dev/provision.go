@@ -32,6 +32,11 @@ const (
 	Price = 1
 	// PerDay is the grant's daily count.
 	PerDay = 100_000
+	// PayerMaxPerCall and PayerPerDay are the dev controller's payer
+	// policy: the most it consents to for one call and, per principal, in
+	// a UTC day. Ten times the grant's price, and enough for PerDay calls.
+	PayerMaxPerCall = 10 * Price
+	PayerPerDay     = PerDay * Price
 	// GrantLifetime is how long a grant the dev mode issues lasts; a later
 	// start issues a new one once it has expired.
 	GrantLifetime = 365 * 24 * time.Hour
@@ -236,6 +241,7 @@ func controllerConfig(l Layout, uid uint32) ([]byte, error) {
 		ToolTask: controller.ToolTask{ApplicationServices: []controller.Service{
 			{Application: Application, Protocol: msg.ProtocolOracleOperationsV1},
 		}},
+		Payer: &controller.Payer{MaxPerCall: PayerMaxPerCall, PerDay: PayerPerDay},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

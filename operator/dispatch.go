@@ -145,9 +145,12 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 	if err != nil {
 		return nil, err
 	}
+	// The reserve cites the signed grant the call was admitted under, so
+	// the controller can check the charge against the operator's own word
+	// (a grant's signed bytes never change once stored).
 	r := msg.Reserve{
-		Attempt: c.attempt, Controller: adm.ctrl.name, Application: c.application,
-		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge,
+		V: msg.CustodyV2, Attempt: c.attempt, Controller: adm.ctrl.name, Application: c.application,
+		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge, Grant: adm.g.signed,
 	}
 	env, err := cl.Call(ctx, msg.TypeReserve, r)
 	if err != nil {

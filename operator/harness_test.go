@@ -150,8 +150,9 @@ func (p *peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, an
 		if p.forge.Load() {
 			key = p.forger
 		}
-		c, err := msg.SignConsent(key, msg.Consent{Attempt: r.Attempt, Controller: r.Controller, Application: r.Application,
-			Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: r.Charge, At: time.Now().UnixMilli()})
+		c, err := msg.SignConsent(key, msg.Consent{V: msg.CustodyV2, Attempt: r.Attempt, Controller: r.Controller,
+			Principal: "uid:1000", Application: r.Application, Operation: r.Operation, RequestSHA256: r.RequestSHA256,
+			GrantSHA256: msg.GrantHash(r.Grant), Charge: r.Charge, RefusalPrice: r.RefusalPrice, At: time.Now().UnixMilli()})
 		if err != nil {
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: err.Error()}
 		}

@@ -46,6 +46,8 @@ type Config struct {
 	// controller may use for the lifetime of an application service.
 	AllowedApplicationLifetimeRoutes []string `json:"allowedApplicationLifetimeRoutes"`
 	ToolTask                         ToolTask `json:"toolTask"`
+	// Payer is the payer policy: without one, every charge is refused.
+	Payer *Payer `json:"payer,omitempty"`
 }
 
 // Sockets are the controller's listening sockets.
@@ -169,6 +171,9 @@ func (c *Config) validate() error {
 		if err := ValidateName("allowedApplicationLifetimeRoutes["+strconv.Itoa(i)+"]", r); err != nil {
 			return err
 		}
+	}
+	if c.Payer != nil {
+		return c.Payer.validate()
 	}
 	return nil
 }

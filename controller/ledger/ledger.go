@@ -45,6 +45,11 @@ type Ledger struct {
 	open  map[string]*entry    // by attempt id: pending or uncertain
 	byReq map[reqKey]*reqEntry // by (application, requestId)
 	fg    map[string]*fgEntry  // by foreground request id
+	// day is the latest Begin.Day recorded, and spent what the ended
+	// attempts of that day count against each principal (Result.Spent,
+	// Resolve.Charge): what Replay found, for the payer's budget.
+	day   int64
+	spent map[string]uint64
 }
 
 // entry is an attempt that has not ended.
@@ -70,7 +75,7 @@ type reqEntry struct {
 
 // New returns an empty ledger.
 func New() *Ledger {
-	return &Ledger{open: map[string]*entry{}, byReq: map[reqKey]*reqEntry{}, fg: map[string]*fgEntry{}}
+	return &Ledger{open: map[string]*entry{}, byReq: map[reqKey]*reqEntry{}, fg: map[string]*fgEntry{}, spent: map[string]uint64{}}
 }
 
 func (e *entry) public() Attempt {
@@ -107,11 +112,18 @@ func (l *Ledger) apply(r journal.Record) error {
 		if err := Decode(r, &b); err != nil {
 			return err
 		}
+		if b.Day > l.day {
+			l.day = b.Day
+			clear(l.spent)
+		}
 		l.begin(b, r.Seq, false)
 	case KindResult:
 		var res Result
 		if err := Decode(r, &res); err != nil {
 			return err
+		}
+		if endState(res.Outcome) != msg.StateUncertain {
+			l.count(res.Attempt, res.Spent())
 		}
 		l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Seq)
 	case KindResolve:
@@ -119,6 +131,7 @@ func (l *Ledger) apply(r journal.Record) error {
 		if err := Decode(r, &res); err != nil {
 			return err
 		}
+		l.count(res.Attempt, res.Charge)
 		l.end(res.Attempt, res.State, "resolved by "+res.By, r.Seq)
 	case KindFgSubmit:
 		var s FgSubmit
@@ -144,6 +157,36 @@ func (l *Ledger) apply(r journal.Record) error {
 		delete(l.fg, s.ID)
 	}
 	return nil
+}
+
+// count adds what an ending attempt spent to its principal's day, when
+// that is the latest day; l.mu is held.
+func (l *Ledger) count(id string, amount uint64) {
+	if e := l.open[id]; e != nil && e.begin.Principal != "" && e.begin.Day == l.day {
+		l.spent[e.begin.Principal] += amount
+	}
+}
+
+// Spending is what the journal says of the latest day recorded: its day
+// (0 when no begin names one), what each principal's ended attempts spent
+// on it, and how many of each principal's attempts on it were found at
+// start without an end (unsettled: whether and how much they were
+// consented to is not on disk, so the payer counts each at its ceiling).
+// Begins written before the payer policy name no principal and count for
+// nobody.
+func (l *Ledger) Spending() (day int64, spent map[string]uint64, unsettled map[string]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	spent, unsettled = map[string]uint64{}, map[string]int{}
+	for p, n := range l.spent {
+		spent[p] = n
+	}
+	for _, e := range l.open {
+		if !e.live && e.begin.Principal != "" && e.begin.Day == l.day {
+			unsettled[e.begin.Principal]++
+		}
+	}
+	return l.day, spent, unsettled
 }
 
 // endState is the state a dispatch outcome leaves an attempt in: an
@@ -287,10 +330,12 @@ func (l *Ledger) Open(id string) (Attempt, Begin, bool) {
 }
 
 // Consent marks attempt as consented to for r, once, after checking that r
-// asks for exactly what this process journaled in its begin for controller.
-// A refusal is a *msg.Refusal. Attempts found at start are never consented
-// to: whether they were before the restart cannot be known.
-func (l *Ledger) Consent(r msg.Reserve, controller string) error {
+// asks for exactly what this process journaled in its begin for controller
+// and that approve (the payer's policy, given the begin) allows it; approve
+// runs with the ledger's lock held, so two reserves of one attempt cannot
+// both pass it. A refusal is a *msg.Refusal. Attempts found at start are
+// never consented to: whether they were before the restart cannot be known.
+func (l *Ledger) Consent(r msg.Reserve, controller string, approve func(Begin) *msg.Refusal) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.open[r.Attempt]
@@ -306,6 +351,11 @@ func (l *Ledger) Consent(r msg.Reserve, controller string) error {
 	case r.Controller != controller || r.Application != e.begin.Application ||
 		r.Operation != e.begin.Operation || !bytes.Equal(r.RequestSHA256, e.begin.RequestSHA256):
 		return refusal(msg.CodeNoConsent, "reserve for attempt %s does not match its journaled begin", r.Attempt)
+	}
+	if approve != nil {
+		if ref := approve(e.begin); ref != nil {
+			return ref
+		}
 	}
 	e.consented = true
 	return nil

@@ -91,26 +91,26 @@ func TestConsentOnce(t *testing.T) {
 		}
 		return r.Code
 	}
-	if err := l.Consent(reserve(b), "dev"); code(err) != msg.CodeNoConsent || err.Error() != "no-consent: attempt old predates this controller process and is pending inspection" {
+	if err := l.Consent(reserve(b), "dev", nil); code(err) != msg.CodeNoConsent || err.Error() != "no-consent: attempt old predates this controller process and is pending inspection" {
 		t.Fatalf("attempt from before the restart: %v", err)
 	}
 	live := begin("a1", "r1", "x")
 	l.Begin(live)
 	wrong := reserve(live)
 	wrong.Operation = "other"
-	if err := l.Consent(wrong, "dev"); code(err) != msg.CodeNoConsent {
+	if err := l.Consent(wrong, "dev", nil); code(err) != msg.CodeNoConsent {
 		t.Fatalf("another operation: %v", err)
 	}
-	if err := l.Consent(reserve(live), "other"); code(err) != msg.CodeNoConsent {
+	if err := l.Consent(reserve(live), "other", nil); code(err) != msg.CodeNoConsent {
 		t.Fatalf("another controller: %v", err)
 	}
-	if err := l.Consent(reserve(live), "dev"); err != nil {
+	if err := l.Consent(reserve(live), "dev", nil); err != nil {
 		t.Fatalf("consent: %v", err)
 	}
-	if err := l.Consent(reserve(live), "dev"); code(err) != msg.CodeDuplicate {
+	if err := l.Consent(reserve(live), "dev", nil); code(err) != msg.CodeDuplicate {
 		t.Fatalf("second consent: %v", err)
 	}
-	if err := l.Consent(reserve(begin("nope", "", "x")), "dev"); code(err) != msg.CodeUnknown {
+	if err := l.Consent(reserve(begin("nope", "", "x")), "dev", nil); code(err) != msg.CodeUnknown {
 		t.Fatalf("unknown attempt: %v", err)
 	}
 }
@@ -137,5 +137,66 @@ func TestForegroundRequests(t *testing.T) {
 	l.FgAcked("f2")
 	if _, err := l.FgLookup("f2"); err == nil || err.Error() != `no foreground request "f2" awaits acknowledgement` {
 		t.Fatalf("after ack: %v", err)
+	}
+}
+
+// TestSpending: what Replay says of the latest day: receipts count their
+// charge, results without one what was consented, an uncertain result and
+// a begin without a result count as unsettled, resolutions their charge;
+// an earlier day and begins that name no principal count for nothing.
+func TestSpending(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: []byte(`{}`), SegmentSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	add := func(kind string, v any) {
+		t.Helper()
+		if _, err := j.Append(kind, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(id, principal string, day int64) Begin {
+		b := begin(id, "", "x")
+		b.Principal, b.Day = principal, day
+		return b
+	}
+	add(KindBegin, at("y1", "uid:1", 9))
+	add(KindResult, Result{Attempt: "y1", Outcome: msg.StateDefinite, Receipt: []byte{1}, Charge: 50})
+	add(KindBegin, at("old", "", 0)) // written before the payer: counts for nobody
+	add(KindBegin, at("a1", "uid:1", 10))
+	add(KindResult, Result{Attempt: "a1", Outcome: msg.StateDefinite, Receipt: []byte{1}, Charge: 3, Consented: 5})
+	add(KindBegin, at("a2", "uid:1", 10))
+	add(KindResult, Result{Attempt: "a2", Outcome: msg.StateNotSent, Consented: 5})
+	add(KindBegin, at("a3", "uid:1", 10))
+	add(KindResult, Result{Attempt: "a3", Outcome: msg.StateUncertain, Consented: 5})
+	add(KindBegin, at("a4", "uid:1", 10)) // no result
+	add(KindBegin, at("f1", "foreground", 10))
+	add(KindResult, Result{Attempt: "f1", Outcome: msg.StateUncertain})
+	add(KindResolve, Resolve{Attempt: "f1", State: msg.StateDefinite, By: "test", Receipt: []byte{1}, Charge: 7})
+	l := New()
+	if err := l.Replay(j); err != nil {
+		t.Fatal(err)
+	}
+	day, spent, unsettled := l.Spending()
+	if day != 10 || len(spent) != 2 || spent["uid:1"] != 8 || spent["foreground"] != 7 || len(unsettled) != 1 || unsettled["uid:1"] != 2 {
+		t.Fatalf("day %d spent %v unsettled %v; want 10, uid:1 8 and foreground 7, uid:1 2 unsettled", day, spent, unsettled)
+	}
+	// approve refuses: the attempt stays unconsented and may be asked again.
+	live := at("b1", "uid:1", 10)
+	l.Begin(live)
+	r := msg.Reserve{Attempt: "b1", Controller: "dev", Application: live.Application, Operation: live.Operation, RequestSHA256: live.RequestSHA256}
+	no := &msg.Refusal{Code: msg.CodePayerLimit, Reason: "over"}
+	if err := l.Consent(r, "dev", func(Begin) *msg.Refusal { return no }); err != no {
+		t.Fatalf("approve's refusal: %v", err)
+	}
+	if err := l.Consent(r, "dev", func(b Begin) *msg.Refusal {
+		if b.Principal != "uid:1" {
+			t.Errorf("approve saw principal %q", b.Principal)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("after a refusal: %v", err)
 	}
 }

@@ -45,6 +45,14 @@ type Begin struct {
 	RequestSHA256 []byte `cbor:"requestSha256"`
 	Route         string `cbor:"route"`
 	Foreground    string `cbor:"foreground"` // the foreground request id, "" for MCP
+	// Principal is who made the call, from the kernel: "uid:N" for the
+	// peer of an MCP session, "foreground" for the foreground socket.
+	// Begins written before the payer policy have none.
+	Principal string `cbor:"principal,omitempty"`
+	// Day is the UTC day (days since the Unix epoch, of the controller's
+	// clock, never earlier than the latest day recorded before it) whose
+	// payer budget the call counts against. Absent in older begins.
+	Day int64 `cbor:"day,omitempty"`
 }
 
 // Result is journaled when a dispatch ends with an answer or a refusal.
@@ -57,6 +65,20 @@ type Result struct {
 	Receipt []byte       `cbor:"receipt"`
 	Refusal *msg.Refusal `cbor:"refusal"`
 	Detail  string       `cbor:"detail"`
+	// Charge is the verified receipt's charge; Consented what the payer
+	// consented to at most (0 without a consent). The day's spending
+	// counts Charge when there is a receipt and Consented otherwise.
+	// Absent in results written before the payer policy.
+	Charge    uint64 `cbor:"charge,omitempty"`
+	Consented uint64 `cbor:"consented,omitempty"`
+}
+
+// Spent is what a result counts against its principal's day.
+func (r *Result) Spent() uint64 {
+	if r.Receipt != nil {
+		return r.Charge
+	}
+	return r.Consented
 }
 
 // Resolve settles an attempt that was left uncertain, from what the host
@@ -70,6 +92,7 @@ type Resolve struct {
 	Body    []byte    `cbor:"body"`
 	Receipt []byte    `cbor:"receipt"`
 	Detail  string    `cbor:"detail"`
+	Charge  uint64    `cbor:"charge,omitempty"` // the verified receipt's charge
 }
 
 // FgSubmit is journaled when a foreground request is accepted.

@@ -99,12 +99,34 @@ func TestVerifyConsent(t *testing.T) {
 		"operation":   func(r *Reserve) { r.Operation = "units.convert" },
 		"hash":        func(r *Reserve) { r.RequestSHA256 = bytes.Repeat([]byte{8}, 32) },
 		"charge":      func(r *Reserve) { r.Charge = 4 },
+		"refusal":     func(r *Reserve) { r.RefusalPrice = 1 },
+		"grant":       func(r *Reserve) { r.V, r.Grant = CustodyV2, []byte("a grant") },
 	} {
 		other := r
 		mutate(&other)
 		if _, err := VerifyConsent(signed, ring, other); !errors.Is(err, ErrMismatch) {
 			t.Errorf("consent checked against a reservation with another %s: err = %v, want ErrMismatch", name, err)
 		}
+	}
+	// Version 2 names the grant the reserve cites.
+	r2 := r
+	r2.V, r2.Grant = CustodyV2, []byte("the signed grant")
+	c2 := c
+	c2.V, c2.GrantSHA256, c2.Principal = CustodyV2, GrantHash(r2.Grant), "uid:1000"
+	signed2, _ := SignConsent(k, c2)
+	if got, err := VerifyConsent(signed2, ring, r2); err != nil || got.Principal != "uid:1000" {
+		t.Fatalf("version 2 consent: %+v, %v", got, err)
+	}
+	other2 := r2
+	other2.Grant = []byte("another grant")
+	if _, err := VerifyConsent(signed2, ring, other2); !errors.Is(err, ErrMismatch) || err.Error() != "payer consent: signed object does not match: it does not name the grant the reservation cites" {
+		t.Errorf("version 2 consent for another grant: %v", err)
+	}
+	c3 := c2
+	c3.V = 3
+	signed3, _ := SignConsent(k, c3)
+	if _, err := VerifyConsent(signed3, ring, r2); !errors.Is(err, ErrMismatch) {
+		t.Errorf("a version this build does not read: %v", err)
 	}
 	forger, _ := wire.GenerateSigningKey()
 	forged, _ := SignConsent(forger, c)

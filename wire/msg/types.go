@@ -47,6 +47,7 @@ const (
 	CodeConflict     = "conflict"     // same request id, different arguments
 	CodeUncertain    = "uncertain"    // an earlier attempt is uncertain
 	CodeUnavailable  = "unavailable"  // the route or application cannot be reached
+	CodePayerLimit   = "payer-limit"  // the controller's payer policy refused the charge
 )
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
