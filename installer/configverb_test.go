@@ -106,7 +106,7 @@ func TestControllerConfigRefusals(t *testing.T) {
 		body []byte
 		want string
 	}{
-		{"unknown field", edit(func(m map[string]any) { m["payer"] = 1 }), `controller config refused: json: unknown field "payer"`},
+		{"unknown field", edit(func(m map[string]any) { m["payr"] = 1 }), `controller config refused: json: unknown field "payr"`},
 		{"trailing data", append(f.configBytes(t), "{}"...), "controller config refused: data after the config object"},
 		{"another mcp socket", edit(func(m map[string]any) { sockets(m)["mcp"] = "/run/other.sock" }),
 			`sockets.mcp is "/run/other.sock", but the installed controller's is "` + f.cfg.Sockets.MCP + `"`},
