@@ -184,8 +184,11 @@ func (a *journalAudit) heldFindings() []string {
 		if detail == "" {
 			detail = "no outcome recorded"
 		}
-		out = append(out, fmt.Sprintf("reservation of attempt %s (journal record %d): %d charged without a receipt, still held (%s)",
-			res.rec.Attempt, res.seq, res.rec.Charge, trunc(detail, 120)))
+		held := fmt.Sprintf("%d charged without a receipt, still held", res.rec.Charge)
+		if res.rec.Charge == 0 {
+			held = "free, with no outcome: still open"
+		}
+		out = append(out, fmt.Sprintf("reservation of attempt %s (journal record %d): %s (%s)", res.rec.Attempt, res.seq, held, trunc(detail, 120)))
 	}
 	return out
 }
