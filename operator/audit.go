@@ -19,6 +19,7 @@ import (
 type journalAudit struct {
 	hostRing    *wire.Keyring            // the host's receipt key (the operator key's Ed25519 half)
 	dispatch    map[string]*wire.Keyring // controller -> its pinned dispatch key, which signs consents
+	dispatchKID map[string]string        // controller -> that key's kid, for the report
 	ctrlOrder   []string                 // controllers in the order they were added
 	reserves    map[string]*auditReserve // attempt -> its reservation
 	events      map[string][]purseEvent  // controller -> every change to its balance
@@ -26,11 +27,16 @@ type journalAudit struct {
 	ledgers     map[uint64]uint64 // ledger number -> journal seq
 	receipts    []chainReceipt    // in journal order
 	checkpoints []chainCheckpoint // in journal order
+	findings    []string          // consents that do not hold, in journal order
 }
 
+// auditReserve is one reservation and what became of it.
 type auditReserve struct {
 	rec      recReserve
-	released bool
+	seq      uint64 // its journal record
+	released bool   // a not-sent record gave the charge back
+	outcome  bool   // an outcome record receipted it
+	detail   string // the last uncertain record's detail
 }
 
 // purseEvent is one change to a purse's balance, at its ledger number.
@@ -50,12 +56,13 @@ type balanceCheck struct {
 
 func newJournalAudit(hostRing *wire.Keyring) *journalAudit {
 	return &journalAudit{
-		hostRing: hostRing,
-		dispatch: map[string]*wire.Keyring{},
-		reserves: map[string]*auditReserve{},
-		events:   map[string][]purseEvent{},
-		checks:   map[string][]balanceCheck{},
-		ledgers:  map[uint64]uint64{},
+		hostRing:    hostRing,
+		dispatch:    map[string]*wire.Keyring{},
+		dispatchKID: map[string]string{},
+		reserves:    map[string]*auditReserve{},
+		events:      map[string][]purseEvent{},
+		checks:      map[string][]balanceCheck{},
+		ledgers:     map[uint64]uint64{},
 	}
 }
 
@@ -101,6 +108,7 @@ func (a *journalAudit) controllerAdd(r journal.Record, b *recControllerAdd) erro
 		return faultf("%s: %v", where, err)
 	}
 	a.dispatch[b.Name] = wire.NewKeyring(k)
+	a.dispatchKID[b.Name] = k.KID().String()
 	a.ctrlOrder = append(a.ctrlOrder, b.Name)
 	return nil
 }
@@ -120,14 +128,88 @@ func (a *journalAudit) reserve(r journal.Record, b *recReserve) error {
 	if a.reserves[b.Attempt] != nil {
 		return faultf("%s: attempt %s reserved twice", recordWhere(r), b.Attempt)
 	}
-	a.reserves[b.Attempt] = &auditReserve{rec: *b}
+	dk := a.dispatch[b.Controller]
+	if dk == nil {
+		return faultf("%s: attempt %s reserves from unknown controller %s", recordWhere(r), b.Attempt, b.Controller)
+	}
+	a.reserves[b.Attempt] = &auditReserve{rec: *b, seq: r.Seq}
 	a.events[b.Controller] = append(a.events[b.Controller], purseEvent{b.Ledger, -int64(b.Charge)})
+	if err := checkReserveConsent(b, dk); err != nil {
+		a.findings = append(a.findings, fmt.Sprintf("reservation of attempt %s (%s): %v", b.Attempt, recordWhere(r), err))
+	}
 	return nil
+}
+
+// checkReserveConsent checks a reservation's payer consent under the
+// controller's pinned dispatch key, with or without an outcome: a charge
+// above 0 needs one, and one given must be for this attempt and request
+// and allow at least the charge. A reservation is one an attempt (reserve
+// refuses a second), so a consent cannot pay for two of them.
+func checkReserveConsent(b *recReserve, dispatch *wire.Keyring) error {
+	if b.Consent == nil {
+		if b.Charge > 0 {
+			return fmt.Errorf("holds %d with no payer consent", b.Charge)
+		}
+		return nil
+	}
+	_, err := checkConsent(b.Consent, dispatch, consentClaim{Attempt: b.Attempt, Controller: b.Controller,
+		Application: b.Application, Operation: b.Operation, RequestSHA256: b.RequestSHA256, Charge: b.Charge})
+	return err
+}
+
+// uncertain keeps the detail of an attempt's uncertain record for the
+// finding that reports it still held.
+func (a *journalAudit) uncertain(r journal.Record, b *recUncertain) error {
+	res := a.reserves[b.Attempt]
+	if res == nil || res.released || res.outcome {
+		return faultf("%s: marks attempt %s uncertain, which holds no open reservation", recordWhere(r), b.Attempt)
+	}
+	res.detail = b.Detail
+	return nil
+}
+
+// heldFindings reports every reservation with neither an outcome nor a
+// release: its charge stays taken from the purse with no receipt for it.
+func (a *journalAudit) heldFindings() []string {
+	var held []*auditReserve
+	for _, res := range a.reserves {
+		if !res.released && !res.outcome {
+			held = append(held, res)
+		}
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].seq < held[j].seq })
+	out := make([]string, 0, len(held))
+	for _, res := range held {
+		detail := res.detail
+		if detail == "" {
+			detail = "no outcome recorded"
+		}
+		held := fmt.Sprintf("%d charged without a receipt, still held", res.rec.Charge)
+		if res.rec.Charge == 0 {
+			held = "free, with no outcome: still open"
+		}
+		out = append(out, fmt.Sprintf("reservation of attempt %s (journal record %d): %s (%s)", res.rec.Attempt, res.seq, held, trunc(detail, 120)))
+	}
+	return out
+}
+
+// consentReports says, per controller, how many receipts it has; in a
+// store every consent is checked against its pinned dispatch key.
+func (a *journalAudit) consentReports() []ConsentReport {
+	n := map[string]int{}
+	for _, c := range a.receipts {
+		n[c.r.Controller]++
+	}
+	out := make([]ConsentReport, 0, len(a.ctrlOrder))
+	for _, name := range a.ctrlOrder {
+		out = append(out, ConsentReport{Controller: name, Receipts: n[name], Checked: true, DispatchID: a.dispatchKID[name]})
+	}
+	return out
 }
 
 func (a *journalAudit) notSent(r journal.Record, b *recNotSent) error {
 	res := a.reserves[b.Attempt]
-	if res == nil || res.released {
+	if res == nil || res.released || res.outcome {
 		return faultf("%s: releases attempt %s, which holds no reservation", recordWhere(r), b.Attempt)
 	}
 	if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
@@ -153,9 +235,10 @@ func (a *journalAudit) outcome(r journal.Record, b *recOutcome) error {
 	if sum := sha256.Sum256(b.Body); !bytes.Equal(rc.ResponseSHA256, sum[:]) {
 		return faultf("receipt %d (%s): the response hash does not match the recorded answer", rc.Seq, where)
 	}
-	if err := a.checkConsent(rc, where); err != nil {
-		return err
+	if rc.Charge == 0 && rc.Consent != nil {
+		return faultf("receipt %d (%s): a free request carries a consent", rc.Seq, where)
 	}
+	a.reserves[b.Attempt].outcome = true
 	a.receipts = append(a.receipts, chainReceipt{signed: b.Receipt, r: rc, where: where, order: int(r.Seq)})
 	a.checks[rc.Controller] = append(a.checks[rc.Controller], balanceCheck{b.Ledger, rc.BalanceAfter, rc.Seq, where})
 	return nil
@@ -168,6 +251,8 @@ func (a *journalAudit) matchReservation(rc msg.Receipt, b *recOutcome, where str
 	switch {
 	case res == nil || res.released:
 		return faultf("receipt %d (%s): attempt %s has no reservation", rc.Seq, where, b.Attempt)
+	case res.outcome:
+		return faultf("receipt %d (%s): attempt %s already has an outcome", rc.Seq, where, b.Attempt)
 	case rc.Attempt != b.Attempt || rc.Seq != b.Seq:
 		return faultf("receipt %d (%s): names attempt %s, receipt %d; the record says %s, %d", rc.Seq, where, rc.Attempt, rc.Seq, b.Attempt, b.Seq)
 	case rc.Controller != res.rec.Controller || rc.Application != res.rec.Application ||
@@ -179,26 +264,6 @@ func (a *journalAudit) matchReservation(rc msg.Receipt, b *recOutcome, where str
 		return faultf("receipt %d (%s): status %d, the recorded answer is %d", rc.Seq, where, rc.Status, b.Status)
 	case !bytes.Equal(rc.Consent, res.rec.Consent):
 		return faultf("receipt %d (%s): its payer consent is not the reserved one", rc.Seq, where)
-	}
-	return nil
-}
-
-// checkConsent checks a charged receipt's payer consent under the
-// controller's pinned dispatch key; a free one must carry none.
-func (a *journalAudit) checkConsent(rc msg.Receipt, where string) error {
-	if rc.Charge == 0 {
-		if rc.Consent != nil {
-			return faultf("receipt %d (%s): a free request carries a consent", rc.Seq, where)
-		}
-		return nil
-	}
-	dk := a.dispatch[rc.Controller]
-	if dk == nil {
-		return faultf("receipt %d (%s): unknown controller %s", rc.Seq, where, rc.Controller)
-	}
-	if _, err := msg.VerifyConsent(rc.Consent, dk, msg.Reserve{Attempt: rc.Attempt, Controller: rc.Controller,
-		Application: rc.Application, Operation: rc.Operation, RequestSHA256: rc.RequestSHA256, Charge: rc.Charge}); err != nil {
-		return faultf("receipt %d (%s): %v", rc.Seq, where, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -49,8 +50,17 @@ func FuzzFilterList(f *testing.F) {
 // FuzzReceiptsFile: an exported receipts file may come from anyone.
 func FuzzReceiptsFile(f *testing.F) {
 	f.Add([]byte{0xa3, 0x67, 'h', 'o', 's', 't', 'K', 'e', 'y', 0x40, 0x68, 'r', 'e', 'c', 'e', 'i', 'p', 't', 's', 0x80, 0x6b, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't', 's', 0x80})
+	// The verifier's own keys: a file never supplies them.
+	host, err := wire.GenerateHybridKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	disp, err := wire.GenerateSigningKey()
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		VerifyReceiptsFile(b, nil)
+		VerifyReceiptsFileKeys(b, FileKeys{Host: host.Public(), Dispatch: disp.Public()})
 	})
 }
 

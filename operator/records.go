@@ -56,7 +56,7 @@ var hostRecords = []recordKind{
 	hostRecord(kindRouteRegister, (*replayer).routeRegister, nil),
 	hostRecord(kindReserve, (*replayer).reserve, (*journalAudit).reserve),
 	hostRecord(kindNotSent, (*replayer).notSent, (*journalAudit).notSent),
-	hostRecord(kindUncertain, (*replayer).uncertain, nil),
+	hostRecord(kindUncertain, (*replayer).uncertain, (*journalAudit).uncertain),
 	hostRecord(kindOutcome, (*replayer).outcome, (*journalAudit).outcome),
 	hostRecord(kindCheckpoint, (*replayer).checkpoint, (*journalAudit).checkpoint),
 }

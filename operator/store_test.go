@@ -353,7 +353,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 			wire.Unmarshal(f, &c)
 			mod(&c)
 			b, _ := wire.Marshal(c)
-			if _, err := VerifyReceiptsFile(b, nil); !errors.Is(err, ErrReceiptFault) || !strings.Contains(err.Error(), want) {
+			if _, err := VerifyReceiptsFile(b, w.pub); !errors.Is(err, ErrReceiptFault) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("%s: want %q, got %v", name, want, err)
 			}
 		}

@@ -2,10 +2,12 @@ package operator
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -19,14 +21,40 @@ func faultf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrReceiptFault, fmt.Sprintf(format, args...))
 }
 
-// ReceiptReport summarizes a verified receipt chain.
+// ReceiptReport summarizes a verified receipt chain. A chain that does not
+// verify is a fault (an error, the first found); what verifies but is not
+// backed by the payer's word is a finding, and every finding is listed.
 type ReceiptReport struct {
-	Receipts       int           `json:"receipts"`
-	Checkpoints    int           `json:"checkpoints"`
-	CoveredThrough uint64        `json:"coveredThrough"` // receipts 1..N are under a hybrid checkpoint
-	Uncovered      int           `json:"uncovered"`      // receipts after the last checkpoint: not a fault
-	Head           string        `json:"head"`           // hex ReceiptHash of the last receipt
-	Purses         []PurseReport `json:"purses,omitempty"`
+	Receipts       int    `json:"receipts"`
+	Checkpoints    int    `json:"checkpoints"`
+	CoveredThrough uint64 `json:"coveredThrough"` // receipts 1..N are under a hybrid checkpoint
+	Uncovered      int    `json:"uncovered"`      // receipts after the last checkpoint: not a fault
+	// LastSeq and Head name the last receipt, and Covering the checkpoint
+	// over receipt CoveredThrough (nil: none), so that whoever recorded
+	// receipts can see whether the chain shown them stops short.
+	LastSeq  uint64          `json:"lastSeq"`
+	Head     string          `json:"head"` // hex ReceiptHash of the last receipt
+	Covering *CheckpointView `json:"covering,omitempty"`
+	Purses   []PurseReport   `json:"purses,omitempty"`
+	Consents []ConsentReport `json:"consents,omitempty"`
+	Findings []string        `json:"findings,omitempty"`
+}
+
+// CheckpointView is one verified checkpoint: the receipt it covers, that
+// receipt's hash and when the host signed it (Unix ms).
+type CheckpointView struct {
+	Seq  uint64 `json:"seq"`
+	Head string `json:"head"`
+	At   int64  `json:"at"`
+}
+
+// ConsentReport says, per controller, how many of its receipts were
+// checked against its payer consents and how many were not.
+type ConsentReport struct {
+	Controller string `json:"controller"`
+	Receipts   int    `json:"receipts"`
+	Checked    bool   `json:"checked"` // false: no dispatch key was given for it
+	DispatchID string `json:"dispatchKid,omitempty"`
 }
 
 // PurseReport is one controller's purse as the verifier recomputed it.
@@ -100,8 +128,10 @@ func verifyChain(rs []chainReceipt, cps []chainCheckpoint, host *wire.HybridPubl
 		}
 		if c.Seq > rep.CoveredThrough {
 			rep.CoveredThrough = c.Seq
+			rep.Covering = &CheckpointView{Seq: c.Seq, Head: hex.EncodeToString(c.Head), At: c.At}
 		}
 	}
+	rep.LastSeq = uint64(len(rs))
 	rep.Uncovered = len(rs) - int(rep.CoveredThrough)
 	return rep, nil
 }
@@ -112,9 +142,28 @@ func verifyChain(rs []chainReceipt, cps []chainCheckpoint, host *wire.HybridPubl
 // charge, the payer's consent under the controller's pinned dispatch key),
 // and the purse arithmetic (see doc.go, the ledger). from skips the
 // signature checks of receipts before it. It returns the first fault.
+//
+// A reservation's consent that does not hold, and a reservation the
+// journal gives no outcome (its charge held without a receipt), are
+// findings: the report lists every one and the error names the first.
 func (s *Store) VerifyReceipts(from uint64) (ReceiptReport, error) {
 	_, rep, err := s.auditReceipts(from)
+	if err == nil {
+		err = findingsError(rep.Findings)
+	}
 	return rep, err
+}
+
+// findingsError is the error of a report with findings: a receipt fault
+// naming how many and the first (nil with none).
+func findingsError(fs []string) error {
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return faultf("1 finding: %s", fs[0])
+	}
+	return faultf("%d findings, the first: %s", len(fs), fs[0])
 }
 
 // auditReceipts is VerifyReceipts, returning also the evidence it gathered.
@@ -131,11 +180,15 @@ func (s *Store) auditReceipts(from uint64) (*journalAudit, ReceiptReport, error)
 	if err != nil {
 		return nil, rep, err
 	}
+	rep.Consents = a.consentReports()
+	rep.Findings = append(append([]string(nil), a.findings...), a.heldFindings()...)
 	return a, rep, nil
 }
 
 // ReceiptsFile is what `receipts export` writes: the host's public key, the
-// signed receipts in chain order and the signed checkpoints.
+// signed receipts in chain order and the signed checkpoints. The file is
+// not signed as a whole: what it proves is its receipts' and checkpoints'
+// own signatures, and a prefix of the chain is as well signed as the chain.
 type ReceiptsFile struct {
 	HostKey     []byte   `cbor:"hostKey"`
 	Receipts    [][]byte `cbor:"receipts"`
@@ -144,10 +197,15 @@ type ReceiptsFile struct {
 
 // ExportReceipts returns a ReceiptsFile (CBOR) of the store's receipts and
 // checkpoints, after verifying them: the receipts that verify gathered, in
-// chain order, and the checkpoints in journal order.
+// chain order, and the checkpoints in journal order. A consent finding
+// refuses the export; a reservation still held does not (it has no
+// receipt to export).
 func (s *Store) ExportReceipts() ([]byte, error) {
 	a, _, err := s.auditReceipts(1)
 	if err != nil {
+		return nil, err
+	}
+	if err := findingsError(a.findings); err != nil {
 		return nil, err
 	}
 	rs := a.receipts
@@ -162,12 +220,42 @@ func (s *Store) ExportReceipts() ([]byte, error) {
 	return wire.Marshal(f)
 }
 
-// VerifyReceiptsFile checks an exported receipts file: every receipt's
-// signature and chain link and every checkpoint. It carries its own host
-// key: pass pinned to require a particular one (nil trusts the file's).
-// Checkpoints come after the receipts in a file, so coverage means only
-// that each names a receipt of the chain.
+// FileKeys are what an exported receipts file is checked against. None
+// comes from the file: a key the file carries proves only that whoever
+// wrote the file held it.
+type FileKeys struct {
+	// Host is the operator's public key (operator.pub); required.
+	Host *wire.HybridPublicKey
+	// Dispatch is the dispatch key of the controller named Controller (the
+	// Dispatch of its msg.ControllerKeys), which signs its consents. With
+	// Dispatch nil no consent is checked, and the report says so. With
+	// Controller empty the file's receipts must all name one controller.
+	Dispatch   *wire.PublicKey
+	Controller string
+}
+
+// errNoHostKey refuses a file verify without the host's key.
+var errNoHostKey = refusedf("no host key given: the file's own key proves nothing about who made it; pass the operator's public key (operator.pub)")
+
+// VerifyReceiptsFile checks an exported receipts file against the host's
+// pinned public key, required (nil is refused): every receipt's signature
+// and chain link and every checkpoint. It checks no consent (see
+// VerifyReceiptsFileKeys).
 func VerifyReceiptsFile(b []byte, pinned *wire.HybridPublicKey) (ReceiptReport, error) {
+	return VerifyReceiptsFileKeys(b, FileKeys{Host: pinned})
+}
+
+// VerifyReceiptsFileKeys checks an exported receipts file: every receipt's
+// signature under k.Host and chain link, every checkpoint, and, given a
+// controller's dispatch key, every one of that controller's receipts
+// against its payer consent (checkReceiptConsent). Checkpoints come after
+// the receipts in a file, so coverage means only that each names a
+// receipt of the chain. A fault returns at once; findings are all listed
+// in the report, and the error names the first.
+func VerifyReceiptsFileKeys(b []byte, k FileKeys) (ReceiptReport, error) {
+	if k.Host == nil {
+		return ReceiptReport{}, errNoHostKey
+	}
 	var f ReceiptsFile
 	if err := wire.Unmarshal(b, &f); err != nil {
 		return ReceiptReport{}, faultf("receipts file: %v", err)
@@ -176,10 +264,10 @@ func VerifyReceiptsFile(b []byte, pinned *wire.HybridPublicKey) (ReceiptReport, 
 	if err != nil {
 		return ReceiptReport{}, faultf("receipts file: host key: %v", err)
 	}
-	if pinned != nil && !pinned.Equal(pub) {
-		return ReceiptReport{}, faultf("receipts file: the host key %s is not the pinned key %s", pub.KID(), pinned.KID())
+	if !k.Host.Equal(pub) {
+		return ReceiptReport{}, faultf("receipts file: the host key %s is not the pinned key %s", pub.KID(), k.Host.KID())
 	}
-	ring := wire.NewKeyring(pub.Ed25519())
+	ring := wire.NewKeyring(k.Host.Ed25519())
 	rs := make([]chainReceipt, 0, len(f.Receipts))
 	for i, signed := range f.Receipts {
 		where := fmt.Sprintf("file entry %d", i+1)
@@ -189,9 +277,146 @@ func VerifyReceiptsFile(b []byte, pinned *wire.HybridPublicKey) (ReceiptReport, 
 		}
 		rs = append(rs, chainReceipt{signed: signed, r: r, where: where, order: i})
 	}
+	if k.Dispatch != nil && k.Controller == "" {
+		if k.Controller, err = fileController(rs); err != nil {
+			return ReceiptReport{}, err
+		}
+	}
 	cps := make([]chainCheckpoint, 0, len(f.Checkpoints))
 	for i, signed := range f.Checkpoints {
 		cps = append(cps, chainCheckpoint{signed: signed, where: fmt.Sprintf("file checkpoint %d", i+1), order: len(rs)})
 	}
-	return verifyChain(rs, cps, pub, 1)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].r.Seq < rs[j].r.Seq })
+	rep, err := verifyChain(rs, cps, k.Host, 1)
+	if err != nil {
+		return rep, err
+	}
+	rep.Consents, rep.Findings = fileConsents(rs, k)
+	return rep, findingsError(rep.Findings)
+}
+
+// fileController is the one controller a file's receipts name, refusing
+// a file of several (which dispatch key is whose cannot be guessed).
+func fileController(rs []chainReceipt) (string, error) {
+	names := map[string]bool{}
+	var list []string
+	for _, c := range rs {
+		if !names[c.r.Controller] {
+			names[c.r.Controller] = true
+			list = append(list, c.r.Controller)
+		}
+	}
+	if len(list) != 1 {
+		return "", refusedf("the file holds receipts of %d controllers (%v): name the one whose keys were given", len(list), list)
+	}
+	return list[0], nil
+}
+
+// fileConsents checks the consent of every receipt of k.Controller under
+// k.Dispatch, each consent used by one receipt only, and reports per
+// controller whether its consents were checked. rs is in chain order.
+func fileConsents(rs []chainReceipt, k FileKeys) ([]ConsentReport, []string) {
+	var reps []ConsentReport
+	at := map[string]int{}
+	var findings []string
+	usedBy := map[string]uint64{} // consent's attempt -> the receipt that used it
+	var ring *wire.Keyring
+	if k.Dispatch != nil {
+		ring = wire.NewKeyring(k.Dispatch)
+	}
+	for _, c := range rs {
+		i, ok := at[c.r.Controller]
+		if !ok {
+			i = len(reps)
+			at[c.r.Controller] = i
+			reps = append(reps, ConsentReport{Controller: c.r.Controller})
+			if ring != nil && c.r.Controller == k.Controller {
+				reps[i].Checked, reps[i].DispatchID = true, k.Dispatch.KID().String()
+			}
+		}
+		reps[i].Receipts++
+		if !reps[i].Checked {
+			continue
+		}
+		if err := checkReceiptConsent(c.r, ring, usedBy); err != nil {
+			findings = append(findings, fmt.Sprintf("receipt %d (%s): %v", c.r.Seq, c.where, err))
+		}
+	}
+	return reps, findings
+}
+
+// checkReceiptConsent checks a receipt against its payer consent: a charge
+// above 0 needs one; one given must not have paid for another receipt
+// already, must be signed by the controller's dispatch key, name this
+// receipt's attempt, controller, application, operation and request hash,
+// and allow at least its charge. usedBy maps each consent seen (its bytes)
+// and each attempt paid for to the receipt that used it.
+func checkReceiptConsent(r msg.Receipt, dispatch *wire.Keyring, usedBy map[string]uint64) error {
+	if r.Consent == nil {
+		if r.Charge > 0 {
+			return fmt.Errorf("charges %d with no payer consent", r.Charge)
+		}
+		return nil
+	}
+	sum := sha256.Sum256(r.Consent)
+	byBytes := "consent " + hex.EncodeToString(sum[:])
+	if prev, dup := usedBy[byBytes]; dup {
+		return fmt.Errorf("its payer consent already paid for receipt %d", prev)
+	}
+	usedBy[byBytes] = r.Seq
+	c, err := checkConsent(r.Consent, dispatch, consentClaim{Attempt: r.Attempt, Controller: r.Controller,
+		Application: r.Application, Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: r.Charge})
+	if err != nil {
+		return err
+	}
+	byAttempt := "attempt " + c.Attempt
+	if prev, dup := usedBy[byAttempt]; dup {
+		return fmt.Errorf("attempt %s was already paid for by receipt %d", c.Attempt, prev)
+	}
+	usedBy[byAttempt] = r.Seq
+	return nil
+}
+
+// consentClaim is what a receipt or a reservation says its consent agreed to.
+type consentClaim struct {
+	Attempt, Controller, Application, Operation string
+	RequestSHA256                               []byte
+	Charge                                      uint64
+}
+
+// checkConsent checks a signed consent under a dispatch key against a
+// claim. It checks the fields msg.Consent has today; the charge may be
+// below the consent's (a consent is a ceiling, not a price), never above.
+func checkConsent(signed []byte, dispatch *wire.Keyring, want consentClaim) (msg.Consent, error) {
+	payload, _, err := wire.Verify1(signed, dispatch)
+	if err != nil {
+		return msg.Consent{}, fmt.Errorf("payer consent: %w", err)
+	}
+	var c msg.Consent
+	if err := wire.Unmarshal(payload, &c); err != nil {
+		return msg.Consent{}, fmt.Errorf("payer consent: %w", err)
+	}
+	for _, f := range []struct{ what, got, want string }{
+		{"attempt", c.Attempt, want.Attempt},
+		{"controller", c.Controller, want.Controller},
+		{"application", c.Application, want.Application},
+		{"operation", c.Operation, want.Operation},
+		{"request hash", hex.EncodeToString(c.RequestSHA256), hex.EncodeToString(want.RequestSHA256)},
+	} {
+		if f.got != f.want {
+			return c, fmt.Errorf("its payer consent is for %s %s, not %s", f.what, shortField(f.got), shortField(f.want))
+		}
+	}
+	if want.Charge > c.Charge {
+		return c, fmt.Errorf("charges %d, more than the %d its payer consent allows", want.Charge, c.Charge)
+	}
+	return c, nil
+}
+
+// shortField quotes a field for a one-line finding, cut at 80 bytes.
+func shortField(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return strconv.Quote(trunc(s, 80))
 }
