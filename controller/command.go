@@ -32,6 +32,7 @@ const Usage = `usage:
   steward-controller attempts inspect ID --config FILE
   steward-controller attempts resolve ID --config FILE
   steward-controller journal inspect --config FILE
+  steward-controller receipts compare --file EXPORT --config FILE
 `
 
 // errUsage marks a usage error (exit 2).
@@ -100,6 +101,8 @@ func (c *CLI) run(args []string) error {
 		return c.attempts(ctx, rest)
 	case "journal":
 		return c.journal(rest)
+	case "receipts":
+		return c.receipts(rest)
 	default:
 		return fmt.Errorf("%w: unknown command %q\n%s", errUsage, cmd, Usage)
 	}
@@ -271,3 +274,36 @@ func (c *CLI) printJSON(v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// receipts compares the host's exported receipts with the ones this
+// controller recorded: exit 0 when they agree, 1 with findings (each on
+// stdout), 2 for refused input.
+func (c *CLI) receipts(args []string) error {
+	if len(args) == 0 || args[0] != "compare" {
+		return fmt.Errorf("%w: receipts compare --file EXPORT --config FILE", errUsage)
+	}
+	fs := newFlags("receipts compare")
+	file := fs.String("file", "", "the host's exported receipts (steward-operator receipts export)")
+	cfgPath := fs.String("config", "", "the controller's config")
+	if err := c.parse(fs, args[1:], 0); err != nil {
+		return err
+	}
+	b, err := readBounded(*file, maxReceiptsFile)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	cmp, err := CompareReceipts(*cfgPath, b)
+	if err != nil {
+		return err
+	}
+	if err := c.printJSON(cmp); err != nil {
+		return err
+	}
+	if len(cmp.Findings) > 0 {
+		return fmt.Errorf("%d finding(s): the host's receipts and this controller's disagree; the first: %s", len(cmp.Findings), cmp.Findings[0])
+	}
+	return nil
+}
+
+// maxReceiptsFile bounds an exported receipts file the controller reads.
+const maxReceiptsFile = 256 << 20

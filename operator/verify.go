@@ -189,11 +189,7 @@ func (s *Store) auditReceipts(from uint64) (*journalAudit, ReceiptReport, error)
 // signed receipts in chain order and the signed checkpoints. The file is
 // not signed as a whole: what it proves is its receipts' and checkpoints'
 // own signatures, and a prefix of the chain is as well signed as the chain.
-type ReceiptsFile struct {
-	HostKey     []byte   `cbor:"hostKey"`
-	Receipts    [][]byte `cbor:"receipts"`
-	Checkpoints [][]byte `cbor:"checkpoints"`
-}
+type ReceiptsFile = msg.ReceiptsFile
 
 // ExportReceipts returns a ReceiptsFile (CBOR) of the store's receipts and
 // checkpoints, after verifying them: the receipts that verify gathered, in

@@ -94,3 +94,14 @@ func verifyHybrid(signed []byte, pub *wire.HybridPublicKey, v any, what string) 
 	}
 	return nil
 }
+
+// ReceiptsFile is what `steward-operator receipts export` writes (CBOR):
+// the host's public key as it claims it, every signed receipt in chain
+// order and every signed checkpoint. Both sides read it: the operator's
+// `receipts verify --file` and the controller's `receipts compare`, each
+// against a host key it pinned itself, never the file's.
+type ReceiptsFile struct {
+	HostKey     []byte   `cbor:"hostKey"`
+	Receipts    [][]byte `cbor:"receipts"`
+	Checkpoints [][]byte `cbor:"checkpoints"`
+}
