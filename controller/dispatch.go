@@ -45,9 +45,13 @@ type ToolResult struct {
 	// Charge is what this call was charged, from the verified receipt, on
 	// every definite outcome: 0 for a free request and for a replay (the
 	// recorded answer is not charged again).
-	Charge  *uint64  `json:"charge,omitempty"`
-	Refusal *Refusal `json:"refusal,omitempty"`
-	Detail  string   `json:"detail,omitempty"`
+	Charge *uint64 `json:"charge,omitempty"`
+	// CallPrice, on a discovery's answer, is what an oracle_call of the
+	// operations it shows costs, in credits, under the operator's grant;
+	// the payer's own ceiling (steward_overview) applies as well.
+	CallPrice *uint64  `json:"callPrice,omitempty"`
+	Refusal   *Refusal `json:"refusal,omitempty"`
+	Detail    string   `json:"detail,omitempty"`
 }
 
 // IsError reports a steward refusal or an unfinished transport outcome;
@@ -74,7 +78,9 @@ func answer(attempt string, status int, body, receipt []byte, charge uint64) *To
 func fromResult(res ledger.Result) *ToolResult {
 	switch res.Outcome {
 	case msg.StateDefinite:
-		return answer(res.Attempt, res.Status, res.Body, res.Receipt, res.Charge)
+		t := answer(res.Attempt, res.Status, res.Body, res.Receipt, res.Charge)
+		t.CallPrice = res.CallPrice
+		return t
 	case msg.StateRefused:
 		t := refused(msg.CodeInternal, res.Detail, res.Attempt)
 		if res.Refusal != nil {
@@ -264,6 +270,9 @@ func (c *Controller) payerWord(id string, r *msg.Refusal) *msg.Refusal {
 // retried.
 func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
+	if p.kind != msg.KindInvoke {
+		res.CallPrice = r.CallPrice
+	}
 	switch r.Outcome {
 	case msg.StateDefinite:
 		rc, err := c.verifyReceipt(r.Receipt, r.Attempt, p.sha[:], r.Body, r.Status)

@@ -42,9 +42,8 @@ type Overview struct {
 
 // OverviewPayer is what the payer will still consent to for the caller
 // (its own principal only, never another's). A call's price is the
-// operator's grant's, which the host tells the controller only when it
-// asks for a consent: it is not known before the call, and each call's
-// charge is in its result.
+// operator's grant's: a discovery's answer carries it (callPrice), and
+// each call's charge is in its result.
 type OverviewPayer struct {
 	Policy         bool   `json:"policy"`                   // false: no paid call is consented to
 	MaxPerCall     uint64 `json:"maxPerCall,omitempty"`     // the most one call may be charged
@@ -82,7 +81,7 @@ func (c *Controller) newMCPServer() *mcp.Server {
 	s.AddTool(&mcp.Tool{
 		Name: ToolOverview,
 		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now, " +
-			"and what the payer will still pay for your calls today (a call's price is known only when it is made; its charge is in its result).",
+			"and what the payer will still pay for your calls today (a call's price is in oracle_discover's answer as callPrice; its charge is in its result).",
 		InputSchema: map[string]any{"type": "object", "additionalProperties": false},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, err := decodeArgs(req.Params.Arguments, &struct{}{}); err != nil {
@@ -94,7 +93,8 @@ func (c *Controller) newMCPServer() *mcp.Server {
 	s.AddTool(&mcp.Tool{
 		Name: ToolDiscover,
 		Description: "Discover an application's operations: search with query, availability, limit and offset, " +
-			"or give operationId alone for one operation's descriptor. Goes through the operator's admission like a call.",
+			"or give operationId alone for one operation's descriptor. Goes through the operator's admission like a call; " +
+			"its answer's callPrice is what an oracle_call of the operations it shows costs, in credits.",
 		InputSchema: map[string]any{
 			"type": "object", "additionalProperties": false, "required": []string{"application"},
 			"properties": map[string]any{

@@ -70,6 +70,10 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 	if res.IsError || d.Status != 200 || !strings.Contains(d.BodyText, `"id":"text.sha256"`) {
 		t.Fatalf("describe: %+v", d)
 	}
+	// The price of a call is visible before calling: the grant's.
+	if d.CallPrice == nil || *d.CallPrice != s.price {
+		t.Fatalf("describe's callPrice %v, want the grant's price %d", d.CallPrice, s.price)
+	}
 	if p := s.purse(); p.Balance != before.Balance {
 		t.Fatalf("discovery charged: %d -> %d", before.Balance, p.Balance)
 	}

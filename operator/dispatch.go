@@ -98,7 +98,12 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 			Detail: "the application answered but the host could not journal the outcome"}
 	}
 	failpoint.Hit(FailAfterOutcome)
-	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
+	res := msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
+	if c.kind != msg.KindInvoke {
+		price := adm.grant.Price
+		res.CallPrice = &price
+	}
+	return res
 }
 
 // noConsentReason is what the agent learns of a consent that did not

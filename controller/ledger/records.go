@@ -71,6 +71,10 @@ type Result struct {
 	// Absent in results written before the payer policy.
 	Charge    uint64 `cbor:"charge,omitempty"`
 	Consented uint64 `cbor:"consented,omitempty"`
+	// CallPrice is the host's price of an invoke of what a discovery
+	// showed (msg.DispatchResult.CallPrice); absent for invokes and in
+	// results written before it.
+	CallPrice *uint64 `cbor:"callPrice,omitempty"`
 }
 
 // Spent is what a result counts against its principal's day.

@@ -79,6 +79,11 @@ type DispatchResult struct {
 	Receipt []byte   `cbor:"receipt"` // COSE_Sign1 over a Receipt; nil unless definite
 	Refusal *Refusal `cbor:"refusal"` // set when Outcome is refused
 	Detail  string   `cbor:"detail"`  // one line on a not-sent or uncertain outcome
+	// CallPrice, on a definite discovery (list or describe), is what an
+	// invoke of the operations it shows costs under the grant that
+	// admitted it: the agent sees the price before it calls. Absent
+	// otherwise, and from hosts before it.
+	CallPrice *uint64 `cbor:"callPrice,omitempty"`
 }
 
 // Inspect asks the host what it recorded of one attempt.
