@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"github.com/stewardrt/steward/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,9 +201,7 @@ func TestDirectoryChecks(t *testing.T) {
 		}
 	})
 	t.Run("another owner", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to give the directory to another uid")
-		}
+		testenv.NeedRoot(t, "to give the directory to another uid")
 		dir := journalDir(t)
 		os.Mkdir(dir, 0o700)
 		if err := os.Chown(dir, 65534, 65534); err != nil {

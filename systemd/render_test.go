@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"github.com/stewardrt/steward/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,7 @@ func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s is not installed (.ci/run installs package systemd): %v", name, err)
+		testenv.Missing(t, "%s is not installed (.ci/run installs package systemd): %v", name, err)
 	}
 	return p
 }
@@ -289,9 +290,7 @@ func TestServicesSecurityExposure(t *testing.T) {
 func TestSysusersAndTmpfiles(t *testing.T) {
 	sysusers := needTool(t, "systemd-sysusers")
 	tmpfiles := needTool(t, "systemd-tmpfiles")
-	if os.Geteuid() != 0 {
-		t.Skip("systemd-tmpfiles needs root to chown the directories it creates")
-	}
+	testenv.NeedRoot(t, "for systemd-tmpfiles to chown the directories it creates")
 	root, _ := renderTree(t, UnitParams{BinDir: "/usr/bin"})
 	if out, err := exec.Command(sysusers, "--root="+root, filepath.Join(root, SysusersFile)).CombinedOutput(); err != nil {
 		t.Fatalf("systemd-sysusers: %v\n%s", err, out)

@@ -2,6 +2,7 @@ package systemd
 
 import (
 	"fmt"
+	"github.com/stewardrt/steward/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -39,9 +40,7 @@ func bindRoute() int {
 // chmod after listen. The host runs as a uid with no account and no
 // supplementary groups; the group is one the host is not in.
 func TestRouteSocketInSetgidDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the host as another uid and to chown the directory")
-	}
+	testenv.NeedRoot(t, "to run the host as another uid and to chown the directory")
 	const hostUID, hostGID, ctlGID = 4611, 4611, 4612
 	var hostDir Dir
 	for _, d := range Dirs() {
