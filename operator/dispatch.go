@@ -2,8 +2,8 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
@@ -106,14 +106,20 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	return res
 }
 
+// payerRefusal is the controller's own refusal to consent, as the reverse
+// channel answered it.
+type payerRefusal struct{ ref msg.Refusal }
+
+func (e *payerRefusal) Error() string { return "the controller refused: " + e.ref.Error() }
+
 // noConsentReason is what the agent learns of a consent that did not
 // come: the payer's own refusal, which is the controller's word and names
 // the payer's limit, or that the consent could not be obtained (the cause,
 // which may name the reverse socket, is in the host's log).
 func noConsentReason(err error) string {
-	// consent wraps the controller's refusal in this one text.
-	if r, ok := strings.CutPrefix(err.Error(), "the controller refused: "); ok {
-		return "the payer refused consent: " + r
+	var pr *payerRefusal
+	if errors.As(err, &pr) {
+		return "the payer refused consent: " + pr.ref.Error()
 	}
 	return "the payer's consent could not be obtained"
 }
@@ -176,7 +182,7 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 		if err := env.Decode(&ref); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("the controller refused: %s", ref.Error())
+		return nil, &payerRefusal{ref: ref}
 	default:
 		return nil, fmt.Errorf("unexpected %q reply to reserve", env.T)
 	}
