@@ -255,7 +255,7 @@ func equalStrings(a, b []string) bool {
 }
 
 // TestShortWriteRemoved: a write cut short at a chosen byte (inside the
-// header, the payload, the second record, the padding) is removed: the
+// header, the payload, the padding) is removed: the
 // segment reads zeros from the end of the last durable record (preallocated)
 // or ends there (sparse), the reopened log lacks the batch, and the next
 // append takes its place.
@@ -281,9 +281,10 @@ func TestShortWriteRemoved(t *testing.T) {
 					return min(cut, want), syscall.ENOSPC
 				}
 				t.Cleanup(func() { shortWriteHook = nil })
-				// Two records in one batch: Rebind is not needed, the
-				// batch is one record; cut 400 and 700 fall past it into
-				// the padding of a preallocated segment.
+				// The batch is one record of about 350 bytes: cuts 400 and
+				// 700 fall past it, into the zero padding of a preallocated
+				// segment (a sparse one has none, so the whole record is
+				// written before the write fails).
 				_, err := j.Append("tick", fullBody(1))
 				if !errors.Is(err, ErrNotWritten) || !errors.Is(err, syscall.ENOSPC) {
 					t.Fatalf("append cut at byte %d: %v, want ErrNotWritten and ENOSPC", cut, err)
