@@ -76,6 +76,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	case <-s.serveDone:
 		s.Close()
 		return fmt.Errorf("serving %s: %w", cfg.Socket, s.serveErr)
+	case <-s.journal.Failed():
+		// What is on disk is unknown: exit non-zero, so that the
+		// supervisor restarts the appliance and it reopens the journal.
+		s.Close()
+		return fmt.Errorf("appliance journal stopped after a failed fdatasync; exiting so that a restart reopens it from disk")
 	}
 }
 

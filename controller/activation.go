@@ -67,7 +67,8 @@ func bindOrAdopt(pre *net.UnixListener, cfg wire.ListenConfig) (*wire.Listener, 
 }
 
 // health reports why the controller can no longer serve, or nil: a journal
-// that failed a write or fdatasync refuses every later append, so every
+// stopped by a failed fdatasync refuses every later append (and Serve
+// exits), so every
 // call would be refused. It is cheap (a copy of the journal's summary) and
 // feeds systemd's watchdog, which restarts the daemon when it fails.
 func (c *Controller) health() error {

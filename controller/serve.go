@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -53,6 +54,9 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	if err := checkAdopted(opts.Listeners, c.cfg.Sockets); err != nil {
 		return err
 	}
+	// Cancelled when the journal stops, too: the servers end as at a signal.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for _, a := range c.led.UncertainAttempts() {
 		c.log.Warn("uncertain attempt found at start: inspect it with `steward-controller attempts inspect`",
 			"attempt", a.ID, "tool", a.Tool, "application", a.Application, "requestId", a.RequestID, "detail", a.Detail)
@@ -94,9 +98,18 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	if opts.Watchdog != nil {
 		opts.Watchdog(c.health)
 	}
-	<-ctx.Done()
+	var failed error
+	select {
+	case <-ctx.Done():
+	case <-c.j.Failed():
+		// What is on disk is unknown: exit non-zero, so that systemd
+		// restarts the controller and it reopens the journal from disk.
+		failed = errors.New("steward-controller: journal stopped after a failed fdatasync; exiting so that a restart reopens it from disk")
+		c.log.Error(failed.Error())
+		cancel()
+	}
 	closeAll()
 	wg.Wait()
 	c.log.Info("controller stopped")
-	return nil
+	return failed
 }

@@ -26,6 +26,7 @@ type batch struct {
 	config  []byte // config in force after the batch, when it binds or rebinds
 	rebinds int
 	turn    chan struct{} // closed when the batches before it are done
+	dropped bool          // failed unwritten because a batch before it failed (err is set)
 	done    chan struct{} // closed when the batch is durable or failed
 	err     error         // read after done
 }
@@ -39,9 +40,15 @@ type batch struct {
 // payload must fit MaxRecordBytes, else nothing is written. A body passed
 // as cbor.RawMessage is written as given (checked only for well-formedness).
 //
-// An I/O failure poisons the journal: that Append and every later one
-// return the failure; nothing is retried. A record whose write succeeded
-// but whose fdatasync failed may still be found in the log after a restart.
+// A failed write (a full disk, say) fails the records of its batch and of
+// the batches queued behind it with an error matching ErrNotWritten: what
+// the batch wrote is removed and that removal made durable before any of
+// them returns, so none of them is in the log, now or after a restart.
+// Later appends are tried again (once the disk has room they succeed);
+// nothing is retried on the caller's behalf. A failed fdatasync stops the
+// journal for good: that Append and every later one return an error
+// matching ErrFailed, and whether the failed batch is on disk is known only
+// after the journal is reopened (see Failed).
 func (j *Journal) Append(kind string, body any) (uint64, error) {
 	if !validKind(kind) {
 		return 0, fmt.Errorf("journal: kind %q is not 1 to %d of A-Za-z0-9._:/-: %w", kind, MaxKindBytes, ErrInvalidRecord)
@@ -130,7 +137,9 @@ func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
 		crashPoint("queued")
 		<-b.turn
 		j.mu.Lock()
-		j.lead(b)
+		if !b.dropped {
+			j.lead(b)
+		}
 		err = b.err
 		j.mu.Unlock()
 	default:
@@ -195,14 +204,19 @@ func (j *Journal) lead(b *batch) {
 		err = j.write(b)
 	}
 	j.mu.Lock()
+	var stop *syncFailure
 	switch {
 	case j.err != nil:
 		b.err = j.err
-	case err != nil:
-		j.err = fmt.Errorf("journal: %s refuses appends after an I/O failure: %w", j.dir, err)
-		j.log.Error("journal: I/O failure; the journal is poisoned and refuses every later append",
-			"dir", j.dir, "err", err)
+	case errors.As(err, &stop):
+		j.stop(stop.err)
 		b.err = j.err
+	case err != nil:
+		if !errors.Is(err, ErrNotWritten) {
+			err = &notWritten{err} // failed before it wrote anything
+		}
+		b.err = err
+		j.dropQueued(err)
 	default:
 		j.lastSeq, j.head = b.lastSeq, b.head
 		if b.config != nil {
@@ -229,10 +243,12 @@ func (j *Journal) lead(b *batch) {
 
 // write creates the batch's segment if it starts one, then writes the batch
 // with one pwritev and makes it durable with one fdatasync. It runs in the
-// leader without mu.
+// leader without mu. A failure before anything is written, or a failed
+// write whose bytes were removed (see removeFailed), returns a *notWritten
+// or a plain error; a failed fdatasync returns a *syncFailure.
 func (j *Journal) write(b *batch) error {
 	if b.newSeg != 0 {
-		f, err := createSegment(j.dir, b.newSeg, b.newSize, j.log)
+		f, sparse, err := createSegment(j.dir, b.newSeg, b.newSize, j.log)
 		if err != nil {
 			return err
 		}
@@ -240,49 +256,56 @@ func (j *Journal) write(b *batch) error {
 			j.seg.Close() // fully synced; nothing can be lost by closing it
 		}
 		j.seg, j.segPath = f, filepath.Join(j.dir, segName(b.newSeg))
-		j.segSize, j.zeroedTo = b.newSize, 0
+		j.segSize, j.zeroedTo, j.sparse, j.reallocate = b.newSize, 0, sparse, false
 		j.mu.Lock()
 		j.segs = append(j.segs, segment{name: segName(b.newSeg), first: b.newSeg, size: b.newSize})
 		j.mu.Unlock()
 		crashPoint("segment-created")
 	}
-	if b.growTo != 0 {
+	if b.growTo != 0 || j.reallocate {
 		// The fdatasync below makes the new size durable with the data.
-		if err := preallocate(j.seg, b.growTo, j.log); err != nil {
+		// After a removed failed write, the segment is preallocated again:
+		// its space may have been given back, and the disk may have room now.
+		size := max(b.growTo, j.segSize)
+		sparse, err := preallocate(j.seg, size, j.log)
+		if err != nil {
 			return err
 		}
-		j.segSize = b.growTo
+		j.segSize, j.sparse, j.reallocate = size, sparse, false
 		j.mu.Lock()
-		j.segs[len(j.segs)-1].size = b.growTo
+		j.segs[len(j.segs)-1].size = size
 		j.mu.Unlock()
 	}
 	fd := int(j.seg.Fd())
-	if err := faultPoint("write"); err != nil {
-		return fmt.Errorf("journal: write %s at offset %d: %w", j.segPath, b.off, err)
-	}
 	// Blocks that fallocate reserved are "unwritten": the first fdatasync
 	// over each one must also commit the change of its extent to written,
 	// which costs more than the data for a large batch. So the write
 	// extends past the batch with zeros (never below it: everything from
 	// b.off on is this batch's or not yet written) up to zeroAhead bytes
-	// beyond, and the batches that follow overwrite written blocks.
+	// beyond, and the batches that follow overwrite written blocks. A
+	// sparse segment has no unwritten blocks, and zeros there would only
+	// take space.
 	iov := j.iov[:1]
 	iov[0] = b.buf
-	if end := b.off + int64(len(b.buf)); end > j.zeroedTo {
+	if end := b.off + int64(len(b.buf)); end > j.zeroedTo && !j.sparse {
 		pad := zeroChunk[:max(0, min(int64(len(zeroChunk)), j.segSize-end))]
 		iov = append(iov, pad)
 		j.zeroedTo = end + int64(len(pad))
 	}
-	if err := pwriteFull(fd, iov, b.off); err != nil {
-		return fmt.Errorf("journal: write %s at offset %d: %w", j.segPath, b.off, err)
+	err := faultPoint("write")
+	if err == nil {
+		err = pwriteFull(fd, iov, b.off)
+	}
+	if err != nil {
+		return j.removeFailed(b, fmt.Errorf("write %s at offset %d: %w", j.segPath, b.off, err))
 	}
 	crashPoint("after-write")
-	err := faultPoint("sync")
+	err = faultPoint("sync")
 	if err == nil {
 		err = unix.Fdatasync(fd)
 	}
 	if err != nil {
-		return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
+		return &syncFailure{fmt.Errorf("fdatasync %s: %w", j.segPath, err)}
 	}
 	crashPoint("after-sync")
 	return nil
@@ -295,14 +318,28 @@ const zeroAhead = 1 << 20
 // zeroChunk is read-only zeros for that.
 var zeroChunk = make([]byte, zeroAhead)
 
-// pwriteFull writes all of iov at off with one pwritev; a short write is
-// an error (the space is preallocated, so it means the device failed).
+// pwriteFull writes all of iov at off with pwritev, continuing after a
+// short write (a full disk makes a write short, and the next one then
+// fails with ENOSPC); a write of nothing without an error is
+// io.ErrShortWrite. shortWriteHook can cut it at a chosen byte.
 func pwriteFull(fd int, iov [][]byte, off int64) error {
-	want := 0
-	for _, b := range iov {
-		want += len(b)
+	if shortWriteHook != nil {
+		want := 0
+		for _, b := range iov {
+			want += len(b)
+		}
+		if n, err := shortWriteHook(want); err != nil {
+			if werr := writeAll(fd, cutIov(iov, n), off); werr != nil {
+				return werr
+			}
+			return fmt.Errorf("short write of %d of %d bytes: %w", n, want, err)
+		}
 	}
-	for {
+	return writeAll(fd, iov, off)
+}
+
+func writeAll(fd int, iov [][]byte, off int64) error {
+	for len(iov) > 0 {
 		n, err := unix.Pwritev(fd, iov, off)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -310,9 +347,36 @@ func pwriteFull(fd int, iov [][]byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		if n != want {
-			return fmt.Errorf("short write of %d of %d bytes: %w", n, want, io.ErrShortWrite)
+		if n == 0 {
+			return io.ErrShortWrite
 		}
-		return nil
+		off += int64(n)
+		for n > 0 && len(iov) > 0 {
+			if n < len(iov[0]) {
+				iov = append([][]byte{iov[0][n:]}, iov[1:]...)
+				n = 0
+			} else {
+				n -= len(iov[0])
+				iov = iov[1:]
+			}
+		}
+		for len(iov) > 0 && len(iov[0]) == 0 {
+			iov = iov[1:]
+		}
 	}
+	return nil
+}
+
+// cutIov returns the first n bytes of iov.
+func cutIov(iov [][]byte, n int) [][]byte {
+	var out [][]byte
+	for _, b := range iov {
+		if n <= 0 {
+			break
+		}
+		k := min(n, len(b))
+		out = append(out, b[:k])
+		n -= k
+	}
+	return out
 }

@@ -82,9 +82,25 @@
 // prev and CRC are assigned there, in log order). The goroutine that opened
 // a batch leads it: when the batch before it is done, it writes the whole
 // batch with one pwritev and makes it durable with one fdatasync, while the
-// next batch fills. A write or fdatasync failure poisons the journal: every
-// waiting and later append fails with it; nothing is retried (after a failed
-// fdatasync the page cache state is unknown).
+// next batch fills.
+//
+// # Failures
+//
+// A failed or short write (a full disk; a sparse segment allocates blocks
+// as it is written) has a known outcome once it is undone: the leader
+// zeroes the batch's range in a preallocated segment, or truncates a sparse
+// one back to the end of the last durable record, fdatasyncs, logs the
+// offset, length and record count it removed, and only then fails the
+// batch and every batch queued behind it (their records chain on its) with
+// ErrNotWritten. The next batch preallocates the segment again first, so
+// once the disk has room appends succeed again, without a restart. A failure
+// to create or preallocate a segment writes nothing a scan would read: the
+// segment is made under a temporary name and renamed into place only when
+// complete. A failed fdatasync (of a batch, of a removal or of the directory
+// after a segment's rename) has an unknown outcome: the journal stops for
+// good, every waiting and later append fails with ErrFailed and Failed is
+// closed, so that the owner exits and its supervisor restarts it; the reopen
+// reads what is really on disk. Nothing is retried on a caller's behalf.
 //
 // # Opening and recovery
 //

@@ -29,6 +29,15 @@ var (
 	// would exceed MaxRecordBytes. Nothing is written.
 	ErrRecordTooLarge = errors.New("journal: record too large")
 
+	// ErrFailed is matched by every append error after a failed
+	// fdatasync (or a failed write that could not be removed): what is on
+	// disk is unknown, so the journal refuses every append until it is
+	// closed and opened again, which reads what is really there; the
+	// records of the append that got it may or may not be there. Failed
+	// reports it to the owner, which should exit so that its supervisor
+	// restarts it.
+	ErrFailed = errors.New("journal: stopped: what is on disk is unknown until the journal is reopened")
+
 	// ErrInvalidRecord is returned by Append for a kind outside the kind
 	// rules (or a reserved kind) or a body beyond the decoding limits.
 	// Nothing is written.

@@ -110,71 +110,123 @@ func TestGroupCommitBatches(t *testing.T) {
 	}
 }
 
-// TestPoisonedByFailure: a failed write fails every append of its batch and
-// of the batches waiting behind it, and every later append, without another
-// write.
-func TestPoisonedByFailure(t *testing.T) {
-	for _, point := range []string{"write", "sync"} {
-		t.Run(point, func(t *testing.T) {
-			dir := journalDir(t)
-			j := mustOpen(t, dir, testOptions())
-			mustAppend(t, j, "tick", 1)
-			last := j.LastSeq()
-			injected := errors.New("injected EIO")
-			var writes atomic.Int32
-			inWrite, release := make(chan struct{}), make(chan struct{})
-			queued := make(chan struct{}, 64)
-			setHooks(t, func(p string) {
-				if p == "queued" {
-					queued <- struct{}{}
-				}
-			}, func(p string) error {
-				if p == "write" && writes.Add(1) == 1 {
-					close(inWrite)
-					<-release
-				}
-				if p == point {
-					return injected
-				}
-				return nil
-			})
-			errs := make(chan error, 8)
-			appendErr := func(body int) {
-				seq, err := j.Append("tick", body)
-				if seq != 0 {
-					err = errors.Join(err, errors.New("a failed append returned a seq"))
-				}
-				errs <- err
+// failBatch appends record 2 and holds its write until five more appends
+// (records 3) are queued behind it, with fault installed, and returns the
+// six errors and how many writes were tried.
+func failBatch(t *testing.T, j *Journal, point string, injected error) ([]error, *atomic.Int32) {
+	t.Helper()
+	writes := new(atomic.Int32)
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	queued := make(chan struct{}, 64)
+	var once sync.Once
+	setHooks(t, func(p string) {
+		if p == "queued" {
+			queued <- struct{}{}
+		}
+	}, func(p string) error {
+		if p == "write" && writes.Add(1) == 1 {
+			close(inWrite)
+			<-release
+		}
+		if p == point {
+			fail := false
+			once.Do(func() { fail = true })
+			if fail {
+				return injected
 			}
-			go appendErr(2)
-			<-inWrite
-			for range 5 {
-				go appendErr(3)
-				<-queued
-			}
-			close(release)
-			for range 6 {
-				if err := <-errs; !errors.Is(err, injected) || strings.Contains(err.Error(), "returned a seq") {
-					t.Fatalf("append in a failed batch: %v, want the injected failure and seq 0", err)
-				}
-			}
-			_, err := j.Append("tick", 4)
-			if !errors.Is(err, injected) {
-				t.Fatalf("append after the failure: %v, want the injected failure", err)
-			}
-			if writes.Load() != 1 {
-				t.Fatalf("%d writes after the failure, want 1: no retry", writes.Load())
-			}
-			if j.LastSeq() != last || j.Summary().Failure == "" {
-				t.Fatalf("LastSeq %d (want %d), failure %q", j.LastSeq(), last, j.Summary().Failure)
-			}
-			mustClose(t, j)
-		})
+		}
+		return nil
+	})
+	errs := make(chan error, 8)
+	appendErr := func(body int) {
+		seq, err := j.Append("tick", body)
+		if seq != 0 {
+			err = errors.Join(err, errors.New("a failed append returned a seq"))
+		}
+		errs <- err
+	}
+	go appendErr(2)
+	<-inWrite
+	for range 5 {
+		go appendErr(3)
+		<-queued
+	}
+	close(release)
+	var out []error
+	for range 6 {
+		out = append(out, <-errs)
+	}
+	return out, writes
+}
+
+// TestFailedWriteIsRemoved: a failed write fails every append of its batch
+// and of the batches waiting behind it with ErrNotWritten, none of them is
+// in the log after a reopen, and the next append is accepted and durable.
+func TestFailedWriteIsRemoved(t *testing.T) {
+	dir := journalDir(t)
+	j := mustOpen(t, dir, testOptions())
+	mustAppend(t, j, "tick", 1)
+	last := j.LastSeq()
+	injected := errors.New("injected EIO")
+	errs, writes := failBatch(t, j, "write", injected)
+	for _, err := range errs {
+		if !errors.Is(err, injected) || !errors.Is(err, ErrNotWritten) || strings.Contains(err.Error(), "returned a seq") {
+			t.Fatalf("append in a failed batch: %v, want ErrNotWritten with the injected failure and seq 0", err)
+		}
+	}
+	if j.LastSeq() != last || j.Summary().Failure != "" {
+		t.Fatalf("LastSeq %d (want %d), failure %q (want none)", j.LastSeq(), last, j.Summary().Failure)
+	}
+	seq := mustAppend(t, j, "tick", 4)
+	if seq != last+1 || writes.Load() != 2 {
+		t.Fatalf("append after the failure: seq %d (want %d) after %d writes (want 2)", seq, last+1, writes.Load())
+	}
+	mustClose(t, j)
+	j = mustOpen(t, dir, testOptions())
+	defer mustClose(t, j)
+	recs := collect(t, j, last+1)
+	if len(recs) != 1 || recs[0].Seq != seq || string(recs[0].Body) != "\x04" {
+		t.Fatalf("after reopen: %d records from seq %d (%v), want only seq %d holding 4", len(recs), last+1, recs, seq)
+	}
+}
+
+// TestFailedSyncStops: a failed fdatasync fails its batch and those behind
+// it, and every later append, with ErrFailed, without another write, and
+// closes Failed.
+func TestFailedSyncStops(t *testing.T) {
+	j := mustOpen(t, journalDir(t), testOptions())
+	defer mustClose(t, j)
+	mustAppend(t, j, "tick", 1)
+	last := j.LastSeq()
+	injected := errors.New("injected EIO")
+	errs, writes := failBatch(t, j, "sync", injected)
+	for _, err := range errs {
+		if !errors.Is(err, injected) || !errors.Is(err, ErrFailed) || strings.Contains(err.Error(), "returned a seq") {
+			t.Fatalf("append in a failed batch: %v, want ErrFailed with the injected failure and seq 0", err)
+		}
+	}
+	_, err := j.Append("tick", 4)
+	want := "journal: stopped: what is on disk is unknown until the journal is reopened: " + j.Dir() +
+		": fdatasync " + j.segPath + ": injected EIO"
+	if !errors.Is(err, ErrFailed) || err.Error() != want {
+		t.Fatalf("append after the failure:\n got %v\nwant %s", err, want)
+	}
+	if writes.Load() != 1 {
+		t.Fatalf("%d writes after the failure, want 1: no retry", writes.Load())
+	}
+	select {
+	case <-j.Failed():
+	default:
+		t.Fatal("Failed() is not closed after a failed fdatasync")
+	}
+	if j.LastSeq() != last || j.Summary().Failure != err.Error() {
+		t.Fatalf("LastSeq %d (want %d), failure %q", j.LastSeq(), last, j.Summary().Failure)
 	}
 }
 
 // TestPoisonedByRealEBADF makes the kernel refuse the write: the segment's
-// descriptor is replaced by a read-only one.
+// descriptor is replaced by a read-only one, so the removal of what it
+// wrote fails too, and the journal stops for good.
 func TestPoisonedByRealEBADF(t *testing.T) {
 	j := mustOpen(t, journalDir(t), testOptions())
 	ro, err := os.Open(j.segPath)
@@ -186,8 +238,8 @@ func TestPoisonedByRealEBADF(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = j.Append("tick", 1)
-	if !errors.Is(err, syscall.EBADF) {
-		t.Fatalf("append to a read-only descriptor: %v, want EBADF", err)
+	if !errors.Is(err, syscall.EBADF) || !errors.Is(err, ErrFailed) {
+		t.Fatalf("append to a read-only descriptor: %v, want EBADF and ErrFailed", err)
 	}
 	if _, err2 := j.Append("tick", 2); !errors.Is(err2, syscall.EBADF) || err2.Error() != err.Error() {
 		t.Fatalf("later append: %v, want the same failure %v", err2, err)

@@ -12,9 +12,20 @@ var (
 	// is about to wait).
 	crashHook func(point string)
 
-	// faultHook, when it returns an error at "write" or "sync", makes that
-	// I/O step fail with it, to test that a failure poisons the journal.
+	// faultHook, when it returns an error at a point, makes that I/O step
+	// fail with it: "write" (the batch's pwritev, before any byte is
+	// written), "sync" (the batch's fdatasync), "fallocate" (every
+	// preallocation; EOPNOTSUPP there stands for a file system without
+	// fallocate, which tmpfs is not), "segment-sync" (the fsync of a new
+	// segment under its temporary name), "undo" (removing what a failed
+	// write wrote) and "undo-sync" (its fdatasync).
 	faultHook func(point string) error
+
+	// shortWriteHook, when set, is asked before each batch write of want
+	// bytes; when it returns an error, only the first n bytes are written
+	// (for real) and the write fails with it, as a write cut short at byte
+	// n by a full disk does.
+	shortWriteHook func(want int) (n int, err error)
 )
 
 func crashPoint(point string) {

@@ -50,7 +50,8 @@ type Journal struct {
 	mu     sync.Mutex
 	idle   sync.Cond // on mu; broadcast when a flush sequence ends
 	closed bool
-	err    error // set by the first I/O failure; every later append returns it
+	err    error         // set by a failed fdatasync (matches ErrFailed); every later append returns it
+	failed chan struct{} // closed when err is set
 
 	// Durable state: records on disk and acknowledged.
 	segs       []segment
@@ -85,9 +86,14 @@ type Journal struct {
 	// Owned by the flushing leader (and by Open and Close).
 	seg      *os.File
 	segPath  string
-	segSize  int64     // size of seg
-	zeroedTo int64     // seg is written (records or zeros) up to here
-	iov      [2][]byte // pwritev vector, reused
+	segSize  int64 // size of seg
+	zeroedTo int64 // seg is written (records or zeros) up to here
+	sparse   bool  // seg was extended without fallocate (see preallocate)
+	// reallocate is set when a failed write was removed: the next batch
+	// preallocates seg again before writing (its space may have been
+	// given back, and the disk may have room again).
+	reallocate bool
+	iov        [2][]byte // pwritev vector, reused
 }
 
 // Dir returns the journal's directory.
@@ -143,6 +149,12 @@ func (j *Journal) Head() [32]byte {
 	defer j.mu.Unlock()
 	return j.head
 }
+
+// Failed returns a channel closed when the journal stops for good
+// (ErrFailed): a fdatasync failed, so what is on disk is unknown. The owner
+// should then exit non-zero, so that its supervisor restarts it and it
+// reopens the journal from what is really on disk.
+func (j *Journal) Failed() <-chan struct{} { return j.failed }
 
 // Recoveries returns the torn tails moved aside at this open, those found
 // (and, read-only, left in place) at this open, and earlier ones known from

@@ -46,7 +46,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err := prepareDir(dir, opts.ReadOnly); err != nil {
 		return nil, err
 	}
-	j := &Journal{dir: dir, opts: opts, log: log}
+	j := &Journal{dir: dir, opts: opts, log: log, failed: make(chan struct{})}
 	j.idle.L = &j.mu
 	if !opts.ReadOnly {
 		if err := j.takeLock(); err != nil {
@@ -245,9 +245,11 @@ func (j *Journal) repair() error {
 		// A last segment shorter than its preallocation (copied, or cut
 		// short): preallocate it again so that appends do not grow it.
 		last := &j.segs[n-1]
-		if err := preallocate(j.seg, j.segmentSize, j.log); err != nil {
+		sparse, err := preallocate(j.seg, j.segmentSize, j.log)
+		if err != nil {
 			return err
 		}
+		j.sparse = sparse
 		if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
 			return fmt.Errorf("journal: fdatasync %s: %w", j.segPath, err)
 		}

@@ -81,42 +81,59 @@ func syncDir(dir string) error {
 
 // preallocate reserves size bytes for f (fallocate mode 0: allocated,
 // zero-reading, file size set), so that appends into it change no size.
-// On a filesystem without fallocate it extends the file sparsely instead
-// and says so.
-func preallocate(f *os.File, size int64, log *slog.Logger) error {
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+// On a filesystem without fallocate it extends the file sparsely instead,
+// says so and reports sparse: appends into it allocate blocks and can fail
+// for want of space.
+func preallocate(f *os.File, size int64, log *slog.Logger) (sparse bool, err error) {
+	err = faultPoint("fallocate")
+	if err == nil {
+		err = unix.Fallocate(int(f.Fd()), 0, 0, size)
+	}
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		log.Warn("journal: fallocate not supported; segment extended sparsely, appends will allocate blocks",
 			"segment", f.Name(), "size", size)
-		err = f.Truncate(size)
+		sparse, err = true, f.Truncate(size)
 	}
 	if err != nil {
-		return fmt.Errorf("journal: preallocate %s to %d bytes: %w", f.Name(), size, err)
+		return sparse, fmt.Errorf("journal: preallocate %s to %d bytes: %w", f.Name(), size, err)
 	}
-	return nil
+	return sparse, nil
 }
 
 // createSegment creates the segment file for first seq, preallocated to
 // size, and makes its name durable: it is prepared under a temporary name,
 // fsync'd, renamed into place (never over an existing file) and the
 // directory is fsync'd. A crash leaves either no segment or a complete,
-// zero-filled one.
-func createSegment(dir string, first uint64, size int64, log *slog.Logger) (*os.File, error) {
+// zero-filled one, and so does a failure before the rename (the temporary
+// file is removed; one that cannot be is removed by the next Open, which
+// never reads it as a segment). A failed directory fsync after the rename
+// leaves the segment's name in an unknown state: that error is a
+// *syncFailure, which stops the journal.
+func createSegment(dir string, first uint64, size int64, log *slog.Logger) (f *os.File, sparse bool, err error) {
 	name := filepath.Join(dir, segName(first))
 	tmp := name + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("journal: create segment: %w", err)
+	// A temporary file left by an earlier failed attempt never held a
+	// record; the directory is locked, so it is ours.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("journal: remove unfinished segment: %w", err)
 	}
-	fail := func(err error) (*os.File, error) {
+	f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("journal: create segment: %w", err)
+	}
+	fail := func(err error) (*os.File, bool, error) {
 		f.Close()
 		os.Remove(tmp)
-		return nil, err
+		return nil, false, err
 	}
-	if err := preallocate(f, size, log); err != nil {
+	if sparse, err = preallocate(f, size, log); err != nil {
 		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
+	err = faultPoint("segment-sync")
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
 		return fail(fmt.Errorf("journal: fsync new segment %s: %w", tmp, err))
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE); err != nil {
@@ -124,7 +141,7 @@ func createSegment(dir string, first uint64, size int64, log *slog.Logger) (*os.
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
-		return nil, err
+		return nil, false, &syncFailure{err}
 	}
-	return f, nil
+	return f, sparse, nil
 }

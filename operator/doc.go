@@ -137,9 +137,10 @@
 //
 // `serve` sends READY=1 once the journal is open and every socket is bound,
 // then feeds the unit's watchdog (WATCHDOG_USEC) while the host journal is
-// sound: after a failed write or fdatasync the journal refuses every later
-// append, the health check reports it and the pings stop, so that systemd
-// restarts the host instead of leaving it to refuse every call. SIGINT or
+// sound. After a failed fdatasync the journal stops for good (what is on
+// disk is unknown): `serve` shuts down and exits non-zero, so that systemd
+// restarts the host and it reopens the journal from what is on disk; a
+// failed write is undone by the journal and the host goes on. SIGINT or
 // SIGTERM sends STOPPING=1 and shuts down cleanly. CLI takes these hooks
 // with package systemd's signatures; the cmd main passes systemd's.
 package operator

@@ -137,7 +137,15 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	if opts.Watchdog != nil {
 		opts.Watchdog(h.health)
 	}
-	<-ctx.Done()
+	var failed error
+	select {
+	case <-ctx.Done():
+	case <-h.s.j.Failed():
+		// What is on disk is unknown: exit non-zero, so that systemd
+		// restarts the host and it reopens the journal from disk.
+		failed = errors.New("steward-operator: host journal stopped after a failed fdatasync; exiting so that a restart reopens it from disk")
+		log.Error(failed.Error())
+	}
 	log.Info("steward-operator: shutting down")
 	closeAll()
 	cancel()
@@ -155,11 +163,12 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		c.Close()
 	}
 	h.revMu.Unlock()
-	return nil
+	return failed
 }
 
-// health reports why the host can no longer serve, or nil: a journal that
-// failed a write or fdatasync refuses every later append, so every
+// health reports why the host can no longer serve, or nil: a journal
+// stopped by a failed fdatasync refuses every later append (and Serve
+// exits), so every
 // dispatch, settle and administrative change would be refused. It is cheap
 // (a copy of the journal's summary) and feeds systemd's watchdog, which
 // restarts the daemon when it fails.
