@@ -53,7 +53,7 @@ func TestCLIUsageAndExitCodes(t *testing.T) {
 		{[]string{"journal"}, ExitRefused, "", "usage: journal inspect --config FILE"},
 		{[]string{"serve", "--config", badCfg}, ExitRefused, "", "controller config refused"},
 		{[]string{"journal", "inspect", "--config", filepath.Join(dir, "absent.json")}, ExitRefused, "", "controller config refused"},
-		{[]string{"keys", "init", "--dir", filepath.Join(badCfg, "keys")}, ExitFailure, "", "steward-controller: keys init: mkdir"},
+		{[]string{"keys", "init", "--dir", filepath.Join(badCfg, "keys")}, ExitFailure, "", "steward-controller: keys init: mkdir " + badCfg + ": not a directory"},
 	} {
 		code, stdout, stderr := runCLI(tc.args...)
 		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) ||

@@ -1,11 +1,17 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
-	"github.com/stewardrt/steward/controller/ctlconf"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/stewardrt/steward/controller/ctlconf"
+	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -27,13 +33,40 @@ type Keys struct {
 	Controller, Tool, Dispatch, Provider *wire.SigningKey
 }
 
-// InitKeys creates the four role keys in dir (0700, created if absent;
-// each key 0600, never overwritten) and the public key file, and returns the
-// path of the public key file.
+// InitKeys creates the four role keys in dir (0700, its parents made 0700
+// when absent; each key 0600) and the
+// public key file, and returns the path of the public key file. The
+// directory is built whole under a temporary name beside dir and renamed
+// into place (durable.BuildDir), so a failure (a full disk) leaves no dir
+// and a second keys init can succeed. An empty directory at dir (made by
+// hand or by a packager) is replaced; any other dir is refused: keys are
+// never overwritten. A temporary left by a crashed keys init is removed,
+// and that logged on slog.Default().
 func InitKeys(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// os.Remove removes only an empty directory: that one is replaced; a
+	// directory with entries stays for BuildDir to refuse.
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+			return "", fmt.Errorf("keys init: %w", err)
+		}
+	}
+	// The parents are made as before (0700); only dir itself is built whole.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", fmt.Errorf("keys init: %w", err)
 	}
+	err := durable.BuildDir(dir, 0o700, slog.Default(), writeKeys)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("keys init: %s already exists and is not empty: keys are never overwritten", dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("keys init: %w", err)
+	}
+	return filepath.Join(dir, PublicKeysFile), nil
+}
+
+// writeKeys writes the four role keys and the public key file into dir,
+// which exists and is empty.
+func writeKeys(dir string) error {
 	var pub msg.ControllerKeys
 	for _, k := range []struct {
 		file string
@@ -44,34 +77,18 @@ func InitKeys(dir string) (string, error) {
 	} {
 		key, err := wire.GenerateSigningKey()
 		if err != nil {
-			return "", fmt.Errorf("keys init: %w", err)
+			return err
 		}
 		if err := wire.WriteSigningKey(filepath.Join(dir, k.file), key); err != nil {
-			return "", fmt.Errorf("keys init: %w", err)
+			return err
 		}
 		*k.dst = key.Public().MarshalCOSEKey()
 	}
 	b, err := wire.Marshal(pub)
 	if err != nil {
-		return "", err
+		return err
 	}
-	path := filepath.Join(dir, PublicKeysFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("keys init: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return "", fmt.Errorf("keys init: %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", fmt.Errorf("keys init: %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("keys init: %s: %w", path, err)
-	}
-	return path, nil
+	return durable.WriteNew(filepath.Join(dir, PublicKeysFile), b, 0o644)
 }
 
 // LoadKeys reads the four role keys from dir; wire.ReadSigningKey refuses a

@@ -268,6 +268,10 @@ func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
 }
 
+// inspectUnreadable is the refusal of an inspect whose outcome record the
+// host journal could not give back.
+const inspectUnreadable = "the host journal could not be read; the attempt's outcome is unknown here until the host is restarted"
+
 // routeHandler answers dispatch and inspect on one route's forward channel.
 func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
 	return wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
@@ -289,7 +293,10 @@ func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
 			}
 			res, err := h.s.Inspect(rt.Controller, in.Attempt)
 			if err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: err.Error()}
+				// The error names the journal's files: they go to the
+				// log, not to the controller and its agents.
+				h.log.Error("steward-operator: inspect: reading the host journal", "attempt", in.Attempt, "err", err)
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeJournal, Reason: inspectUnreadable}
 			}
 			return msg.TypeInspectResult, res
 		default:

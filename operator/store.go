@@ -85,18 +85,32 @@ type InitOptions struct {
 // and the host journal. It refuses a dir that already exists.
 func Init(dir string) (*wire.HybridPublicKey, error) { return InitWith(dir, InitOptions{}) }
 
-// InitWith is Init with options.
+// InitWith is Init with options. The store is built whole under a
+// temporary name beside dir and renamed into place (durable.BuildDir): a
+// failure (a full disk) leaves no dir, so a second init can succeed; a
+// temporary left by a crashed init is removed, and that logged on
+// slog.Default(); one that a running init holds is refused.
 func InitWith(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, refusedf("store %s already exists", dir)
-		}
+	var pub *wire.HybridPublicKey
+	err := durable.BuildDir(dir, 0o700, slog.Default(), func(tmp string) error {
+		var err error
+		pub, err = buildStore(tmp, opts)
+		return err
+	})
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return nil, refusedf("store %s already exists", dir)
+	case errors.Is(err, durable.ErrBuildUnderWay):
+		return nil, refusedf("store %s: %v", dir, err)
+	case err != nil:
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
-	// Mkdir applies the umask; the store must be exactly 0700.
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, err
-	}
+	return pub, nil
+}
+
+// buildStore writes a new store's key, public key and empty journal into
+// dir, which exists and is empty.
+func buildStore(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	key, err := wire.GenerateHybridKey()
 	if err != nil {
 		return nil, err
@@ -115,14 +129,6 @@ func InitWith(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 		return nil, err
 	}
 	if err := j.Close(); err != nil {
-		return nil, err
-	}
-	// The key file's name and the store's own name in its parent are
-	// durable only once both directories are synced.
-	if err := durable.SyncDir(dir); err != nil {
-		return nil, err
-	}
-	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
 	return key.Public(), nil
