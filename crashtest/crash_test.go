@@ -1,0 +1,169 @@
+package crashtest
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	crashDuration = flag.Duration("crash.duration", 0, "how long the daemons are killed and restarted under load (default 5s, 60s with CI=true)")
+	crashClients  = flag.Int("crash.clients", 4, "how many MCP clients call at once")
+)
+
+// duration is the chaos phase's length: the flag, else 60 s under CI and
+// 5 s otherwise, so that `go test ./...` stays quick and CI runs the
+// harness for real.
+func duration() time.Duration {
+	switch {
+	case *crashDuration > 0:
+		return *crashDuration
+	case os.Getenv("CI") == "true":
+		return 60 * time.Second
+	default:
+		return 5 * time.Second
+	}
+}
+
+// TestCrash runs the stack under load while a random daemon is SIGKILLed
+// every 1-3 s and restarted, then settles every uncertain attempt, retries
+// every unfinished requestId once, stops the daemons and accounts for every
+// requestId in the three journals (see the package doc).
+func TestCrash(t *testing.T) {
+	if *crashClients < 1 {
+		t.Fatalf("-crash.clients=%d: at least one client is needed", *crashClients)
+	}
+	s := newStack(t)
+	h := &harness{s: s, up: newControllerUp(), book: &callBook{calls: map[string]*call{}}, running: map[string]*daemon{}, generation: map[string]int{}}
+	for _, n := range daemonNames {
+		h.startDaemon(n)
+	}
+	defer h.stopAll()
+
+	load, stopLoad := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range *crashClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			(&client{n: i, socket: s.mcpSocket, up: h.up, book: h.book}).run(load)
+		}()
+	}
+	h.chaos(duration())
+	stopLoad()
+	wg.Wait()
+
+	resolved := h.resolveUncertain()
+	h.retryUnfinished()
+	if err := h.stopAll(); err != nil {
+		t.Errorf("a daemon did not stop cleanly: %v", err)
+	}
+	r := account(h.book, s.readJournals())
+	r.Kills, r.Resolved, r.Duration, r.Clients = h.kills, resolved, duration().String(), *crashClients
+	b, _ := json.MarshalIndent(r, "", "  ")
+	t.Logf("crash report:\n%s", b)
+	for _, f := range r.failures() {
+		t.Error(f)
+	}
+}
+
+// harness is the running stack and its clients' ledger.
+type harness struct {
+	s          *stack
+	up         *controllerUp
+	book       *callBook
+	running    map[string]*daemon
+	generation map[string]int
+	kills      map[string]int
+}
+
+func (h *harness) startDaemon(name string) {
+	h.generation[name]++
+	h.running[name] = h.s.start(name, h.generation[name])
+	if name == "ctl" {
+		h.up.ready()
+	}
+}
+
+// chaos kills a random daemon every 1-3 s until d has passed, restarting
+// each at once (waiting for its readiness).
+func (h *harness) chaos(d time.Duration) {
+	h.kills = map[string]int{}
+	end := time.After(d)
+	for {
+		next := time.NewTimer(time.Second + rand.N(2*time.Second))
+		select {
+		case <-end:
+			next.Stop()
+			return
+		case <-next.C:
+		}
+		name := daemonNames[rand.N(len(daemonNames))]
+		if name == "ctl" {
+			h.up.down()
+		}
+		h.running[name].kill()
+		h.kills[name]++
+		h.startDaemon(name)
+	}
+}
+
+// stopAll stops every running daemon, the controller first, and returns
+// the first exit error.
+func (h *harness) stopAll() error {
+	var first error
+	for i := len(daemonNames) - 1; i >= 0; i-- {
+		d := h.running[daemonNames[i]]
+		if d == nil {
+			continue
+		}
+		delete(h.running, daemonNames[i])
+		if err := d.stop(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// listedAttempt is one line of `attempts list --json`.
+type listedAttempt struct {
+	ID string `json:"id"`
+}
+
+// resolveUncertain settles every attempt the controller lists as
+// uncertain with `steward-controller attempts resolve`, as an operator
+// would, and returns how many it resolved.
+func (h *harness) resolveUncertain() int {
+	var list []listedAttempt
+	if err := json.Unmarshal(h.s.run("steward-controller", "attempts", "list", "--config", h.s.ctlConfig, "--json"), &list); err != nil {
+		h.s.t.Fatalf("attempts list --json: %v", err)
+	}
+	for _, a := range list {
+		h.s.run("steward-controller", "attempts", "resolve", a.ID, "--config", h.s.ctlConfig)
+	}
+	return len(list)
+}
+
+// retryUnfinished retries once, on a calm stack, every requestId that has
+// no definite answer yet: the agent's last retry.
+func (h *harness) retryUnfinished() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := &client{n: -1, socket: h.s.mcpSocket, up: h.up, book: h.book}
+	var todo []*call
+	for _, k := range h.book.calls {
+		k.chaosLast = k.last
+		if k.last != outDefinite {
+			todo = append(todo, k)
+		}
+	}
+	for _, k := range todo {
+		c.do(ctx, k)
+	}
+	c.dropSession()
+}
