@@ -17,6 +17,7 @@ type report struct {
 	Kills    map[string]int `json:"kills"`
 	Issued   int            `json:"issued"`
 	Tries    int            `json:"tries"`    // calls made, retries included
+	Answers  map[string]int `json:"answers"`  // every try's answer, by outcome and refusal code
 	Retried  int            `json:"retried"`  // requestIds tried more than once
 	Definite int            `json:"definite"` // during the chaos phase
 	Refused  int            `json:"refused"`
@@ -57,7 +58,7 @@ type report struct {
 
 // account compares what the clients heard with the three journals.
 func account(book *callBook, js journals) report {
-	r := report{Issued: len(book.calls), AttemptEnds: map[string]int{}, AppAnswered: len(js.answers)}
+	r := report{Issued: len(book.calls), Answers: map[string]int{}, AttemptEnds: map[string]int{}, AppAnswered: len(js.answers)}
 	receiptsOf := map[string]int{}
 	for _, rc := range js.receipts {
 		r.Receipts++
@@ -76,6 +77,9 @@ func account(book *callBook, js journals) report {
 	}
 	for id, k := range book.calls {
 		r.Tries += k.tries
+		for o, n := range k.heard {
+			r.Answers[o] += n
+		}
 		if k.tries > 1 {
 			r.Retried++
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -39,7 +40,7 @@ func TestCrash(t *testing.T) {
 		t.Fatalf("-crash.clients=%d: at least one client is needed", *crashClients)
 	}
 	s := newStack(t)
-	h := &harness{s: s, up: newControllerUp(), book: &callBook{calls: map[string]*call{}}, running: map[string]*daemon{}, generation: map[string]int{}}
+	h := &harness{s: s, up: newControllerUp(), book: &callBook{calls: map[string]*call{}}, running: map[string]*daemon{}, generation: map[string]int{}, exits: make(chan *daemon, 64)}
 	for _, n := range daemonNames {
 		h.startDaemon(n)
 	}
@@ -58,8 +59,10 @@ func TestCrash(t *testing.T) {
 	stopLoad()
 	wg.Wait()
 
+	h.drainExits()
 	resolved := h.resolveUncertain()
 	h.retryUnfinished()
+	h.drainExits()
 	if err := h.stopAll(); err != nil {
 		t.Errorf("a daemon did not stop cleanly: %v", err)
 	}
@@ -69,6 +72,9 @@ func TestCrash(t *testing.T) {
 	t.Logf("crash report:\n%s", b)
 	for _, f := range r.failures() {
 		t.Error(f)
+	}
+	for _, u := range h.unexpected {
+		t.Error(u)
 	}
 }
 
@@ -80,13 +86,48 @@ type harness struct {
 	running    map[string]*daemon
 	generation map[string]int
 	kills      map[string]int
+	// exits receives every daemon that ended without being killed or
+	// stopped; unexpected lists them.
+	exits      chan *daemon
+	unexpected []string
 }
 
 func (h *harness) startDaemon(name string) {
 	h.generation[name]++
-	h.running[name] = h.s.start(name, h.generation[name])
+	d := h.s.start(name, h.generation[name])
+	h.running[name] = d
+	go func() {
+		<-d.ended
+		if !d.killed.Load() {
+			h.exits <- d
+		}
+	}()
 	if name == "ctl" {
 		h.up.ready()
+	}
+}
+
+// exitedByItself records a daemon that ended on its own and starts it
+// again.
+func (h *harness) exitedByItself(d *daemon) {
+	h.unexpected = append(h.unexpected, fmt.Sprintf("%s exited by itself (%v); see %s", d.name, d.err, d.log.Name()))
+	if h.running[d.name] == d {
+		if d.name == "ctl" {
+			h.up.down()
+		}
+		h.startDaemon(d.name)
+	}
+}
+
+// drainExits takes in every unexpected exit reported so far.
+func (h *harness) drainExits() {
+	for {
+		select {
+		case d := <-h.exits:
+			h.exitedByItself(d)
+		default:
+			return
+		}
 	}
 }
 
@@ -101,6 +142,10 @@ func (h *harness) chaos(d time.Duration) {
 		case <-end:
 			next.Stop()
 			return
+		case d := <-h.exits:
+			next.Stop()
+			h.exitedByItself(d)
+			continue
 		case <-next.C:
 		}
 		name := daemonNames[rand.N(len(daemonNames))]

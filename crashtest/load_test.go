@@ -29,7 +29,7 @@ type call struct {
 	id    string
 	args  map[string]any
 	tries int
-	heard map[outcome]int // every answer it got, by outcome
+	heard map[string]int // every answer it got, by outcome (and refusal code: "refused:uncertain")
 	last  outcome
 	// chaosLast is last as it was when the chaos phase ended, before the
 	// harness's final retry.
@@ -156,7 +156,7 @@ func (c *client) run(ctx context.Context) {
 // fresh makes a call with a new requestId.
 func (c *client) fresh() *call {
 	id := fmt.Sprintf("r-%d-%d", c.n, c.seq)
-	k := &call{id: id, heard: map[outcome]int{}, attempts: map[string]bool{},
+	k := &call{id: id, heard: map[string]int{}, attempts: map[string]bool{},
 		args: map[string]any{"application": "appliance", "requestId": id, "conversationId": fmt.Sprintf("c-%d", c.n),
 			"operationId": "calc.evaluate", "arguments": map[string]any{"expression": fmt.Sprintf("%d + %d", c.n, c.seq)}}}
 	c.book.add(k)
@@ -166,7 +166,7 @@ func (c *client) fresh() *call {
 // do makes one try of k and records what it heard; an unfinished call is
 // queued for a retry.
 func (c *client) do(ctx context.Context, k *call) {
-	o := c.try(ctx, k)
+	o, code := c.try(ctx, k)
 	if ctx.Err() != nil && o == outErrored {
 		// The run ended mid-call: not an answer, and k stays as it was.
 		c.retry = append(c.retry, k)
@@ -174,7 +174,11 @@ func (c *client) do(ctx context.Context, k *call) {
 	}
 	c.book.mu.Lock()
 	k.tries++
-	k.heard[o]++
+	if code != "" {
+		k.heard[string(o)+":"+code]++
+	} else {
+		k.heard[string(o)]++
+	}
 	k.last = o
 	c.book.mu.Unlock()
 	if o != outDefinite {
@@ -187,22 +191,26 @@ type toolResult struct {
 	Outcome   outcome `json:"outcome"`
 	Status    int     `json:"status"`
 	AttemptID string  `json:"attemptId"`
+	Refusal   *struct {
+		Code string `json:"code"`
+	} `json:"refusal"`
 }
 
-func (c *client) try(ctx context.Context, k *call) outcome {
+// try makes one call of k and returns its outcome and refusal code.
+func (c *client) try(ctx context.Context, k *call) (outcome, string) {
 	cs, err := c.session(ctx)
 	if err != nil {
-		return outErrored
+		return outErrored, ""
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "oracle_call", Arguments: k.args})
 	if err != nil {
 		c.dropSession()
-		return outErrored
+		return outErrored, ""
 	}
 	var r toolResult
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil || json.Unmarshal(b, &r) != nil || r.Outcome == "" {
-		return outErrored
+		return outErrored, "no structured result"
 	}
 	c.book.mu.Lock()
 	if r.AttemptID != "" {
@@ -212,5 +220,8 @@ func (c *client) try(ctx context.Context, k *call) outcome {
 		k.status = r.Status
 	}
 	c.book.mu.Unlock()
-	return r.Outcome
+	if r.Refusal != nil {
+		return r.Outcome, r.Refusal.Code
+	}
+	return r.Outcome, ""
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -130,9 +131,12 @@ func (s *stack) run(name string, args ...string) []byte {
 
 // daemon is one of the three, running or killed.
 type daemon struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
+	name   string
+	cmd    *exec.Cmd
+	log    *os.File
+	ended  chan struct{} // closed once the process has exited and been reaped
+	err    error         // its exit error, once ended
+	killed atomic.Bool   // the harness killed or stopped it
 }
 
 // daemonNames are the three daemons in start order.
@@ -177,37 +181,44 @@ func (s *stack) start(name string, generation int) *daemon {
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	d := &daemon{name: name, cmd: cmd, log: log}
+	d := &daemon{name: name, cmd: cmd, log: log, ended: make(chan struct{})}
 	if notify == nil {
 		line, err := stdout.ReadString('\n')
 		if !strings.HasPrefix(line, "ready ") {
 			s.t.Fatalf("steward-appliance: no ready line (%q, %v); see %s", line, err, log.Name())
 		}
-		return d
-	}
-	deadline := time.Now().Add(readyWithin)
-	for {
-		// Messages of an earlier, killed process may still be queued:
-		// only the new pid's READY counts.
-		m, pid := notify.Next(s.t, time.Until(deadline))
-		if int(pid) == cmd.Process.Pid && strings.Contains(m, "READY=1") {
-			return d
+	} else {
+		deadline := time.Now().Add(readyWithin)
+		for {
+			// Messages of an earlier, killed process may still be
+			// queued: only the new pid's READY counts.
+			m, pid := notify.Next(s.t, time.Until(deadline))
+			if int(pid) == cmd.Process.Pid && strings.Contains(m, "READY=1") {
+				break
+			}
 		}
 	}
+	// Reaped only now: Wait closes the stdout pipe the ready line came on.
+	go func() {
+		d.err = cmd.Wait()
+		log.Close()
+		close(d.ended)
+	}()
+	return d
 }
 
-// kill SIGKILLs the daemon and reaps it.
+// kill SIGKILLs the daemon and waits until it is reaped.
 func (d *daemon) kill() {
+	d.killed.Store(true)
 	d.cmd.Process.Signal(syscall.SIGKILL)
-	d.cmd.Wait()
-	d.log.Close()
+	<-d.ended
 }
 
 // stop asks the daemon to stop (SIGTERM) and waits for it, returning its
 // exit error.
 func (d *daemon) stop() error {
+	d.killed.Store(true)
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	err := d.cmd.Wait()
-	d.log.Close()
-	return err
+	<-d.ended
+	return d.err
 }
