@@ -3,6 +3,7 @@ package crashtest
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -26,8 +27,11 @@ type report struct {
 	// all (the session broke), as the last answer during the chaos phase.
 	Uncertain int `json:"uncertain"`
 	Errored   int `json:"errored"`
-	// Resolved is how many attempts `attempts resolve` settled at the end.
+	// Resolved is how many attempts `attempts resolve` settled at the
+	// end; HostUncertain how many it could not, because the host holds
+	// them uncertain (their reservations stay held).
 	Resolved      int `json:"resolved"`
+	HostUncertain int `json:"hostUncertain"`
 	FinalDefinite int `json:"finalDefinite"`
 	// Unfinished: no definite answer even after the last retry, yet the
 	// requestId is in some journal (named in UnfinishedIDs).
@@ -43,22 +47,29 @@ type report struct {
 	AttemptsBegun int            `json:"attemptsBegun"`
 	AttemptEnds   map[string]int `json:"attemptEnds"` // by outcome or resolution; "open" without
 	// The host: receipts and the purse.
-	Receipts        int      `json:"receipts"`
-	ReceiptCharges  uint64   `json:"receiptCharges"`
-	Funded          uint64   `json:"funded"`
-	Balance         uint64   `json:"balance"`
-	PurseCharged    uint64   `json:"purseCharged"`    // purse show: receipts plus held reservations
-	VerifiedCharged uint64   `json:"verifiedCharged"` // receipts verify's sum of the receipts
-	Held            uint64   `json:"held"`            // PurseCharged - VerifiedCharged
-	HostFindings    []string `json:"hostFindings,omitempty"`
-	// The application: requestIds it answered.
-	AppAnswered int      `json:"appAnswered"`
-	Arithmetic  []string `json:"arithmetic,omitempty"` // purse sums that do not add up
+	Receipts        int    `json:"receipts"`
+	ReceiptCharges  uint64 `json:"receiptCharges"`
+	Funded          uint64 `json:"funded"`
+	Balance         uint64 `json:"balance"`
+	PurseCharged    uint64 `json:"purseCharged"`    // purse show: receipts plus held reservations
+	VerifiedCharged uint64 `json:"verifiedCharged"` // receipts verify's recomputed purse
+	Held            uint64 `json:"held"`            // PurseCharged - ReceiptCharges
+	// HeldReservations: receipts verify's findings of a reservation still
+	// held; HostFindings: every other finding (each fails the run).
+	HeldReservations int      `json:"heldReservations"`
+	HostFindings     []string `json:"hostFindings,omitempty"`
+	// The application: requestIds it answered, and those of them with no
+	// receipt (it ran them, the host never recorded its answer: each is
+	// one of the held reservations).
+	AppAnswered    int      `json:"appAnswered"`
+	AppUnreceipted int      `json:"appAnsweredUnreceipted"`
+	Arithmetic     []string `json:"arithmetic,omitempty"` // purse sums that do not add up
 }
 
 // account compares what the clients heard with the three journals.
-func account(book *callBook, js journals) report {
-	r := report{Issued: len(book.calls), Answers: map[string]int{}, AttemptEnds: map[string]int{}, AppAnswered: len(js.answers)}
+func account(book *callBook, js journals, hostUncertain int) report {
+	r := report{Issued: len(book.calls), Answers: map[string]int{}, AttemptEnds: map[string]int{},
+		AppAnswered: len(js.answers), HostUncertain: hostUncertain}
 	receiptsOf := map[string]int{}
 	for _, rc := range js.receipts {
 		r.Receipts++
@@ -108,6 +119,9 @@ func account(book *callBook, js journals) report {
 		default:
 			r.Lost = append(r.Lost, id+" (never definite, in no journal)")
 		}
+		if js.answers[id] > 0 && receiptsOf[id] == 0 {
+			r.AppUnreceipted++
+		}
 		if js.answers[id] > 1 {
 			r.Twice = append(r.Twice, id)
 		}
@@ -128,12 +142,24 @@ func account(book *callBook, js journals) report {
 	return r
 }
 
-// purse checks funded = balance + charged, charged = receipts + held, and
-// that the receipts the harness decoded sum to what the verifier summed.
+// heldFinding is how receipts verify names a reservation still held: an
+// attempt the host holds uncertain, charged without a receipt.
+const heldFinding = "charged without a receipt, still held"
+
+// purse checks funded = balance + charged (purse show), that receipts
+// verify recomputes the same purse, that charged = the receipts' charges
+// + the held reservations, each at the grant's price, and that every
+// finding of receipts verify is a held reservation.
 func (r *report) purse(js journals) {
 	p := js.purse
 	r.Funded, r.Balance, r.PurseCharged = p.Funded, p.Balance, p.Charged
-	r.HostFindings = js.verify.Findings
+	for _, f := range js.verify.Findings {
+		if strings.Contains(f, heldFinding) {
+			r.HeldReservations++
+		} else {
+			r.HostFindings = append(r.HostFindings, f)
+		}
+	}
 	for _, v := range js.verify.Purses {
 		if v.Controller == "dev" {
 			r.VerifiedCharged = v.Charged
@@ -142,16 +168,19 @@ func (r *report) purse(js journals) {
 	if p.Funded != p.Balance+p.Charged {
 		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("funded %d != balance %d + charged %d", p.Funded, p.Balance, p.Charged))
 	}
-	if r.VerifiedCharged > p.Charged {
-		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("receipts charge %d, more than the purse's charged %d", r.VerifiedCharged, p.Charged))
+	if r.VerifiedCharged != p.Charged {
+		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("receipts verify recomputes charged %d, purse show says %d", r.VerifiedCharged, p.Charged))
+	}
+	if r.ReceiptCharges > p.Charged {
+		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("receipts charge %d, more than the purse's charged %d", r.ReceiptCharges, p.Charged))
 	} else {
-		r.Held = p.Charged - r.VerifiedCharged
+		r.Held = p.Charged - r.ReceiptCharges
 	}
-	if r.ReceiptCharges != r.VerifiedCharged {
-		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("exported receipts charge %d, receipts verify sums %d", r.ReceiptCharges, r.VerifiedCharged))
+	if r.AppUnreceipted > r.HeldReservations {
+		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("the application ran %d requestIds without a receipt, more than the %d reservations held", r.AppUnreceipted, r.HeldReservations))
 	}
-	if r.Held%price != 0 {
-		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("held %d is not a whole number of calls at %d", r.Held, price))
+	if want := uint64(r.HeldReservations) * price; r.Held != want {
+		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("held %d, not the price of the %d reservations receipts verify reports held (%d)", r.Held, r.HeldReservations, want))
 	}
 }
 
@@ -166,6 +195,9 @@ func (r *report) failures() []string {
 	}
 	for _, id := range r.Charged {
 		f = append(f, "charged twice: "+id)
+	}
+	for _, h := range r.HostFindings {
+		f = append(f, "receipts verify: "+h)
 	}
 	for _, a := range r.Arithmetic {
 		f = append(f, "purse: "+a)

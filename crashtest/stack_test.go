@@ -120,13 +120,21 @@ func (s *stack) write(path, text string) {
 // failing the test when it fails.
 func (s *stack) run(name string, args ...string) []byte {
 	s.t.Helper()
+	out, stderr, err := s.try(name, args...)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr)
+	}
+	return out
+}
+
+// try runs one of the commands to completion and returns its stdout,
+// stderr and exit error.
+func (s *stack) try(name string, args ...string) ([]byte, string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		s.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.Bytes()
+	err := cmd.Run()
+	return stdout.Bytes(), stderr.String(), err
 }
 
 // daemon is one of the three, running or killed.
