@@ -58,6 +58,7 @@ type report struct {
 	// held; HostFindings: every other finding (each fails the run).
 	HeldReservations int      `json:"heldReservations"`
 	HostFindings     []string `json:"hostFindings,omitempty"`
+	ExportError      string   `json:"exportError,omitempty"` // receipts export's refusal, reported only
 	// The application: requestIds it answered, and those of them with no
 	// receipt (it ran them, the host never recorded its answer: each is
 	// one of the held reservations).
@@ -153,6 +154,7 @@ const heldFinding = "charged without a receipt, still held"
 func (r *report) purse(js journals) {
 	p := js.purse
 	r.Funded, r.Balance, r.PurseCharged = p.Funded, p.Balance, p.Charged
+	r.ExportError = js.exportError
 	for _, f := range js.verify.Findings {
 		if strings.Contains(f, heldFinding) {
 			r.HeldReservations++
@@ -164,6 +166,9 @@ func (r *report) purse(js journals) {
 		if v.Controller == "dev" {
 			r.VerifiedCharged = v.Charged
 		}
+	}
+	if r.Receipts != js.verify.Receipts {
+		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("the host journal holds %d receipts, receipts verify counts %d", r.Receipts, js.verify.Receipts))
 	}
 	if p.Funded != p.Balance+p.Charged {
 		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("funded %d != balance %d + charged %d", p.Funded, p.Balance, p.Charged))
