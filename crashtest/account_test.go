@@ -67,6 +67,10 @@ type report struct {
 	Arithmetic     []string `json:"arithmetic,omitempty"` // purse sums that do not add up
 }
 
+// maxListed is how many unfinished requestIds the report names: they are
+// expected (the host holds them uncertain), and a long run has hundreds.
+const maxListed = 20
+
 // account compares what the clients heard with the three journals.
 func account(book *callBook, js journals, hostUncertain int) report {
 	r := report{Issued: len(book.calls), Answers: map[string]int{}, AttemptEnds: map[string]int{},
@@ -139,6 +143,9 @@ func account(book *callBook, js journals, hostUncertain int) report {
 	sort.Strings(r.Twice)
 	sort.Strings(r.Charged)
 	sort.Strings(r.UnfinishedIDs)
+	if len(r.UnfinishedIDs) > maxListed {
+		r.UnfinishedIDs = append(r.UnfinishedIDs[:maxListed], fmt.Sprintf("and %d more", len(r.UnfinishedIDs)-maxListed))
+	}
 	r.purse(js)
 	return r
 }
