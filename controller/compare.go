@@ -51,8 +51,8 @@ func CompareReceipts(cfgPath string, file []byte) (Comparison, error) {
 	if err != nil {
 		return Comparison{}, err
 	}
-	var f msg.ReceiptsFile
-	if err := wire.Unmarshal(file, &f); err != nil {
+	f, err := msg.UnmarshalReceiptsFile(file)
+	if err != nil {
 		return Comparison{}, fmt.Errorf("%w: receipts file: %w", errUsage, err)
 	}
 	j, err := journal.Open(cfg.JournalDir(), journal.Options{ReadOnly: true})

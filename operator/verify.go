@@ -213,7 +213,7 @@ func (s *Store) ExportReceipts() ([]byte, error) {
 	for _, cp := range a.checkpoints {
 		f.Checkpoints = append(f.Checkpoints, cp.signed)
 	}
-	return wire.Marshal(f)
+	return msg.MarshalReceiptsFile(f)
 }
 
 // FileKeys are what an exported receipts file is checked against. None
@@ -252,8 +252,8 @@ func VerifyReceiptsFileKeys(b []byte, k FileKeys) (ReceiptReport, error) {
 	if k.Host == nil {
 		return ReceiptReport{}, errNoHostKey
 	}
-	var f ReceiptsFile
-	if err := wire.Unmarshal(b, &f); err != nil {
+	f, err := msg.UnmarshalReceiptsFile(b)
+	if err != nil {
 		return ReceiptReport{}, faultf("receipts file: %v", err)
 	}
 	pub, err := wire.ParseHybridPublicKey(f.HostKey)

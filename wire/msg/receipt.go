@@ -95,13 +95,63 @@ func verifyHybrid(signed []byte, pub *wire.HybridPublicKey, v any, what string) 
 	return nil
 }
 
-// ReceiptsFile is what `steward-operator receipts export` writes (CBOR):
-// the host's public key as it claims it, every signed receipt in chain
-// order and every signed checkpoint. Both sides read it: the operator's
+// ReceiptsFile is what `steward-operator receipts export` writes: the
+// host's public key as it claims it, every signed receipt in chain order
+// and every signed checkpoint. Both sides read it: the operator's
 // `receipts verify --file` and the controller's `receipts compare`, each
-// against a host key it pinned itself, never the file's.
+// against a host key it pinned itself, never the file's. Encode and decode
+// it with MarshalReceiptsFile and UnmarshalReceiptsFile: a CBOR array holds
+// at most wire.MaxEntries items, so a longer list goes out in pages.
 type ReceiptsFile struct {
 	HostKey     []byte   `cbor:"hostKey"`
 	Receipts    [][]byte `cbor:"receipts"`
 	Checkpoints [][]byte `cbor:"checkpoints"`
+}
+
+// receiptsFilePaged is the file's form when either list is longer than
+// wire.MaxEntries: pages of at most wire.MaxEntries each. A file whose lists
+// both fit keeps the first form, byte for byte.
+type receiptsFilePaged struct {
+	HostKey         []byte     `cbor:"hostKey"`
+	ReceiptPages    [][][]byte `cbor:"receiptPages"`
+	CheckpointPages [][][]byte `cbor:"checkpointPages"`
+}
+
+// MarshalReceiptsFile encodes f, in pages when a list needs them.
+func MarshalReceiptsFile(f ReceiptsFile) ([]byte, error) {
+	if len(f.Receipts) <= wire.MaxEntries && len(f.Checkpoints) <= wire.MaxEntries {
+		return wire.Marshal(f)
+	}
+	return wire.Marshal(receiptsFilePaged{HostKey: f.HostKey, ReceiptPages: pages(f.Receipts), CheckpointPages: pages(f.Checkpoints)})
+}
+
+// UnmarshalReceiptsFile decodes either form strictly.
+func UnmarshalReceiptsFile(b []byte) (ReceiptsFile, error) {
+	var f ReceiptsFile
+	err := wire.Unmarshal(b, &f)
+	if err == nil {
+		return f, nil
+	}
+	var p receiptsFilePaged
+	if perr := wire.Unmarshal(b, &p); perr != nil {
+		return ReceiptsFile{}, err
+	}
+	f = ReceiptsFile{HostKey: p.HostKey}
+	for _, pg := range p.ReceiptPages {
+		f.Receipts = append(f.Receipts, pg...)
+	}
+	for _, pg := range p.CheckpointPages {
+		f.Checkpoints = append(f.Checkpoints, pg...)
+	}
+	return f, nil
+}
+
+func pages(items [][]byte) [][][]byte {
+	out := [][][]byte{}
+	for len(items) > 0 {
+		n := min(len(items), wire.MaxEntries)
+		out = append(out, items[:n])
+		items = items[n:]
+	}
+	return out
 }
