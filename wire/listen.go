@@ -42,8 +42,9 @@ type ListenConfig struct {
 	Refuse    func(c *net.UnixConn, reason error) // answers a refused connection before it is closed; required
 	Logger    *slog.Logger                        // where refusals are logged (nil: slog.Default())
 
-	// RefuseTimeout bounds Refuse on one connection (0: 2 s): the
-	// listener sets the connection's deadline to it before Refuse runs.
+	// RefuseTimeout bounds Refuse's reads on one connection (0: 2 s): the
+	// listener sets the read deadline to it before Refuse runs, and the
+	// write deadline 2 s past it.
 	// A Refuse that reads the peer's first request to answer it (the MCP
 	// socket) sets it to that socket's first-request deadline.
 	RefuseTimeout time.Duration
@@ -319,7 +320,10 @@ func (l *Listener) refuse(c *net.UnixConn, cred PeerCred, reason error) {
 	l.log.Warn("wire: refused connection", "path", l.cfg.Path, "uid", cred.UID, "gid", cred.GID, "pid", cred.PID, "reason", reason.Error())
 	select {
 	case l.refusing <- struct{}{}:
-		c.SetDeadline(time.Now().Add(l.cfg.RefuseTimeout))
+		// Reading may take all of RefuseTimeout; the answer still gets
+		// its own refuseTimeout to be written.
+		c.SetReadDeadline(time.Now().Add(l.cfg.RefuseTimeout))
+		c.SetWriteDeadline(time.Now().Add(l.cfg.RefuseTimeout + refuseTimeout))
 		go func() {
 			defer func() { <-l.refusing }()
 			l.cfg.Refuse(c, reason)
