@@ -44,9 +44,9 @@ type ListenConfig struct {
 
 	// RefuseTimeout bounds Refuse's reads on one connection (0: 2 s): the
 	// listener sets the read deadline to it before Refuse runs, and the
-	// write deadline 2 s past it.
-	// A Refuse that reads the peer's first request to answer it (the MCP
-	// socket) sets it to that socket's first-request deadline.
+	// write deadline 2 s past it. A socket whose Refuse reads the peer's
+	// first request to answer it (the MCP socket) sets it to its
+	// first-request deadline.
 	RefuseTimeout time.Duration
 	// EvictSilent makes a connection past MaxConns or MaxPerUID take the
 	// slot of the oldest admitted connection (of that UID, for
