@@ -6,10 +6,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,20 +111,85 @@ func clearStaleSocket(path string, log *slog.Logger) error {
 
 // limitListener caps the connections open at once: Accept waits while the
 // cap is reached, so extra clients wait in the listen backlog instead of
-// being served with unbounded memory.
+// being served with unbounded memory. Only the host's account is served
+// (peerCheck): any other peer that reaches the socket is answered with a
+// 403 refusal and closed before it is handed to the HTTP server, so that it
+// can hold no slot past the accept and no call of the host waits behind it.
 type limitListener struct {
 	*net.UnixListener
 	slots chan struct{}
+	peers peerCheck
+	log   *slog.Logger
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	l.slots <- struct{}{}
-	c, err := l.UnixListener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
+	for {
+		c, err := l.UnixListener.AcceptUnix()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		if err := l.peers.admit(c); err != nil {
+			l.log.Warn("refused a connection", "socket", l.peers.socket, "reason", err)
+			refusePeer(c, err)
+			continue
+		}
+		return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
 	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// peerCheck admits the host's account by SO_PEERCRED: the appliance's own
+// uid (dev and tests run the host as the same account), the uids in
+// Config.PeerUIDs, and a peer whose group is the socket's (the socket
+// directory is setgid to the host's group in an installation, so the host's
+// account, whose primary group that is, passes).
+type peerCheck struct {
+	socket string
+	self   uint32
+	uids   []uint32
+	gid    uint32 // the socket's group
+}
+
+func newPeerCheck(socket string, uids []uint32) (peerCheck, error) {
+	fi, err := os.Lstat(socket)
+	if err != nil {
+		return peerCheck{}, fmt.Errorf("socket %s: %w", socket, err)
+	}
+	return peerCheck{socket: socket, self: uint32(os.Geteuid()), uids: uids, gid: fi.Sys().(*syscall.Stat_t).Gid}, nil
+}
+
+func (p peerCheck) admit(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return fmt.Errorf("reading the peer's credentials: %w", cerr)
+	}
+	if cred.Uid == p.self || cred.Gid == p.gid || slices.Contains(p.uids, cred.Uid) {
+		return nil
+	}
+	return fmt.Errorf("peer uid %d gid %d is not the host's account (uid %d, group %d, or %v)", cred.Uid, cred.Gid, p.self, p.gid, p.uids)
+}
+
+// refuseTimeout bounds writing a refusal to a peer that is not admitted.
+const refuseTimeout = 2 * time.Second
+
+// refusePeer answers a peer that is not admitted with a whole HTTP response
+// (403, the appliance's error object, Connection: close), then closes it.
+// The answer is written at once, without reading the request: the peer's
+// bytes are never parsed.
+func refusePeer(c *net.UnixConn, reason error) {
+	body := (&refusal{status: http.StatusForbidden, code: codeRefused, message: reason.Error()}).body()
+	c.SetWriteDeadline(time.Now().Add(refuseTimeout))
+	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	c.Close()
 }
 
 type limitConn struct {

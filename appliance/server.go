@@ -22,6 +22,26 @@ const DefaultPrefix = "/v1"
 // DefaultMaxConnections caps the connections served at once.
 const DefaultMaxConnections = 64
 
+// The HTTP server's deadlines, so that a connection holds one of the
+// MaxConnections slots only while it is used. They are the reference
+// application's: the host's route timeouts (its ResponseMs) are set under
+// them.
+const (
+	// headerTimeout: a connection's request headers, the first request's
+	// included, are due within it of the connection or of the last answer.
+	headerTimeout = 10 * time.Second
+	// readTimeout bounds reading a whole request, body included.
+	readTimeout = 30 * time.Second
+	// handlerTimeout bounds a request from the end of its headers to the
+	// end of its answer (http.Server.WriteTimeout): past it the answer's
+	// writes fail and the connection is closed, so a handler that does not
+	// finish cannot hold its slot, and the host sees the outcome as
+	// uncertain, as it is.
+	handlerTimeout = 30 * time.Second
+	// idleTimeout bounds a kept-alive connection's quiet between requests.
+	idleTimeout = 2 * time.Minute
+)
+
 // Config configures the appliance.
 type Config struct {
 	Socket string // path of the Unix socket to create (mode 0660)
@@ -33,6 +53,10 @@ type Config struct {
 	Capacity int
 	// MaxConnections caps open connections; DefaultMaxConnections when 0.
 	MaxConnections int
+	// PeerUIDs are accounts served besides the appliance's own and any
+	// peer whose group is the socket's (the host's account in an
+	// installation); every other peer is refused at accept.
+	PeerUIDs []uint32
 	// JournalSegmentSize is the journal's segment size; the journal's
 	// default (64 MiB) when 0. Opening scans the preallocated tail of the
 	// last segment, so tests use small segments to restart quickly.
@@ -127,18 +151,24 @@ func Start(cfg Config) (*Server, error) {
 		j.Close()
 		return nil, err
 	}
+	peers, err := newPeerCheck(cfg.Socket, cfg.PeerUIDs)
+	if err != nil {
+		ln.Close()
+		j.Close()
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, ln: ln, serveDone: make(chan struct{})}
 	s.http = &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: headerTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      handlerTimeout,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() {
-		s.serveErr = s.http.Serve(&limitListener{UnixListener: ln, slots: make(chan struct{}, cfg.MaxConnections)})
+		s.serveErr = s.http.Serve(&limitListener{UnixListener: ln, slots: make(chan struct{}, cfg.MaxConnections), peers: peers, log: log})
 		close(s.serveDone)
 	}()
 	log.Info("serving oracle-operations-v1", "socket", cfg.Socket, "prefix", cfg.Prefix,

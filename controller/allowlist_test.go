@@ -47,7 +47,8 @@ func TestAgentAllowListRefusesOtherUID(t *testing.T) {
 	s.startController()
 	seq := s.lastSeq()
 	got := proxyOnce(t, s.cfg.Sockets.MCP, nil)
-	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"steward: peer uid %d is not on the agent allow-list"}}`+"\n", os.Getuid())
+	// The refusal answers the initialize request by its id (1).
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"steward: peer uid %d is not on the agent allow-list"}}`+"\n", os.Getuid())
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

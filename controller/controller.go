@@ -32,8 +32,11 @@ type Controller struct {
 	limits sync.Map         // application -> int: its limits.request_bytes, once seen
 	gate   sync.RWMutex     // read-held by each dispatch; write-held from shutdown on
 	now    func() time.Time // the wall clock: the daemon's only source of time
-	pay    *payer
-	grants grantCache
+	// firstRequest is how long a new MCP or foreground connection has to
+	// send its first request, and a foreground one between requests.
+	firstRequest time.Duration
+	pay          *payer
+	grants       grantCache
 	// ownConsents pins the controller's own dispatch key: a receipt's
 	// consent is checked against it when the consent is not in memory.
 	ownConsents *wire.Keyring

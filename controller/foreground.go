@@ -17,6 +17,15 @@ import (
 	"github.com/stewardrt/steward/wire"
 )
 
+// Foreground socket caps. Its peers are operators' commands (by default
+// root and the controller's own account), each one request on its own
+// connection, so a few at once is plenty; one account may hold half, so
+// that a stuck script of one cannot keep the other out.
+const (
+	fgMaxConns  = 16
+	fgMaxPerUID = 8
+)
+
 func (c *Controller) listenForeground(pre *net.UnixListener) (*wire.Listener, error) {
 	allowed := c.cfg.ForegroundPeers(uint32(os.Geteuid()))
 	return bindOrAdopt(pre, wire.ListenConfig{
@@ -28,8 +37,8 @@ func (c *Controller) listenForeground(pre *net.UnixListener) (*wire.Listener, er
 			}
 			return nil
 		},
-		MaxConns:  16,
-		MaxPerUID: 16,
+		MaxConns:  fgMaxConns,
+		MaxPerUID: fgMaxPerUID,
 		Refuse: func(conn *net.UnixConn, reason error) {
 			conn.SetWriteDeadline(time.Now().Add(time.Second))
 			foreground.WriteReply(conn, foreground.Reply{Error: reason.Error()})
@@ -52,16 +61,29 @@ func (c *Controller) serveForeground(ctx context.Context, ln *wire.Listener) {
 
 // foregroundConn serves requests one at a time. A frame past the bound is
 // answered with the refusal and the connection closed; nothing is journaled.
+// Each request (the first included) must come whole within c.firstRequest
+// of the connection or of the last reply, and each reply must be taken
+// within it, else the connection is answered (if it can be) and closed: a
+// peer that says nothing, or reads nothing, cannot hold a slot.
 func (c *Controller) foregroundConn(ctx context.Context, pc *wire.PeerConn) {
 	defer pc.Close()
 	stop := context.AfterFunc(ctx, func() { pc.Close() })
 	defer stop()
 	br := bufio.NewReader(pc)
+	reply := func(rep foreground.Reply) error {
+		pc.SetWriteDeadline(time.Now().Add(c.firstRequest))
+		return foreground.WriteReply(pc, rep)
+	}
 	for {
+		pc.SetReadDeadline(time.Now().Add(c.firstRequest))
 		frame, err := wire.ReadFrame(br, wire.MaxRequestFrame)
 		if err != nil {
-			if errors.Is(err, wire.ErrFrameTooLarge) {
-				foreground.WriteReply(pc, foreground.Reply{Error: err.Error()})
+			switch {
+			case errors.Is(err, wire.ErrFrameTooLarge):
+				reply(foreground.Reply{Error: err.Error()})
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				c.log.Warn("foreground connection sent no request in time", "uid", pc.Cred.UID, "pid", pc.Cred.PID, "timeout", c.firstRequest)
+				reply(foreground.Reply{Error: fmt.Sprintf("no request within %v; the connection is closed", c.firstRequest)})
 			}
 			return
 		}
@@ -72,7 +94,7 @@ func (c *Controller) foregroundConn(ctx context.Context, pc *wire.PeerConn) {
 		} else {
 			rep = c.foreground(ctx, req)
 		}
-		if err := foreground.WriteReply(pc, rep); err != nil {
+		if err := reply(rep); err != nil {
 			c.log.Warn("foreground reply", "err", err)
 			return
 		}

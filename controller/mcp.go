@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime/debug"
@@ -179,14 +182,53 @@ func (c *Controller) overview(ctx context.Context, principal string) Overview {
 	return o
 }
 
-// agentRefusal is the JSON-RPC line a refused MCP peer receives.
-func agentRefusal(reason string) []byte {
+// MCP socket caps. A session is one agent process's whole conversation,
+// kept for hours, so the total is generous; one account's sessions are
+// capped at a quarter of it so that one agent account (or a runaway loop in
+// it) cannot take every session from the others.
+const (
+	mcpMaxConns  = 256
+	mcpMaxPerUID = 64
+)
+
+// agentRefusal is the JSON-RPC line a refused MCP peer receives: an error
+// answering the request whose id is id (the JSON of it, "null" when there
+// was no request to answer).
+func agentRefusal(id json.RawMessage, reason string) []byte {
 	msg, _ := json.Marshal("steward: " + reason)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":%s}}`+"\n", msg)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":%s}}`+"\n", id, msg)
+}
+
+// nullID answers when there is no request id to carry.
+var nullID = json.RawMessage("null")
+
+// firstRequestID reads the first request line a peer sends (at most
+// MaxMCPLine bytes, until the read deadline the caller set) and returns its
+// id, or nullID when there is none: a line that is not a JSON-RPC request
+// with a string or number id, or no line at all. The official clients drop
+// an error with a null id as a broken session, so a refusal answers the
+// request itself when it can.
+func firstRequestID(r io.Reader) json.RawMessage {
+	line, err := bufio.NewReader(io.LimitReader(r, MaxMCPLine)).ReadBytes('\n')
+	if err != nil {
+		return nullID
+	}
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &req) != nil || len(req.ID) == 0 {
+		return nullID
+	}
+	switch req.ID[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return req.ID
+	}
+	return nullID
 }
 
 // listenMCP binds the MCP socket: a peer whose UID or GID is on the agent
-// allow-list is admitted; any other gets one JSON-RPC error line.
+// allow-list is admitted; any other, and any past a cap, is answered with
+// one JSON-RPC error to its first request, then closed.
 func (c *Controller) listenMCP(pre *net.UnixListener) (*wire.Listener, error) {
 	uids, gids := c.cfg.Agents.UIDs, c.cfg.Agents.GIDs
 	return bindOrAdopt(pre, wire.ListenConfig{
@@ -198,18 +240,19 @@ func (c *Controller) listenMCP(pre *net.UnixListener) (*wire.Listener, error) {
 			}
 			return fmt.Errorf("peer uid %d is not on the agent allow-list", p.UID)
 		},
-		MaxConns:  256,
-		MaxPerUID: 64,
+		MaxConns:      mcpMaxConns,
+		MaxPerUID:     mcpMaxPerUID,
+		RefuseTimeout: c.firstRequest,
 		Refuse: func(conn *net.UnixConn, reason error) {
 			// The agent is told why in steward's words, not the
 			// listener's (which name the socket path).
 			text := "connection refused"
 			if errors.Is(reason, wire.ErrTooManyConns) {
-				text = "too many connections"
+				text = fmt.Sprintf("too many MCP sessions are open (at most %d per account, %d in all); close one and connect again", mcpMaxPerUID, mcpMaxConns)
 			} else if cred, err := wire.PeerCredOf(conn); err == nil {
 				text = fmt.Sprintf("peer uid %d is not on the agent allow-list", cred.UID)
 			}
-			conn.Write(agentRefusal(text))
+			conn.Write(agentRefusal(firstRequestID(conn), text))
 		},
 	})
 }
@@ -250,7 +293,9 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 		}
 		go func() {
 			sctx := context.WithValue(ctx, principalKey{}, ctlconf.UIDPrincipal(pc.Cred.UID))
-			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: pc, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
+			pc.SetReadDeadline(time.Now().Add(c.firstRequest))
+			first := &firstRequestConn{PeerConn: pc, c: c}
+			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: first, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
 			if err != nil {
 				c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
 				pc.Close()
@@ -262,4 +307,37 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			pc.Close()
 		}()
 	}
+}
+
+// firstRequestConn is an MCP session's connection as its reader sees it:
+// until a whole first line has come in, the read deadline set at accept
+// runs (the initialize request is due within c.firstRequest), and a
+// session that reaches it is answered with a JSON-RPC error, then closed by
+// the session's end. Once the first line is in the deadline is cleared: a
+// session idle after initialize stays open, as agents keep them for hours.
+// Only the session's one reading goroutine calls Read.
+type firstRequestConn struct {
+	*wire.PeerConn
+	c    *Controller
+	seen bool // a newline has been read
+}
+
+// Read reads from the connection, clearing the deadline at the first
+// newline and answering a peer that sent none in time.
+func (f *firstRequestConn) Read(p []byte) (int, error) {
+	n, err := f.PeerConn.Read(p)
+	if f.seen {
+		return n, err
+	}
+	if bytes.IndexByte(p[:n], '\n') >= 0 {
+		f.seen = true
+		f.PeerConn.SetReadDeadline(time.Time{})
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		// No request was read, so the session has nothing to write: this
+		// answer is the only writer on the connection.
+		f.c.log.Warn("mcp session sent no request in time", "uid", f.Cred.UID, "pid", f.Cred.PID, "timeout", f.c.firstRequest)
+		f.PeerConn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		f.PeerConn.Write(agentRefusal(nullID, fmt.Sprintf("no request within %v of connecting; the session is closed", f.c.firstRequest)))
+	}
+	return n, err
 }

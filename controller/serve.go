@@ -38,7 +38,18 @@ type Options struct {
 	// day, a consent's time, a grant's validity); nil is time.Now. Tests
 	// inject one to set the clock back.
 	Now func() time.Time
+	// FirstRequestTimeout is how long a connection on the MCP or the
+	// foreground socket has to send its first request (and a foreground
+	// connection its next one) before it is answered and closed;
+	// DefaultFirstRequestTimeout when 0. Tests shorten it.
+	FirstRequestTimeout time.Duration
 }
+
+// DefaultFirstRequestTimeout bounds a new connection's first request on the
+// MCP and foreground sockets: the frame sockets' handshake bound, since a
+// local client that connects sends at once, and a peer that connects and
+// says nothing must not hold a slot for longer.
+const DefaultFirstRequestTimeout = wire.DefaultHandshakeTimeout
 
 // Serve runs the controller daemon with the config at cfgPath until ctx
 // ends: it opens the journal (refusing a config whose binding differs),
@@ -51,6 +62,10 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		return err
 	}
 	defer c.Close()
+	c.firstRequest = opts.FirstRequestTimeout
+	if c.firstRequest <= 0 {
+		c.firstRequest = DefaultFirstRequestTimeout
+	}
 	if err := checkAdopted(opts.Listeners, c.cfg.Sockets); err != nil {
 		return err
 	}

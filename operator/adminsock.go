@@ -132,6 +132,21 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 	return rep, nil
 }
 
+// The admin socket's bounds. Its one peer account is the daemon's own (the
+// operator's commands, one request each), and its next connection may be
+// the kill switch (purse freeze, grant revoke), so it never refuses a new
+// connection for one that has not proven itself: past adminMaxConns the
+// oldest connection still in its handshake is closed to make room
+// (wire.ListenConfig.EvictSilent). A connection that has proven itself
+// holds its slot only while it is busy or for adminIdleTimeout after its
+// last reply.
+const adminMaxConns = 8
+
+// adminIdleTimeout bounds an admin channel's quiet between requests: the
+// handshake's bound, as a command sends its request right after it. A
+// variable so that a test can shorten it.
+var adminIdleTimeout = wire.DefaultHandshakeTimeout
+
 func (h *Host) listenAdmin() (*wire.Listener, error) {
 	uid := uint32(os.Geteuid())
 	return wire.Listen(wire.ListenConfig{
@@ -142,7 +157,8 @@ func (h *Host) listenAdmin() (*wire.Listener, error) {
 			}
 			return nil
 		},
-		MaxConns: 8, MaxPerUID: 8, Refuse: wire.RefuseFrame(h.key),
+		MaxConns: adminMaxConns, MaxPerUID: adminMaxConns, EvictSilent: true,
+		Refuse: wire.RefuseFrame(h.key),
 	})
 }
 

@@ -123,10 +123,13 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	for i, rt := range routes {
 		l, rt := listeners[i], rt
 		loops.Add(1)
-		go func() { defer loops.Done(); h.acceptLoop(srvCtx, l, h.routeHandler(rt), h.routeChannelConfig(rt)) }()
+		go func() { defer loops.Done(); h.acceptLoop(srvCtx, l, h.routeHandler(rt), h.routeChannelConfig(rt), 0) }()
 	}
 	loops.Add(1)
-	go func() { defer loops.Done(); h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig()) }()
+	go func() {
+		defer loops.Done()
+		h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig(), adminIdleTimeout)
+	}()
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
@@ -235,8 +238,12 @@ func (h *Host) routeChannelConfig(rt msg.RouteRecord) wire.ChannelConfig {
 	}
 }
 
-// acceptLoop accepts admitted connections until the listener closes.
-func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler, cfg wire.ChannelConfig) {
+// acceptLoop accepts admitted connections until the listener closes. A
+// connection that completes its handshake is marked proven (the admin
+// socket evicts only those that have not); idle, when not 0, bounds the
+// quiet between its requests (wire.ServeIdle). A forward channel has no
+// such bound: the controller keeps it open between calls.
+func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler, cfg wire.ChannelConfig, idle time.Duration) {
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	for {
@@ -256,7 +263,12 @@ func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler
 				h.log.Warn("steward-operator: handshake refused", "socket", cfg.Path, "uid", pc.Cred.UID, "err", err)
 				return
 			}
-			err = wire.Serve(ctx, ch, hd)
+			pc.Proven()
+			err = wire.ServeIdle(ctx, ch, hd, idle)
+			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				h.log.Info("steward-operator: closed a channel idle past its bound", "socket", cfg.Path, "uid", pc.Cred.UID, "idle", idle)
+				return
+			}
 			if err != nil && ctx.Err() == nil && !isEOF(err) {
 				h.log.Warn("steward-operator: channel closed", "socket", cfg.Path, "err", err)
 			}

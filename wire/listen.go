@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,8 +22,15 @@ const (
 	DefaultMaxPerUID = 32
 )
 
-// refuseTimeout bounds writing a refusal to a connection being turned away.
+// refuseTimeout bounds answering a connection being turned away when
+// ListenConfig.RefuseTimeout is 0.
 const refuseTimeout = 2 * time.Second
+
+// MaxRefusing bounds the refusals answered at once, each in its own
+// goroutine so that a refused peer that is slow to be answered never holds
+// up Accept. Past it a refusal is answered at once without reading
+// anything from the peer (its read deadline is already past).
+const MaxRefusing = 32
 
 // ListenConfig describes one listening socket.
 type ListenConfig struct {
@@ -32,6 +41,22 @@ type ListenConfig struct {
 	MaxPerUID int                                 // open connections per peer UID (0: DefaultMaxPerUID)
 	Refuse    func(c *net.UnixConn, reason error) // answers a refused connection before it is closed; required
 	Logger    *slog.Logger                        // where refusals are logged (nil: slog.Default())
+
+	// RefuseTimeout bounds Refuse's reads on one connection (0: 2 s): the
+	// listener sets the read deadline to it before Refuse runs, and the
+	// write deadline 2 s past it. A socket whose Refuse reads the peer's
+	// first request to answer it (the MCP socket) sets it to its
+	// first-request deadline.
+	RefuseTimeout time.Duration
+	// EvictSilent makes a connection past MaxConns or MaxPerUID take the
+	// slot of the oldest admitted connection (of that UID, for
+	// MaxPerUID) that its server has not yet marked Proven, closing that
+	// one, instead of being refused. It is for sockets whose every peer
+	// is one account and whose next connection may be the kill switch
+	// (the operator's admin socket): connections that never speak then
+	// cannot keep it out. A cap held only by proven connections still
+	// refuses.
+	EvictSilent bool
 }
 
 // Listener accepts connections on a Unix socket and admits only those whose
@@ -43,9 +68,12 @@ type Listener struct {
 	log    *slog.Logger
 	unlink *os.FileInfo // the socket file Listen created, removed by Close if still ours
 
-	mu     sync.Mutex
-	total  int
-	perUID map[uint32]int
+	mu       sync.Mutex
+	total    int
+	perUID   map[uint32]int
+	unproven []*PeerConn // admitted, not yet Proven, oldest first (EvictSilent only)
+
+	refusing chan struct{} // one token per refusal being answered
 }
 
 func (cfg *ListenConfig) fill() error {
@@ -67,6 +95,9 @@ func (cfg *ListenConfig) fill() error {
 	if cfg.Mode == 0 {
 		cfg.Mode = 0o600
 	}
+	if cfg.RefuseTimeout == 0 {
+		cfg.RefuseTimeout = refuseTimeout
+	}
 	return nil
 }
 
@@ -85,7 +116,7 @@ func newListener(l *net.UnixListener, cfg ListenConfig) *Listener {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Listener{ln: l, cfg: cfg, log: log, perUID: make(map[uint32]int)}
+	return &Listener{ln: l, cfg: cfg, log: log, perUID: make(map[uint32]int), refusing: make(chan struct{}, MaxRefusing)}
 }
 
 // Listen creates the socket at cfg.Path with cfg.Mode from the start: it
@@ -208,18 +239,27 @@ func (l *Listener) Accept() (*PeerConn, error) {
 			l.refuse(c, cred, fmt.Errorf("uid %d gid %d pid %d is not allowed on %s: %w", cred.UID, cred.GID, cred.PID, l.cfg.Path, err))
 			continue
 		}
-		if err := l.take(cred.UID); err != nil {
+		pc := &PeerConn{UnixConn: c, Cred: cred, l: l}
+		if err := l.take(pc); err != nil {
 			l.refuse(c, cred, err)
 			continue
 		}
-		return &PeerConn{UnixConn: c, Cred: cred, l: l}, nil
+		return pc, nil
 	}
 }
 
-// take reserves a connection slot for uid.
-func (l *Listener) take(uid uint32) error {
+// take reserves a connection slot for pc, evicting a silent connection
+// when the config says so and the cap is full.
+func (l *Listener) take(pc *PeerConn) error {
+	uid := pc.Cred.UID
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.perUID[uid] >= l.cfg.MaxPerUID && l.cfg.EvictSilent {
+		l.evictLocked(func(o *PeerConn) bool { return o.Cred.UID == uid })
+	}
+	if l.total >= l.cfg.MaxConns && l.cfg.EvictSilent {
+		l.evictLocked(func(*PeerConn) bool { return true })
+	}
 	if l.total >= l.cfg.MaxConns {
 		return fmt.Errorf("%w: %d connections open on %s, the cap is MaxConns %d", ErrTooManyConns, l.total, l.cfg.Path, l.cfg.MaxConns)
 	}
@@ -228,23 +268,73 @@ func (l *Listener) take(uid uint32) error {
 	}
 	l.total++
 	l.perUID[uid]++
+	if l.cfg.EvictSilent {
+		l.unproven = append(l.unproven, pc)
+	}
 	return nil
 }
 
-func (l *Listener) release(uid uint32) {
+// evictLocked closes the oldest unproven connection that match accepts and
+// releases its slot now, so that the connection being admitted can have it.
+func (l *Listener) evictLocked(match func(*PeerConn) bool) {
+	for i, o := range l.unproven {
+		if !match(o) {
+			continue
+		}
+		if !o.released.CompareAndSwap(false, true) {
+			continue // its Close is releasing it, waiting for l.mu
+		}
+		l.unproven = slices.Delete(l.unproven, i, i+1)
+		l.log.Warn("wire: evicted a connection that has not proven itself to admit a new one", "path", l.cfg.Path, "uid", o.Cred.UID, "pid", o.Cred.PID)
+		o.UnixConn.Close()
+		l.releaseLocked(o.Cred.UID)
+		return
+	}
+}
+
+func (l *Listener) release(pc *PeerConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.dropUnprovenLocked(pc)
+	l.releaseLocked(pc.Cred.UID)
+}
+
+func (l *Listener) dropUnprovenLocked(pc *PeerConn) {
+	if i := slices.Index(l.unproven, pc); i >= 0 {
+		l.unproven = slices.Delete(l.unproven, i, i+1)
+	}
+}
+
+func (l *Listener) releaseLocked(uid uint32) {
 	l.total--
 	if l.perUID[uid]--; l.perUID[uid] == 0 {
 		delete(l.perUID, uid)
 	}
 }
 
+// refuse answers c through Refuse in a goroutine of its own, bounded by
+// RefuseTimeout. Past MaxRefusing refusals at once it answers here and at
+// once: the read deadline is already past, so a Refuse that would read the
+// peer's request answers without it, and the write gets refuseTimeout.
 func (l *Listener) refuse(c *net.UnixConn, cred PeerCred, reason error) {
 	l.log.Warn("wire: refused connection", "path", l.cfg.Path, "uid", cred.UID, "gid", cred.GID, "pid", cred.PID, "reason", reason.Error())
-	c.SetDeadline(time.Now().Add(refuseTimeout))
-	l.cfg.Refuse(c, reason)
-	c.Close()
+	select {
+	case l.refusing <- struct{}{}:
+		// Reading may take all of RefuseTimeout; the answer still gets
+		// its own refuseTimeout to be written.
+		c.SetReadDeadline(time.Now().Add(l.cfg.RefuseTimeout))
+		c.SetWriteDeadline(time.Now().Add(l.cfg.RefuseTimeout + refuseTimeout))
+		go func() {
+			defer func() { <-l.refusing }()
+			l.cfg.Refuse(c, reason)
+			c.Close()
+		}()
+	default:
+		c.SetReadDeadline(time.Now())
+		c.SetWriteDeadline(time.Now().Add(refuseTimeout))
+		l.cfg.Refuse(c, reason)
+		c.Close()
+	}
 }
 
 // Close stops listening and removes the socket file if Listen created it and
@@ -265,15 +355,26 @@ type PeerConn struct {
 	*net.UnixConn
 	Cred PeerCred
 
-	l    *Listener
-	once sync.Once
+	l        *Listener
+	released atomic.Bool // the slot is released, by Close or by eviction
 }
 
 // Close closes the connection and releases its slot.
 func (c *PeerConn) Close() error {
 	err := c.UnixConn.Close()
-	c.once.Do(func() { c.l.release(c.Cred.UID) })
+	if c.released.CompareAndSwap(false, true) {
+		c.l.release(c)
+	}
 	return err
+}
+
+// Proven tells the listener that the peer has proven itself (on a frame
+// socket: completed the handshake), so that ListenConfig.EvictSilent no
+// longer evicts this connection. It is a no-op on other listeners.
+func (c *PeerConn) Proven() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.l.dropUnprovenLocked(c)
 }
 
 // RefuseFrame returns a ListenConfig.Refuse for frame sockets: it sends a

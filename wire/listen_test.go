@@ -67,6 +67,7 @@ func startFrameServer(t *testing.T, cfg ListenConfig, peerKeys *Keyring) *frameS
 				ch, err := ServerHandshake(c, ChannelConfig{Key: s.key, Role: "host", PeerKeys: peerKeys,
 					Path: cfg.Path, Purpose: "test", SendLimit: MaxReplyFrame, RecvLimit: MaxRequestFrame})
 				if err == nil {
+					c.Proven()
 					s.channels <- ch
 				}
 			}()

@@ -3,7 +3,9 @@ package wire
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 )
 
 // MaxInFlight bounds the requests Serve runs at once on one channel. Past it
@@ -29,6 +31,16 @@ func (f HandlerFunc) ServeFrame(ctx context.Context, req *Envelope) (string, any
 // c and waits for running handlers before returning; handlers see their
 // context cancelled.
 func Serve(ctx context.Context, c *Channel, h Handler) error {
+	return ServeIdle(ctx, c, h, 0)
+}
+
+// ServeIdle is Serve with a read deadline between requests: while no
+// request is running, the next one must arrive (whole) within idle of the
+// last reply, or of the call, else the channel is closed and ServeIdle
+// returns the read's error, which wraps os.ErrDeadlineExceeded. While a
+// request runs there is no deadline: the peer is waiting for its reply.
+// idle 0 means no deadline.
+func ServeIdle(ctx context.Context, c *Channel, h Handler, idle time.Duration) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -48,6 +60,8 @@ func Serve(ctx context.Context, c *Channel, h Handler) error {
 
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, MaxInFlight)
+	quiet := idleDeadline{conn: c.conn, idle: idle}
+	quiet.end(false)
 	for {
 		req, err := c.Recv()
 		if err != nil {
@@ -66,8 +80,9 @@ func Serve(ctx context.Context, c *Channel, h Handler) error {
 			break
 		}
 		wg.Add(1)
+		quiet.begin()
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { quiet.end(true); <-sem; wg.Done() }()
 			t, body := h.ServeFrame(ctx, req)
 			if err := c.Send(t, req.ID, body); err != nil {
 				if rerr := c.recvFailure(); rerr != nil {
@@ -79,4 +94,39 @@ func Serve(ctx context.Context, c *Channel, h Handler) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// idleDeadline keeps a read deadline on conn exactly while no request runs.
+type idleDeadline struct {
+	conn    net.Conn
+	idle    time.Duration
+	mu      sync.Mutex
+	running int
+}
+
+// begin marks a request running: the peer may be silent now.
+func (d *idleDeadline) begin() {
+	if d.idle <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running++
+	d.conn.SetReadDeadline(time.Time{})
+}
+
+// end marks a request done (done false: none was running, the start) and
+// arms the deadline when it was the last one.
+func (d *idleDeadline) end(done bool) {
+	if d.idle <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if done {
+		d.running--
+	}
+	if d.running == 0 {
+		d.conn.SetReadDeadline(time.Now().Add(d.idle))
+	}
 }

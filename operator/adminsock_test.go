@@ -1,0 +1,101 @@
+package operator
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// holdSilent opens n connections to the admin socket that never write.
+func holdSilent(t *testing.T, path string, n int) []*net.UnixConn {
+	t.Helper()
+	var held []*net.UnixConn
+	for range n {
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		held = append(held, c)
+	}
+	return held
+}
+
+// closedByServer wants c's next read to be the server's close.
+func closedByServer(c *net.UnixConn) bool {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err == io.EOF
+}
+
+// TestKillSwitchPastSilentAdminConnections: silent connections filling the
+// admin socket past its cap never keep purse freeze or grant revoke out,
+// nor delay them until the handshake bound frees their slots.
+func TestKillSwitchPastSilentAdminConnections(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 100, price: 7})
+	w.serve(t)
+	path := adminSocketPath(w.store)
+	held := holdSilent(t, path, adminMaxConns+2)
+
+	start := time.Now()
+	a := admin(t, w.store)
+	rep, err := a.Do(AdminRequest{Op: OpPurseFreeze, Name: "ctl"})
+	if err != nil || rep.Purse == nil || !rep.Purse.Frozen {
+		t.Fatalf("purse freeze past %d silent connections: %+v, %v", len(held), rep.Purse, err)
+	}
+	a.Close()
+	b := admin(t, w.store)
+	if _, err := b.Do(AdminRequest{Op: OpGrantRevoke, Name: w.grant}); err != nil {
+		t.Fatalf("grant revoke past silent connections: %v", err)
+	}
+	b.Close()
+	// Promptly: well inside the handshake bound that would otherwise
+	// have freed the silent connections' slots.
+	if took := time.Since(start); took >= adminIdleTimeout/2 {
+		t.Fatalf("the kill switch took %v", took)
+	}
+	// The oldest silent connections were closed to make room (two past
+	// the cap, then one each for freeze and revoke).
+	for i := range 4 {
+		if !closedByServer(held[i]) {
+			t.Fatalf("silent connection %d still open", i)
+		}
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		p, err := s.PurseShow("ctl")
+		if err != nil || !p.Frozen {
+			t.Fatalf("after a restart the purse is %+v, %v; want frozen, from the journal", p, err)
+		}
+		for _, g := range s.Grants() {
+			if g.ID == w.grant && !g.Revoked {
+				t.Fatalf("after a restart grant %s is not revoked", g.ID)
+			}
+		}
+	})
+}
+
+// TestAdminIdleChannelIsClosed: a connection that completed its handshake
+// and then says nothing holds its slot for adminIdleTimeout only.
+func TestAdminIdleChannelIsClosed(t *testing.T) {
+	old := adminIdleTimeout
+	adminIdleTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { adminIdleTimeout = old })
+	w := newWorld(t, worldOpts{fund: 100})
+	w.serve(t)
+	a := admin(t, w.store)
+	defer a.Close()
+	if _, err := a.Do(AdminRequest{Op: OpPurseFund, Name: "ctl", Amount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.(*adminClient).cl.Done()
+	if err := a.(*adminClient).cl.Err(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the idle channel ended with %v, want the server's close", err)
+	}
+	_, err := a.Do(AdminRequest{Op: OpPurseFund, Name: "ctl", Amount: 1})
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("a request on a channel closed for idling: %v, want EOF", err)
+	}
+}
