@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stewardrt/steward/journal"
+	"log/slog"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
@@ -59,8 +61,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
 	if err != nil {
-		h.log.Error("steward-operator: reserve record; nothing sent or charged", "attempt", d.Attempt, "err", err)
-		return refused(d, msg.CodeJournal, "the host could not journal the reservation; nothing was sent or charged")
+		return reserveFailed(d, err, h.log)
 	}
 	failpoint.Hit(FailAfterReserve)
 
@@ -186,4 +187,20 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 	default:
 		return nil, fmt.Errorf("unexpected %q reply to reserve", env.T)
 	}
+}
+
+// reserveFailed answers a dispatch whose reservation record could not be
+// appended. Nothing was delivered either way. A record the journal removed
+// (or never wrote) charged nothing: a refusal. After a failed fdatasync
+// (journal.ErrFailed) the record may be on disk when the host restarts and
+// reads what is really there, so the charge is unknown: the attempt is
+// uncertain, never "nothing charged", lest a retry be charged twice.
+func reserveFailed(d *msg.Dispatch, err error, log *slog.Logger) msg.DispatchResult {
+	if errors.Is(err, journal.ErrFailed) {
+		log.Error("steward-operator: reserve record: the journal failed; whether the reservation is on disk is unknown until the host restarts; nothing was sent", "attempt", d.Attempt, "err", err)
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
+			Detail: "the host journal failed while recording the reservation: nothing was sent to the application, and whether it is reserved is known only once the host has restarted"}
+	}
+	log.Error("steward-operator: reserve record; nothing sent or charged", "attempt", d.Attempt, "err", err)
+	return refused(d, msg.CodeJournal, "the host could not journal the reservation; nothing was sent or charged")
 }
