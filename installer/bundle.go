@@ -32,24 +32,9 @@ func runBundleInstall(ctx context.Context, c *call, o options) int {
 	if err != nil {
 		return c.refusef("%v", err)
 	}
-	raw, err := ReadPrivateFile(o.operand, owner, ctlconf.MaxBundleBytes)
-	if err != nil {
-		return c.refusef("%v", err)
-	}
-	b, _, routes, err := msg.OpenBundle(raw)
-	if err != nil {
-		return c.refusef("%s: not a well-formed signed bundle: %v", o.operand, err)
-	}
-	if err := c.env.Controller.becomeController(); err != nil {
-		return c.failf("%v", err)
-	}
-	files, err := c.env.Controller.locateController(false)
-	if err != nil {
-		return c.failf("%v", err)
-	}
-	if files.config != nil && b.Controller != files.config.cfg.Name {
-		return c.refusef("%s: the bundle was built for controller %q, but the installed config %s is controller %q",
-			o.operand, b.Controller, files.config.path, files.config.cfg.Name)
+	raw, b, routes, files, exit, ok := c.openBundleFor(o.operand, owner)
+	if !ok {
+		return exit
 	}
 	if exit, ok := c.checkHostPin(o.operand, b); !ok {
 		return exit
@@ -120,4 +105,32 @@ func replaceFile(path string, data []byte, mode uint32) (bool, error) {
 		return true, fmt.Errorf("%s: %v", path, err)
 	}
 	return true, nil
+}
+
+// openBundleFor reads the operator's (or root's) bundle file as owner's
+// private file and verifies it (msg.OpenBundle), then becomes the
+// controller's account for good and refuses a bundle built for another
+// controller than the installed config names. ok is false when it has
+// answered (exit is the status).
+func (c *call) openBundleFor(path string, owner uint32) (raw []byte, b msg.Bundle, routes []msg.RouteRecord, files controllerFiles, exit int, ok bool) {
+	raw, err := ReadPrivateFile(path, owner, ctlconf.MaxBundleBytes)
+	if err != nil {
+		return nil, b, nil, files, c.refusef("%v", err), false
+	}
+	b, _, routes, err = msg.OpenBundle(raw)
+	if err != nil {
+		return nil, b, nil, files, c.refusef("%s: not a well-formed signed bundle: %v", path, err), false
+	}
+	if err := c.env.Controller.becomeController(); err != nil {
+		return nil, b, nil, files, c.failf("%v", err), false
+	}
+	files, err = c.env.Controller.locateController(false)
+	if err != nil {
+		return nil, b, nil, files, c.failf("%v", err), false
+	}
+	if files.config != nil && b.Controller != files.config.cfg.Name {
+		return nil, b, nil, files, c.refusef("%s: the bundle was built for controller %q, but the installed config %s is controller %q",
+			path, b.Controller, files.config.path, files.config.cfg.Name), false
+	}
+	return raw, b, routes, files, 0, true
 }

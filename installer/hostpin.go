@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -97,24 +96,9 @@ func runControllerPinHost(ctx context.Context, c *call, o options) int {
 	if !ok {
 		return exit
 	}
-	raw, err := ReadPrivateFile(o.operand, owner, ctlconf.MaxBundleBytes)
-	if err != nil {
-		return c.refusef("%v", err)
-	}
-	b, _, _, err := msg.OpenBundle(raw)
-	if err != nil {
-		return c.refusef("%s: not a well-formed signed bundle: %v", o.operand, err)
-	}
-	if err := c.env.Controller.becomeController(); err != nil {
-		return c.failf("%v", err)
-	}
-	files, err := c.env.Controller.locateController(false)
-	if err != nil {
-		return c.failf("%v", err)
-	}
-	if files.config != nil && b.Controller != files.config.cfg.Name {
-		return c.refusef("%s: the bundle was built for controller %q, but the installed config %s is controller %q",
-			o.operand, b.Controller, files.config.path, files.config.cfg.Name)
+	_, b, _, _, exit, ok := c.openBundleFor(o.operand, owner)
+	if !ok {
+		return exit
 	}
 	path := c.env.Controller.hostPinPath()
 	pin := pinOf(b)
