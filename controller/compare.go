@@ -60,47 +60,12 @@ func CompareReceipts(cfgPath string, file []byte) (Comparison, error) {
 		return Comparison{}, fmt.Errorf("controller journal: %w", err)
 	}
 	defer j.Close()
-	recorded, begun, err := recordedReceipts(j)
+	recorded, begun, err := ledger.Receipts(j)
 	if err != nil {
 		return Comparison{}, err
 	}
 	c := compareWith(cfg.Name, recorded, begun, f, bind.HostRing, wire.NewKeyring(keys.Dispatch.Public()))
 	return c, nil
-}
-
-// recordedReceipts reads the receipts the journal holds (results and
-// resolutions) by attempt, and the attempts it began with their request
-// hash.
-func recordedReceipts(j *journal.Journal) (map[string][]byte, map[string][]byte, error) {
-	recorded, begun := map[string][]byte{}, map[string][]byte{}
-	err := j.Iterate(1, func(r journal.Record) error {
-		switch r.Kind {
-		case ledger.KindBegin:
-			var b ledger.Begin
-			if err := ledger.Decode(r, &b); err != nil {
-				return err
-			}
-			begun[b.Attempt] = b.RequestSHA256
-		case ledger.KindResult:
-			var res ledger.Result
-			if err := ledger.Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		case ledger.KindResolve:
-			var res ledger.Resolve
-			if err := ledger.Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		}
-		return nil
-	})
-	return recorded, begun, err
 }
 
 // compareWith is CompareReceipts on what it read.

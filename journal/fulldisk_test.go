@@ -22,26 +22,6 @@ import (
 // the log after a reopen, the journal takes appends again once space is
 // freed, without a restart, and those are the ones that survive.
 
-// smallDisk mounts a tmpfs of size bytes at a directory under t.TempDir()
-// and unmounts it when the test ends.
-func smallDisk(t *testing.T, size int) string {
-	t.Helper()
-	testenv.NeedRoot(t, "to mount a small tmpfs to fill")
-	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		testenv.Missing(t, "mount a tmpfs at %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // fillDisk writes a filler file on the disk at dir until the disk is full and
 // returns its path; removing it frees the space.
 func fillDisk(t *testing.T, dir string) string {
@@ -155,7 +135,7 @@ func checkLog(t *testing.T, dir string, opts Options, o *outcome) {
 // fullDiskRun: appends fill the disk, every one that failed is absent after
 // a reopen, space is freed and the same open journal takes appends again.
 func fullDiskRun(t *testing.T, segSize int64) {
-	disk := smallDisk(t, 512<<10)
+	disk := testenv.SmallTmpfs(t, 512<<10)
 	dir := filepath.Join(disk, "journal")
 	opts := Options{Owner: testOwner, Format: testFormat, Config: testConfig, SegmentSize: segSize}
 	j := mustOpen(t, dir, opts)

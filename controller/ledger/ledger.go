@@ -379,3 +379,39 @@ func (l *Ledger) UncertainAttempts() []Attempt {
 	sort.Slice(out, func(i, k int) bool { return out[i].BeginSeq < out[k].BeginSeq })
 	return out
 }
+
+// Receipts reads the host's receipts the journal holds (in results and
+// resolutions) by attempt, and every attempt it began with its request
+// hash: what `steward-controller receipts compare` holds the host's export
+// against.
+func Receipts(j *journal.Journal) (map[string][]byte, map[string][]byte, error) {
+	recorded, begun := map[string][]byte{}, map[string][]byte{}
+	err := j.Iterate(1, func(r journal.Record) error {
+		switch r.Kind {
+		case KindBegin:
+			var b Begin
+			if err := Decode(r, &b); err != nil {
+				return err
+			}
+			begun[b.Attempt] = b.RequestSHA256
+		case KindResult:
+			var res Result
+			if err := Decode(r, &res); err != nil {
+				return err
+			}
+			if res.Receipt != nil {
+				recorded[res.Attempt] = res.Receipt
+			}
+		case KindResolve:
+			var res Resolve
+			if err := Decode(r, &res); err != nil {
+				return err
+			}
+			if res.Receipt != nil {
+				recorded[res.Attempt] = res.Receipt
+			}
+		}
+		return nil
+	})
+	return recorded, begun, err
+}
