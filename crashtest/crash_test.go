@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/stewardrt/steward/internal/testenv"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +25,7 @@ func duration() time.Duration {
 	switch {
 	case *crashDuration > 0:
 		return *crashDuration
-	case os.Getenv("CI") == "true":
+	case testenv.CI():
 		return 60 * time.Second
 	default:
 		return 5 * time.Second

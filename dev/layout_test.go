@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/stewardrt/steward/internal/testenv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,7 +204,7 @@ func TestEnsureSocketDirRefuses(t *testing.T) {
 // A socket directory another account made first (in a shared /tmp, say) is
 // refused.
 func TestEnsureSocketDirRefusesOtherOwner(t *testing.T) {
-	needRoot(t, "to give the directory to another uid")
+	testenv.NeedRoot(t, "to give the directory to another uid")
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	l, _ := NewLayout(filepath.Join(t.TempDir(), "s"))
 	t.Cleanup(func() { os.RemoveAll(l.Run) })

@@ -37,16 +37,3 @@ func TestMain(m *testing.M) {
 	}()
 	os.Exit(code)
 }
-
-// needRoot skips a test that needs root, saying why; under CI=true, where
-// the tests run as root, it fails instead.
-func needRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("needs root (%s), and CI runs as root", why)
-	}
-	t.Skipf("needs root (%s)", why)
-}
