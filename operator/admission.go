@@ -247,33 +247,36 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 	s.mu.Lock()
 	st := s.st
 	r := msg.Receipt{
-		Seq: st.signedSeq + 1, Prev: st.signedHead, Attempt: d.attempt, Controller: adm.ctrl.name,
+		Attempt: d.attempt, Controller: adm.ctrl.name,
 		Application: d.application, Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:],
 		ResponseSHA256: respSum[:], Status: status, Charge: adm.charge, BalanceAfter: adm.ctrl.purse.balance(),
-		Consent: consent, At: s.clockLocked().UnixMilli(),
+		Consent: consent, Outcome: msg.StateDefinite, PriceApplied: priceApplied(adm.charge, msg.PriceAnswer),
 	}
-	signed, err := msg.SignReceipt(s.key.Ed25519(), r)
+	signed, seq, head, err := s.signReceiptLocked(r)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	head := msg.ReceiptHash(signed)
-	st.signedSeq, st.signedHead = r.Seq, head
-	rec := recOutcome{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: r.Seq, Ledger: st.ledger}
+	rec := recOutcome{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Ledger: st.ledger}
 	s.mu.Unlock()
-	jseq, err := s.append(kindOutcome, rec)
+	jseq, err := s.appendReceipt(kindOutcome, rec)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	st.markDurable(r.Seq, head)
 	adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
-	wake := s.wake
 	s.mu.Unlock()
-	if wake != nil {
-		wake()
-	}
+	s.receiptDurable(seq, head)
 	return signed, nil
+}
+
+// priceApplied names the price a receipt charging charge applied: which,
+// or none when nothing is charged.
+func priceApplied(charge uint64, which string) string {
+	if charge == 0 {
+		return msg.PriceNone
+	}
+	return which
 }
 
 var errStop = errors.New("stop")

@@ -19,6 +19,10 @@ type Dispatch struct {
 	Method  string `cbor:"method"`
 	Path    string `cbor:"path"` // includes the route's prefix and query string
 	Body    []byte `cbor:"body"`
+	// Deadline is when the agent stops waiting, unix ms by the controller's
+	// clock: the host refuses a dispatch past it before reserving anything
+	// and never delivers past it. Absent from controllers before it.
+	Deadline int64 `cbor:"deadline,omitempty"`
 	DispatchV1
 }
 
@@ -65,8 +69,14 @@ const (
 	StateUncertain State = "uncertain"
 	// StateAbandoned: resolved after the host said it never saw the attempt.
 	StateAbandoned State = "abandoned"
-	// StateReleased: resolved after the host said it recorded it not sent.
+	// StateReleased: the reservation was released with nothing charged:
+	// on the controller, resolved after the host said it recorded the
+	// attempt not sent; on the host, the operator stated the request was
+	// not performed (steward-operator attempts resolve --release).
 	StateReleased State = "released"
+	// StatePerformed: the operator stated the request was performed and
+	// no answer was recorded (attempts resolve --charge); it is charged.
+	StatePerformed State = "performed"
 )
 
 // DispatchResult is the host's answer to a Dispatch. A definite outcome keeps

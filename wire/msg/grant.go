@@ -17,8 +17,12 @@ type Grant struct {
 	Price          uint64   `cbor:"price"`          // credits per invocation
 	DiscoveryPrice uint64   `cbor:"discoveryPrice"` // credits per discovery; 0 skips the reserve callback
 	PerDay         uint64   `cbor:"perDay"`         // admitted requests per UTC day
-	NotBefore      int64    `cbor:"notBefore"`      // unix ms
-	NotAfter       int64    `cbor:"notAfter"`       // unix ms
+	// RefusalPrice is what an application's answer other than 2xx costs
+	// (at most Price). 0, the default, charges nothing for a refusal;
+	// omitted when 0, so grants signed before it keep their bytes.
+	RefusalPrice uint64 `cbor:"refusalPrice,omitempty"`
+	NotBefore    int64  `cbor:"notBefore"` // unix ms
+	NotAfter     int64  `cbor:"notAfter"`  // unix ms
 }
 
 // Covers reports whether g names application app and an operation pattern

@@ -7,11 +7,38 @@ import (
 	"github.com/stewardrt/steward/wire"
 )
 
-// Receipt is the host's signed account of one definite attempt. Receipts form
-// a hash chain: Prev is ReceiptHash of the previous signed receipt (32 zero
-// bytes for the first), so removing, reordering or altering one breaks every
-// later link.
+// ReceiptV2 is the version of receipts that name how the attempt ended.
+// A receipt without "v" is version 1: the first format, written only for
+// an application's answer (Outcome StateDefinite, the answer price or
+// nothing charged); it still reads and verifies.
+const ReceiptV2 = 2
+
+// Which price a receipt's charge applied (Receipt.PriceApplied).
+const (
+	PriceAnswer  = "answer"  // the consent's answer price: a 2xx answer
+	PriceRefusal = "refusal" // the consent's refusal price: any other status
+	PriceNone    = "none"    // nothing charged
+)
+
+// Receipt is the host's signed account of how one attempt ended after
+// admission. Receipts form a hash chain: Prev is ReceiptHash of the
+// previous signed receipt (32 zero bytes for the first), so removing,
+// reordering or altering one breaks every later link.
+//
+// Version 2 (V is ReceiptV2) is signed for every end after admission:
+// Outcome is StateDefinite (the application answered; Status is its
+// status), StateRefused (steward refused before anything was sent: the
+// payer's consent did not come, or the admission failed at the last
+// moment), StateNotSent (delivery failed before the first byte),
+// StateReleased (the operator stated the request was not performed) or
+// StatePerformed (the operator stated it was performed and no answer was
+// recorded). Reason is one line on every outcome but an answer. A receipt
+// without Consent either needed none (a free request) or never reached it;
+// Reason says which. The agents and approvals work adds its fields the
+// same way: optional, omitted when empty, so every older receipt keeps its
+// bytes.
 type Receipt struct {
+	V              int    `cbor:"v,omitempty"` // ReceiptV2; absent in version 1
 	Seq            uint64 `cbor:"seq"`
 	Prev           []byte `cbor:"prev"`
 	Attempt        string `cbor:"attempt"`
@@ -26,6 +53,12 @@ type Receipt struct {
 	BalanceAfter   uint64 `cbor:"balanceAfter"`
 	Consent        []byte `cbor:"consent"` // the payer's signed Consent; nil for a free request
 	At             int64  `cbor:"at"`
+	// Version 2 only.
+	Outcome      State  `cbor:"outcome,omitempty"`
+	Reason       string `cbor:"reason,omitempty"`
+	PriceApplied string `cbor:"priceApplied,omitempty"` // PriceAnswer, PriceRefusal or PriceNone
+	ResolvedBy   string `cbor:"resolvedBy,omitempty"`   // the account that resolved the attempt, e.g. "uid:1001"
+	Deadline     int64  `cbor:"deadline,omitempty"`     // the dispatch's deadline, unix ms, when it carried one
 }
 
 // ReceiptHash is the chain link of a signed receipt: SHA-256 of its COSE bytes.

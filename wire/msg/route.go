@@ -32,6 +32,11 @@ type RouteRecord struct {
 	Prefix      string   `cbor:"prefix"`   // the signed API prefix, e.g. /v1
 	Timeouts    Timeouts `cbor:"timeouts"`
 	IssuedAt    int64    `cbor:"issuedAt"`
+	// AppAccount is the account the application runs as: the host checks
+	// the upstream socket's owner and its peer's SO_PEERCRED uid against it
+	// on every dial. Omitted in revisions before it, which the host dials
+	// unchecked, with a warning.
+	AppAccount string `cbor:"appAccount,omitempty"`
 }
 
 // Timeouts bound each phase of delivering to an application, in ms.
