@@ -287,6 +287,10 @@ type RouteRequest struct {
 	Prefix     string       `json:"prefix"`
 	Timeouts   msg.Timeouts `json:"timeouts"`
 	Replaces   string       `json:"replaces,omitempty"` // hex RouteID of the selected revision
+	// AppAccount is the account the application runs as: the host dials
+	// its upstream socket only when that account owns the socket and
+	// serves it (SO_PEERCRED). Absent, the socket is dialled unchecked.
+	AppAccount string `json:"appAccount,omitempty"`
 }
 
 // maxRouteRequest bounds a REQUEST.json file.
@@ -324,6 +328,7 @@ type RouteView struct {
 	Prefix      string       `json:"prefix"`
 	Timeouts    msg.Timeouts `json:"timeouts"`
 	IssuedAt    string       `json:"issuedAt"`
+	AppAccount  string       `json:"appAccount,omitempty"` // "" when the route's socket is dialled unchecked
 }
 
 // RegisterRoute signs and journals a new revision of route name for app.
@@ -348,7 +353,7 @@ func (s *Store) RegisterRoute(name, app string, req RouteRequest) (RouteView, er
 		Route: name, Revision: rev, Replaces: replaces, Application: app,
 		Protocol: msg.ProtocolOracleOperationsV1, Controller: req.Controller,
 		Upstream: req.Upstream, Forward: req.Forward, Reverse: req.Reverse, Prefix: req.Prefix,
-		Timeouts: req.Timeouts, IssuedAt: s.clock().UnixMilli(),
+		Timeouts: req.Timeouts, IssuedAt: s.clock().UnixMilli(), AppAccount: req.AppAccount,
 	}
 	signed, err := msg.SignRoute(s.key, rec)
 	if err != nil {
@@ -378,6 +383,7 @@ func routeView(r *route) RouteView {
 		Replaces: hex.EncodeToString(rec.Replaces), Application: rec.Application, Controller: rec.Controller,
 		Upstream: rec.Upstream, Forward: rec.Forward, Reverse: rec.Reverse, Prefix: rec.Prefix,
 		Timeouts: rec.Timeouts, IssuedAt: time.UnixMilli(rec.IssuedAt).UTC().Format(time.RFC3339Nano),
+		AppAccount: rec.AppAccount,
 	}
 }
 

@@ -150,6 +150,9 @@ const stoppedBeforeSending = "; the call was admitted, then stopped before it wa
 // (unless the day turned since), which the purse and count checks allow for.
 func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 	now := s.clockLocked()
+	if ref := s.deadlineRefusal(d, now, "during the consent wait"); ref != nil {
+		return ref
+	}
 	g := adm.g
 	var ref *msg.Refusal
 	switch {

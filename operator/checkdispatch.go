@@ -21,6 +21,10 @@ type checkedDispatch struct {
 	list        oracleops.ListQuery // a list's query, which a grant's filtering pages by
 	req         oracleops.Request
 	sha         [32]byte // the request's SHA-256, as the controller journaled it
+	// deadline is when the agent stops waiting (unix ms by the controller's
+	// clock; 0 from a controller before deadlines): admission refuses past
+	// it and delivery never runs past it. The receipt carries it.
+	deadline int64
 }
 
 // checkDispatch derives the checked dispatch from a dispatch on route rt: it parses
@@ -32,7 +36,10 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	if err := validAttemptID(d.Attempt); err != nil {
 		return nil, err
 	}
-	c := &checkedDispatch{attempt: d.Attempt, application: rt.Application}
+	c := &checkedDispatch{attempt: d.Attempt, application: rt.Application, deadline: d.Deadline}
+	if d.Deadline < 0 {
+		return nil, fmt.Errorf("deadline %d is before 1970", d.Deadline)
+	}
 	var err error
 	switch rest, ok := strings.CutPrefix(d.Path, rt.Prefix+"/"); {
 	case !ok:
@@ -73,4 +80,25 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	}
 	c.sha = c.req.SHA256()
 	return c, nil
+}
+
+// checkDeadline refuses a dispatch of controller ctrl whose deadline has
+// passed by the host's clock, before anything is admitted or reserved. A
+// dispatch without a deadline comes from a controller before deadlines: it
+// is delivered under the route's timeouts alone, and the host says so in
+// its log once per controller.
+func (h *Host) checkDeadline(ctrl string, c *checkedDispatch) *msg.Refusal {
+	if c.deadline == 0 {
+		h.warnOnce("no-deadline/"+ctrl, "steward-operator: controller sends dispatches without a deadline (a controller before deadlines); they are delivered under the route's timeouts alone",
+			"controller", ctrl, "attempt", c.attempt)
+		return nil
+	}
+	return h.s.deadlineRefusal(c, h.s.clock(), "before admission")
+}
+
+// warnOnce logs a warning the first time key is seen by this host process.
+func (h *Host) warnOnce(key, message string, args ...any) {
+	if _, seen := h.warned.LoadOrStore(key, true); !seen {
+		h.log.Warn(message, args...)
+	}
 }

@@ -231,8 +231,12 @@ func (c *CLI) cmdRouteShow(args []string) error {
 	return show(c, "route show", args, 1, func(s *Store, pos []string) ([]RouteView, error) { return s.Route(pos[0]) },
 		func(revs []RouteView) {
 			for _, r := range revs {
-				fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
-					r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
+				account := r.AppAccount
+				if account == "" {
+					account = "(unchecked)"
+				}
+				fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s account %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
+					r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, account, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
 			}
 		})
 }

@@ -2,7 +2,9 @@ package operator
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -40,13 +42,28 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10
 // a failure is "not sent"; from then on it is uncertain. A fresh connection
 // per delivery keeps that line exact: a kept-alive connection the server
 // closed would turn a not-sent into a false uncertain.
-func deliver(rt *msg.RouteRecord, req oracleops.Request) delivered {
-	conn, err := net.DialTimeout("unix", rt.Upstream, time.Duration(rt.Timeouts.ConnectMs)*time.Millisecond)
+//
+// Nothing of it runs past cutoff (the dispatch's deadline plus
+// ClockTolerance; zero when the dispatch has none): the connect timeout is
+// the route's or the time left, whichever is sooner, and so is the
+// response timeout.
+func deliver(rt *msg.RouteRecord, req oracleops.Request, cutoff time.Time) delivered {
+	connectBy, _ := bound(rt.Timeouts.ConnectMs, cutoff)
+	ctx, cancel := context.WithDeadline(context.Background(), connectBy)
+	conn, err := dialApplication(ctx, rt)
+	cancel()
 	if err != nil {
+		switch {
+		case errors.Is(err, errAppAccount):
+			return delivered{detail: "the host refused the application's socket: it is not served by the route's application account; nothing was sent", cause: err}
+		case !cutoff.IsZero() && !time.Now().Before(cutoff):
+			return delivered{detail: "the call's deadline passed before the application could be reached", cause: err}
+		}
 		return delivered{detail: "the application could not be reached", cause: err}
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(time.Duration(rt.Timeouts.ResponseMs) * time.Millisecond)); err != nil {
+	answerBy, byDeadline := bound(rt.Timeouts.ResponseMs, cutoff)
+	if err := conn.SetDeadline(answerBy); err != nil {
 		return delivered{detail: "the application could not be reached", cause: err}
 	}
 	wireBytes := httpRequest(req)
@@ -64,7 +81,7 @@ func deliver(rt *msg.RouteRecord, req oracleops.Request) delivered {
 	defer func() { br.Reset(nil); readers.Put(br) }()
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return delivered{sent: true, err: "the application's answer could not be read", cause: err}
+		return delivered{sent: true, err: answerLost(err, byDeadline), cause: err}
 	}
 	defer resp.Body.Close()
 	if resp.ContentLength > MaxResponseBody {
@@ -72,12 +89,32 @@ func deliver(rt *msg.RouteRecord, req oracleops.Request) delivered {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
 	if err != nil {
-		return delivered{sent: true, err: "the application's answer could not be read", cause: err}
+		return delivered{sent: true, err: answerLost(err, byDeadline), cause: err}
 	}
 	if len(body) > MaxResponseBody {
 		return delivered{sent: true, err: fmt.Sprintf("the application's answer exceeds the bound of %d bytes", MaxResponseBody)}
 	}
 	return delivered{sent: true, status: resp.StatusCode, body: body}
+}
+
+// bound is the sooner of the route's timeout of ms from now and cutoff
+// (zero: none), and whether it is the cutoff.
+func bound(ms int64, cutoff time.Time) (time.Time, bool) {
+	by := time.Now().Add(time.Duration(ms) * time.Millisecond)
+	if !cutoff.IsZero() && cutoff.Before(by) {
+		return cutoff, true
+	}
+	return by, false
+}
+
+// answerLost says why an answer could not be read: the call's deadline
+// when the read ran into it, else a failed read.
+func answerLost(err error, byDeadline bool) string {
+	var ne net.Error
+	if byDeadline && errors.As(err, &ne) && ne.Timeout() {
+		return "the call's deadline passed before the application answered"
+	}
+	return "the application's answer could not be read"
 }
 
 // httpRequest renders req as HTTP/1.1 bytes, written in one Write.
@@ -117,9 +154,10 @@ type listPage struct {
 // and pages over those itself. The agent's offset and limit count covered
 // operations only, and next_offset is computed over them, so neither the
 // offsets nor the page sizes let an agent count hidden operations. The
-// first page's delivery decides not-sent; a later page that fails makes
+// first page's delivery decides not-sent; every page's delivery ends by
+// cutoff (the dispatch's deadline plus ClockTolerance); a later page that fails makes
 // the listing uncertain, and an answer other than 200 is passed on as it is.
-func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant) delivered {
+func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant, cutoff time.Time) delivered {
 	if q.Limit == 0 {
 		q.Limit = oracleops.DefaultLimit
 	}
@@ -134,7 +172,7 @@ func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant) d
 		if err != nil {
 			return delivered{sent: page > 0, detail: "the listing could not be paged", err: "the listing could not be paged", cause: err}
 		}
-		dl := deliver(rt, req)
+		dl := deliver(rt, req, cutoff)
 		if !dl.sent && page > 0 {
 			dl.sent, dl.err = true, "a later page of the listing: "+dl.detail
 		}

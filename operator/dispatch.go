@@ -37,6 +37,9 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	if err != nil {
 		return refused(d, msg.CodeBadRequest, "%v", err)
 	}
+	if ref := h.checkDeadline(rt.Controller, c); ref != nil {
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
+	}
 	adm, ref := h.s.admit(rt.Controller, c)
 	if ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
@@ -46,6 +49,12 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	var consent []byte
 	if adm.charge > 0 {
 		consent, err = h.consent(ctx, rt, c, adm)
+		if errors.Is(err, errConsentDeadline) {
+			h.s.drop(adm)
+			h.s.logRefusal(c, "the deadline passed during the consent wait", "deadline", time.UnixMilli(c.deadline).UTC().Format(time.RFC3339Nano))
+			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused,
+				Refusal: &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}}
+		}
 		if err != nil {
 			h.s.drop(adm)
 			// The refusal may go out on a channel that is already dead: log
@@ -66,10 +75,11 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	failpoint.Hit(FailAfterReserve)
 
 	var dl delivered
+	cutoff := c.cutoff(h.s.clock())
 	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
-		dl = deliverFiltered(rt, c.list, &adm.grant)
+		dl = deliverFiltered(rt, c.list, &adm.grant, cutoff)
 	} else {
-		dl = deliver(rt, c.req)
+		dl = deliver(rt, c.req, cutoff)
 	}
 	if dl.sent && dl.err == "" && dl.cause != nil {
 		// An answer the host made itself (a listing it would not filter).
@@ -107,6 +117,10 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	return res
 }
 
+// errConsentDeadline wraps a consent wait that the dispatch's deadline
+// (plus ClockTolerance) ended: the call is refused as past its deadline.
+var errConsentDeadline = errors.New("the dispatch's deadline passed during the consent wait")
+
 // payerRefusal is the controller's own refusal to consent, as the reverse
 // channel answered it.
 type payerRefusal struct{ ref msg.Refusal }
@@ -142,7 +156,8 @@ func validAttemptID(s string) error {
 // charge and verifies it against the controller's pinned dispatch key.
 //
 // The wait ends on the reverse channel's answer or failure, or after
-// reserveTimeout; not when ctx is cancelled, which happens when the
+// reserveTimeout or at the dispatch's deadline plus ClockTolerance,
+// whichever is sooner; not when ctx is cancelled, which happens when the
 // dispatch's forward channel closes or the host shuts down. A controller
 // that consents and dies at once has its consent already queued on the
 // reverse socket while its forward socket reports EOF: whether the host
@@ -150,9 +165,18 @@ func validAttemptID(s string) error {
 // sockets it happens to read first. A controller that died before
 // consenting fails the reverse channel too, so nothing waits for the
 // timeout; a shutdown drains the wait like the delivery that follows it.
-func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserveTimeout)
+func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) (consent []byte, err error) {
+	by, byDeadline := time.Now().Add(reserveTimeout), false
+	if cut := c.cutoff(h.s.clock()); !cut.IsZero() && cut.Before(by) {
+		by, byDeadline = cut, true
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 	defer cancel()
+	defer func() {
+		if err != nil && byDeadline && ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errConsentDeadline, err)
+		}
+	}()
 	cl, err := h.reverseClient(ctx, rt, adm.ctrl)
 	if err != nil {
 		return nil, err

@@ -90,6 +90,9 @@ func validRouteRecord(r msg.RouteRecord) error {
 	if err := oracleops.ValidatePrefix(r.Prefix); err != nil {
 		return refusedf("route %s: %v", r.Route, err)
 	}
+	if err := validAppAccount(r.Route, r.AppAccount); err != nil {
+		return err
+	}
 	if r.Timeouts.ConnectMs < 1 || r.Timeouts.ConnectMs > maxConnectMs {
 		return refusedf("route %s: connect timeout %d ms is outside 1 to %d", r.Route, r.Timeouts.ConnectMs, maxConnectMs)
 	}

@@ -64,6 +64,8 @@ type Host struct {
 	wake chan struct{} // wakes the checkpointer
 
 	adminPath string // the admin socket
+
+	warned sync.Map // keys of the warnings logged once (warnOnce)
 }
 
 // Serve runs the host daemon on the store in dir until ctx ends, then shuts
@@ -102,6 +104,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		routes = append(routes, s.st.routes[n].selected().rec)
 	}
 	s.mu.Unlock()
+	h.checkRouteAccounts(routes)
 	for _, rt := range routes {
 		l, err := h.listenRoute(rt)
 		if err != nil {

@@ -48,6 +48,9 @@ const (
 	CodeUncertain    = "uncertain"    // an earlier attempt is uncertain
 	CodeUnavailable  = "unavailable"  // the route or application cannot be reached
 	CodePayerLimit   = "payer-limit"  // the controller's payer policy refused the charge
+	// CodeDeadlinePassed: the dispatch's deadline passed before the host
+	// could deliver it; nothing was reserved or charged.
+	CodeDeadlinePassed = "deadline-passed"
 )
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
