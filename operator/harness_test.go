@@ -255,6 +255,7 @@ type world struct {
 	grant      string
 	stop       func()           // stops the in-process host
 	now        func() time.Time // the host's wall clock when set (ServeOptions.Now)
+	log        *slog.Logger     // the host's logger when set (ServeOptions.Logger)
 }
 
 type worldOpts struct {
@@ -315,7 +316,7 @@ func (w *world) serve(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now}
+	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now, Logger: w.log}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}

@@ -1,0 +1,254 @@
+package operator
+
+import (
+	"bufio"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// withDeadline is d with a deadline.
+func withDeadline(d msg.Dispatch, deadline int64) msg.Dispatch {
+	d.Deadline = deadline
+	return d
+}
+
+// TestDeadlinePassedBeforeAdmission: a dispatch whose deadline passed more
+// than ClockTolerance ago by the host's clock is refused before anything is
+// admitted: no consent asked, nothing delivered, the journal, the purse and
+// the grant's daily count unchanged, the attempt not-seen. One exactly
+// ClockTolerance past its deadline is still admitted.
+func TestDeadlinePassedBeforeAdmission(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10, price: 5, perDay: 1})
+	clk := newTestClock(time.Now())
+	w.now = clk.now
+	var before uint64
+	w.withStore(t, func(s *Store) { before = s.j.LastSeq() })
+	w.serve(t)
+	cl := w.dial(t)
+	tol := ClockTolerance.Milliseconds()
+
+	late := clk.now().UnixMilli() - tol - 1
+	res := call(t, cl, withDeadline(invokeDispatch(t, "late1", "calc.evaluate", `{"expression":"1+1"}`), late))
+	wantExactRefusal(t, res, msg.CodeDeadlinePassed, "the call's deadline passed before the host could deliver it; nothing was reserved or charged")
+	// A describe (free: no consent) is refused the same way.
+	res = call(t, cl, withDeadline(describeDispatch(t, "late2", "calc.evaluate"), late))
+	wantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
+	if in := inspect(t, cl, "late1"); in.State != msg.StateNotSeen {
+		t.Fatalf("inspect late1: %+v", in)
+	}
+	if n, got := w.peer.reserves.Load(), w.app.calls.Load(); n != 0 || got != 0 {
+		t.Fatalf("%d reserve callbacks and %d application calls, want none", n, got)
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if after := s.j.LastSeq(); after != before {
+			t.Fatalf("the journal went from seq %d to %d: a refused dispatch journaled something", before, after)
+		}
+		if p, _ := s.PurseShow("ctl"); p != (PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
+			t.Fatalf("purse %+v", p)
+		}
+	})
+
+	// Exactly at the tolerance: admitted. (It has no time left for the
+	// delivery, so it ends not sent and releases what it held.)
+	w.serve(t)
+	cl = w.dial(t)
+	edge := clk.now().UnixMilli() - tol
+	res = call(t, cl, withDeadline(describeDispatch(t, "edge1", "calc.evaluate"), edge))
+	if res.Outcome != msg.StateNotSent {
+		t.Fatalf("edge1 (deadline exactly %v ago): %+v", ClockTolerance, res)
+	}
+	// The grant's daily count of 1 is still there: a call in time uses it.
+	ahead := clk.now().UnixMilli() + 60_000
+	if res := call(t, cl, withDeadline(invokeDispatch(t, "ok1", "calc.evaluate", `{"expression":"1+1"}`), ahead)); res.Outcome != msg.StateDefinite || res.Status != 200 {
+		t.Fatalf("ok1: %+v", res)
+	}
+	wantExactRefusal(t, call(t, cl, withDeadline(invokeDispatch(t, "next1", "calc.evaluate", `{"expression":"1+1"}`), ahead)),
+		msg.CodeDailyLimit, dailyLimitReason(utcDay(clk.now())))
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if p, _ := s.PurseShow("ctl"); p.Charged != 5 || p.Balance != 5 {
+			t.Fatalf("purse %+v", p)
+		}
+	})
+}
+
+// TestDeadlineDuringConsentWait: a deadline that runs out while the host
+// waits for the payer's consent stops the call at the last moment, under
+// the reservation's lock: the consent arrives (the injected clock has moved
+// past the deadline), nothing is reserved, delivered or charged. A consent
+// that does not come before the deadline (the controller holds it) is not
+// waited for past it: the host gives up at the deadline plus the tolerance
+// and refuses the same way.
+func TestDeadlineDuringConsentWait(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10, price: 5})
+	clk := newTestClock(time.Now())
+	w.now = clk.now
+	w.serve(t)
+	cl := w.dial(t)
+
+	f := func() { clk.add(10 * time.Second) }
+	w.peer.beforeConsent.Store(&f)
+	res := call(t, cl, withDeadline(invokeDispatch(t, "cw1", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()+5_000))
+	w.peer.beforeConsent.Store(nil)
+	wantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
+	if n := w.peer.reserves.Load(); n != 1 {
+		t.Fatalf("%d reserve callbacks, want 1", n)
+	}
+
+	// The controller holds its consent: the host's wait ends at the
+	// deadline plus the tolerance (200 ms from now), not at reserveTimeout.
+	release := make(chan struct{})
+	defer close(release)
+	hold := func() { <-release }
+	w.peer.beforeConsent.Store(&hold)
+	start := time.Now()
+	res = call(t, cl, withDeadline(invokeDispatch(t, "cw2", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()-ClockTolerance.Milliseconds()+200))
+	waited := time.Since(start)
+	w.peer.beforeConsent.Store(nil)
+	wantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
+	if waited >= reserveTimeout {
+		t.Fatalf("the host waited %v for the consent, past the deadline", waited)
+	}
+	for _, id := range []string{"cw1", "cw2"} {
+		if in := inspect(t, cl, id); in.State != msg.StateNotSeen {
+			t.Fatalf("inspect %s: %+v", id, in)
+		}
+	}
+	if got := w.app.calls.Load(); got != 0 {
+		t.Fatalf("the application was called %d times", got)
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if p, _ := s.PurseShow("ctl"); p != (PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
+			t.Fatalf("purse %+v", p)
+		}
+	})
+}
+
+// holdingApp is an application that reads a request and never answers it
+// until the test ends: got receives once per request read.
+func holdingApp(t *testing.T, sock string) (got chan struct{}) {
+	got = make(chan struct{}, 4)
+	release := make(chan struct{})
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				got <- struct{}{}
+				<-release
+			}()
+		}
+	}()
+	return got
+}
+
+// TestDeliveryCutAtDeadline: an application that holds the request is
+// waited for until the dispatch's deadline plus the tolerance, not for the
+// route's response timeout (5 s here): the attempt ends uncertain then,
+// keeping its reservation, and says the deadline passed. A dispatch with
+// no time left when delivery begins is not sent and is released.
+func TestDeliveryCutAtDeadline(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10, price: 5, noApp: true})
+	got := holdingApp(t, w.route.Upstream)
+	clk := newTestClock(time.Now())
+	w.now = clk.now
+	w.serve(t)
+	cl := w.dial(t)
+	tol := ClockTolerance.Milliseconds()
+
+	start := time.Now()
+	res := call(t, cl, withDeadline(invokeDispatch(t, "held1", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()-tol+300))
+	waited := time.Since(start)
+	if res.Outcome != msg.StateUncertain || res.Detail != "the call's deadline passed before the application answered" {
+		t.Fatalf("held1: %+v", res)
+	}
+	select {
+	case <-got:
+	default:
+		t.Fatal("the application never read the request")
+	}
+	if waited < 300*time.Millisecond || waited >= time.Duration(w.route.Timeouts.ResponseMs)*time.Millisecond {
+		t.Fatalf("the delivery took %v: not cut at the deadline (300 ms)", waited)
+	}
+	if in := inspect(t, cl, "held1"); in.State != msg.StateUncertain {
+		t.Fatalf("inspect held1: %+v", in)
+	}
+
+	// No time left once admitted: the deadline is exactly the tolerance
+	// ago, in time for admission, and the delivery's bound is now.
+	res = call(t, cl, withDeadline(describeDispatch(t, "none1", "calc.evaluate"), clk.now().UnixMilli()-tol))
+	if res.Outcome != msg.StateNotSent || res.Detail != "the call's deadline passed before the application could be reached" {
+		t.Fatalf("none1: %+v", res)
+	}
+	select {
+	case <-got:
+		t.Fatal("the application read none1's request")
+	default:
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		// held1 keeps its reservation (uncertain); none1 was released.
+		if p, _ := s.PurseShow("ctl"); p.Charged != 5 || p.Balance != 5 {
+			t.Fatalf("purse %+v", p)
+		}
+	})
+}
+
+// TestNoDeadlineLoggedOnce: a dispatch without a deadline (a controller
+// from before deadlines) is still delivered under the route's timeouts,
+// and the host logs that once for the controller, not once a call.
+func TestNoDeadlineLoggedOnce(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10})
+	var logs syncBuffer
+	w.log = slog.New(slog.NewTextHandler(&logs, nil))
+	w.serve(t)
+	cl := w.dial(t)
+	for _, id := range []string{"old1", "old2", "old3"} {
+		if res := call(t, cl, invokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+			t.Fatalf("%s: %+v", id, res)
+		}
+	}
+	w.stop()
+	if n := strings.Count(logs.String(), "dispatches without a deadline"); n != 1 {
+		t.Fatalf("the missing deadline was logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestDeadlineBounds checks deadlinePassed at the tolerance and one ms
+// past it, and that a dispatch without a deadline never passes one.
+func TestDeadlineBounds(t *testing.T) {
+	now := time.UnixMilli(1_900_000_000_000)
+	tol := ClockTolerance.Milliseconds()
+	for _, c := range []struct {
+		deadline int64
+		passed   bool
+	}{
+		{0, false},
+		{now.UnixMilli(), false},
+		{now.UnixMilli() - tol, false},
+		{now.UnixMilli() - tol - 1, true},
+	} {
+		if got := deadlinePassed(c.deadline, now); got != c.passed {
+			t.Errorf("deadline %d at %d: passed %v, want %v", c.deadline, now.UnixMilli(), got, c.passed)
+		}
+	}
+}
