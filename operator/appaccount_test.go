@@ -313,4 +313,3 @@ func TestHelperServeApp(t *testing.T) {
 	fmt.Printf("served %d\n", len(n))
 	os.Exit(0)
 }
-
