@@ -114,12 +114,16 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	}
 	defer c.gate.RUnlock()
 	id := newID()
+	// The deadline counts from when the controller took the call: the
+	// agent has been waiting since, begin's fsync included.
+	now := c.now()
+	deadline := now.Add(p.timeout).UnixMilli()
 	b := ledger.Begin{
 		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
 		RequestID: p.requestID, ConversationID: p.conversationID,
 		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
 		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
-		Principal: p.principal, Day: c.pay.today(c.now()),
+		Principal: p.principal, Day: c.pay.today(now), Deadline: deadline,
 	}
 	if prior, ok := c.led.Begin(b); !ok {
 		return c.decidedBy(p, prior)
@@ -133,7 +137,7 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	c.led.Journaled(id, seq)
 	failpoint.Hit(FailAfterBegin)
 
-	res := c.send(ctx, p, id)
+	res := c.send(ctx, p, id, deadline)
 	res.Consented = c.pay.consented(id)
 	rseq, err := c.j.Append(ledger.KindResult, res)
 	if err != nil {
@@ -204,24 +208,26 @@ func (c *Controller) replay(attempt string, seq uint64) *ToolResult {
 	return t
 }
 
-// dispatchTimeout bounds one dispatch round trip: the route's own
-// delivery timeouts plus the reserve callback and a margin.
-func dispatchTimeout(r msg.RouteRecord) time.Duration {
-	d := time.Duration(r.Timeouts.ConnectMs+r.Timeouts.ResponseMs)*time.Millisecond + 5*time.Second
-	if d < 10*time.Second {
-		d = 10 * time.Second
-	}
-	return d
+// waitUntil is when the controller stops waiting for the host's answer
+// to a dispatch with deadline (unix ms, its own clock now): the deadline
+// plus twice msg.DeadlineTolerance, since the host stops delivering at the
+// deadline plus the tolerance by its own clock, which may be up to the
+// tolerance behind this one, and its answer must still arrive. Measured on
+// this process's monotonic clock from now.
+func waitUntil(deadline int64, now time.Time) time.Time {
+	return time.Now().Add(time.UnixMilli(deadline).Sub(now) + 2*msg.DeadlineTolerance)
 }
 
 // send delivers the dispatch on the route's forward channel and classifies
-// what came back. Nothing is ever resent.
-func (c *Controller) send(ctx context.Context, p *plan, id string) ledger.Result {
+// what came back. Nothing is ever resent. The dispatch carries deadline;
+// past it (waitUntil) the controller stops waiting, and the attempt is
+// uncertain: the host may still have delivered it.
+func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) ledger.Result {
 	f := c.fwd[p.application]
-	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body}
+	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline}
 	// The dispatch outlives the agent's request: once sent, its answer is
 	// journaled whether or not anyone is still waiting.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dispatchTimeout(p.route))
+	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), waitUntil(deadline, c.now()))
 	defer cancel()
 	env, sent, err := f.call(dctx, msg.TypeDispatch, d)
 	if err != nil {
@@ -229,6 +235,11 @@ func (c *Controller) send(ctx context.Context, p *plan, id string) ledger.Result
 			c.log.Warn("route unavailable; nothing sent", "attempt", id, "route", p.route.Route, "err", err)
 			return ledger.Result{Attempt: id, Outcome: msg.StateRefused,
 				Refusal: &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host cannot be reached for application " + p.application}}
+		}
+		if dctx.Err() != nil {
+			c.log.Error("no answer from the host by the call's deadline; attempt uncertain", "attempt", id,
+				"deadline", time.UnixMilli(deadline).UTC().Format(time.RFC3339Nano), "err", err)
+			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the call's deadline passed with no answer from the host; the attempt may still be in flight or delivered"}
 		}
 		c.log.Error("channel failed after dispatch was sent; attempt uncertain", "attempt", id, "err", err)
 		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the channel to the host failed after the dispatch was sent"}

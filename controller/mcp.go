@@ -80,6 +80,9 @@ func (c *Controller) newMCPServer() *mcp.Server {
 	appSchema := map[string]any{"type": "string", "enum": apps, "description": "a configured application, as steward_overview lists it"}
 	reqID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxIDLen, "pattern": "^[A-Za-z0-9_-]+$"}
 	opID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxOperationIDLen, "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"}
+	timeoutMs := map[string]any{"type": "integer", "minimum": 1, "maximum": c.cfg.MaxTimeoutMs(),
+		"description": fmt.Sprintf("how long you will wait for this call, in ms (default %d): past it the host does not deliver it, "+
+			"and a call still running then ends uncertain", c.cfg.DefaultTimeout().Milliseconds())}
 
 	s.AddTool(&mcp.Tool{
 		Name: ToolOverview,
@@ -107,6 +110,7 @@ func (c *Controller) newMCPServer() *mcp.Server {
 				"limit":        map[string]any{"type": "integer", "minimum": oracleops.MinLimit, "maximum": oracleops.MaxLimit, "description": "default 10"},
 				"offset":       map[string]any{"type": "integer", "minimum": 0, "maximum": oracleops.MaxOffset},
 				"operationId":  opID,
+				"timeoutMs":    timeoutMs,
 			},
 		},
 	}, c.toolHandler(ToolDiscover))
@@ -123,6 +127,7 @@ func (c *Controller) newMCPServer() *mcp.Server {
 				"conversationId": reqID,
 				"operationId":    opID,
 				"arguments":      map[string]any{"type": "object", "description": "the operation's arguments, valid against its input_schema"},
+				"timeoutMs":      timeoutMs,
 			},
 		},
 	}, c.toolHandler(ToolCall))

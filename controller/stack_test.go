@@ -77,6 +77,7 @@ type stackOpts struct {
 	funded    uint64
 	notBefore time.Time              // the grant's; zero: now
 	edit      func(m map[string]any) // edits the controller config
+	noApp     bool                   // serve nothing on the application's socket (the test does)
 }
 
 func newStack(t testing.TB, o stackOpts) *stack {
@@ -94,7 +95,9 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	s := &stack{t: t, dir: dir, store: filepath.Join(dir, "store"), appSock: filepath.Join(dir, "app.sock"), price: o.price, funded: o.funded}
-	startAppliance(t, s.appSock, filepath.Join(dir, "app-state"))
+	if !o.noApp {
+		startAppliance(t, s.appSock, filepath.Join(dir, "app-state"))
+	}
 
 	uid := uint32(os.Getuid())
 	if _, err := operator.Init(s.store); err != nil {

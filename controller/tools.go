@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
@@ -29,6 +30,9 @@ type CallArgs struct {
 	ConversationID string          `json:"conversationId"`
 	OperationID    string          `json:"operationId"`
 	Arguments      json.RawMessage `json:"arguments"`
+	// TimeoutMs is how long the agent will wait for the call, at most the
+	// config's dispatch.maxTimeoutMs; absent, the config's default.
+	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
 }
 
 // DiscoverArgs are the arguments of oracle_discover: a search, or one
@@ -40,6 +44,7 @@ type DiscoverArgs struct {
 	Limit        *int    `json:"limit,omitempty"`
 	Offset       *int    `json:"offset,omitempty"`
 	OperationID  *string `json:"operationId,omitempty"`
+	TimeoutMs    *int64  `json:"timeoutMs,omitempty"` // as CallArgs.TimeoutMs
 }
 
 // plan is a validated tool call: everything begin records and dispatch sends.
@@ -56,6 +61,21 @@ type plan struct {
 	sha            [32]byte
 	route          msg.RouteRecord
 	principal      string // who makes the call (ctlconf.UIDPrincipal, ctlconf.PrincipalForeground)
+	// timeout is how long the call may take: its dispatch's deadline is
+	// this long after the controller took it.
+	timeout time.Duration
+}
+
+// timeout is the agent's timeoutMs checked against the config's maximum,
+// or the config's default when it named none.
+func (c *Controller) timeout(ms *int64) (time.Duration, error) {
+	if ms == nil {
+		return c.cfg.DefaultTimeout(), nil
+	}
+	if max := c.cfg.MaxTimeoutMs(); *ms < 1 || *ms > max {
+		return 0, argErr("timeoutMs: %d is outside 1 to %d ms", *ms, max)
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
 }
 
 func argErr(format string, a ...any) error {
@@ -97,6 +117,10 @@ func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		timeout, err := c.timeout(a.TimeoutMs)
+		if err != nil {
+			return nil, err
+		}
 		if a.Arguments == nil {
 			return nil, argErr("arguments: missing, must be a JSON object")
 		}
@@ -112,7 +136,7 @@ func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
 		}
 		return &plan{tool: tool, args: canon, application: a.Application, kind: msg.KindInvoke,
 			operation: a.OperationID, requestID: a.RequestID, conversationID: a.ConversationID,
-			req: req, sha: req.SHA256(), route: route}, nil
+			req: req, sha: req.SHA256(), route: route, timeout: timeout}, nil
 	case ToolDiscover:
 		var a DiscoverArgs
 		canon, err := decodeArgs(raw, &a)
@@ -123,7 +147,11 @@ func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &plan{tool: tool, args: canon, application: a.Application, route: route}
+		timeout, err := c.timeout(a.TimeoutMs)
+		if err != nil {
+			return nil, err
+		}
+		p := &plan{tool: tool, args: canon, application: a.Application, route: route, timeout: timeout}
 		if a.OperationID != nil {
 			if a.Query != nil || a.Availability != nil || a.Limit != nil || a.Offset != nil {
 				return nil, argErr("operationId names one operation: query, availability, limit and offset must be absent")

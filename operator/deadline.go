@@ -6,27 +6,16 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// ClockTolerance is how far the host's clock may be ahead of the
-// controller's before a dispatch's deadline (msg.Dispatch.Deadline, the
-// controller's clock) counts as passed here: the host refuses a dispatch
-// only once its clock reads more than ClockTolerance past the deadline,
-// and stops a delivery at the deadline plus ClockTolerance. Both daemons
-// run on one machine and read one wall clock, so the tolerance only has
-// to cover the dispatch's own transit and the two reads; 2 s is far
-// above that and far below any deadline an agent would ask for (DESIGN.md
-// section 5, step 3).
-const ClockTolerance = 2 * time.Second
-
 // deadlinePassedReason is the refusal of a dispatch whose deadline passed
 // before the host could deliver it: before admission, during the consent
 // wait, or at the last moment before the reservation is journaled.
 const deadlinePassedReason = "the call's deadline passed before the host could deliver it; nothing was reserved or charged"
 
 // deadlinePassed reports whether deadline (unix ms; 0 when the controller
-// sent none) has passed by the host's clock now, allowing ClockTolerance:
-// a clock exactly ClockTolerance past the deadline is still in time.
+// sent none) has passed by the host's clock now, allowing msg.DeadlineTolerance:
+// a clock exactly msg.DeadlineTolerance past the deadline is still in time.
 func deadlinePassed(deadline int64, now time.Time) bool {
-	return deadline != 0 && now.UnixMilli() > deadline+ClockTolerance.Milliseconds()
+	return deadline != 0 && now.UnixMilli() > deadline+msg.DeadlineTolerance.Milliseconds()
 }
 
 // deadlineRefusal refuses d when its deadline has passed by the host's
@@ -37,18 +26,18 @@ func (s *Store) deadlineRefusal(d *checkedDispatch, now time.Time, step string) 
 	}
 	s.logRefusal(d, "the deadline passed "+step,
 		"deadline", time.UnixMilli(d.deadline).UTC().Format(time.RFC3339Nano),
-		"clock", now.UTC().Format(time.RFC3339Nano), "tolerance", ClockTolerance)
+		"clock", now.UTC().Format(time.RFC3339Nano), "tolerance", msg.DeadlineTolerance)
 	return &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}
 }
 
 // cutoff is the wall time (of the host's clock now) past which nothing of
-// d's delivery may run: its deadline plus ClockTolerance, or the zero time
+// d's delivery may run: its deadline plus msg.DeadlineTolerance, or the zero time
 // when the controller sent no deadline.
 func (d *checkedDispatch) cutoff(now time.Time) time.Time {
 	if d.deadline == 0 {
 		return time.Time{}
 	}
-	left := time.UnixMilli(d.deadline + ClockTolerance.Milliseconds()).Sub(now)
+	left := time.UnixMilli(d.deadline + msg.DeadlineTolerance.Milliseconds()).Sub(now)
 	// A delivery measures its bound on this process's monotonic clock:
 	// the host's wall clock (injected, never backwards) gives what is
 	// left, time.Now when it ends.

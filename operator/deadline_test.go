@@ -19,10 +19,10 @@ func withDeadline(d msg.Dispatch, deadline int64) msg.Dispatch {
 }
 
 // TestDeadlinePassedBeforeAdmission: a dispatch whose deadline passed more
-// than ClockTolerance ago by the host's clock is refused before anything is
+// than msg.DeadlineTolerance ago by the host's clock is refused before anything is
 // admitted: no consent asked, nothing delivered, the journal, the purse and
 // the grant's daily count unchanged, the attempt not-seen. One exactly
-// ClockTolerance past its deadline is still admitted.
+// msg.DeadlineTolerance past its deadline is still admitted.
 func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 10, price: 5, perDay: 1})
 	clk := newTestClock(time.Now())
@@ -31,7 +31,7 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 	w.withStore(t, func(s *Store) { before = s.j.LastSeq() })
 	w.serve(t)
 	cl := w.dial(t)
-	tol := ClockTolerance.Milliseconds()
+	tol := msg.DeadlineTolerance.Milliseconds()
 
 	late := clk.now().UnixMilli() - tol - 1
 	res := call(t, cl, withDeadline(invokeDispatch(t, "late1", "calc.evaluate", `{"expression":"1+1"}`), late))
@@ -62,7 +62,7 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 	edge := clk.now().UnixMilli() - tol
 	res = call(t, cl, withDeadline(describeDispatch(t, "edge1", "calc.evaluate"), edge))
 	if res.Outcome != msg.StateNotSent {
-		t.Fatalf("edge1 (deadline exactly %v ago): %+v", ClockTolerance, res)
+		t.Fatalf("edge1 (deadline exactly %v ago): %+v", msg.DeadlineTolerance, res)
 	}
 	// The grant's daily count of 1 is still there: a call in time uses it.
 	ahead := clk.now().UnixMilli() + 60_000
@@ -109,7 +109,7 @@ func TestDeadlineDuringConsentWait(t *testing.T) {
 	hold := func() { <-release }
 	w.peer.beforeConsent.Store(&hold)
 	start := time.Now()
-	res = call(t, cl, withDeadline(invokeDispatch(t, "cw2", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()-ClockTolerance.Milliseconds()+200))
+	res = call(t, cl, withDeadline(invokeDispatch(t, "cw2", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()-msg.DeadlineTolerance.Milliseconds()+200))
 	waited := time.Since(start)
 	w.peer.beforeConsent.Store(nil)
 	wantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
@@ -173,7 +173,7 @@ func TestDeliveryCutAtDeadline(t *testing.T) {
 	w.now = clk.now
 	w.serve(t)
 	cl := w.dial(t)
-	tol := ClockTolerance.Milliseconds()
+	tol := msg.DeadlineTolerance.Milliseconds()
 
 	start := time.Now()
 	res := call(t, cl, withDeadline(invokeDispatch(t, "held1", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()-tol+300))
@@ -237,7 +237,7 @@ func TestNoDeadlineLoggedOnce(t *testing.T) {
 // past it, and that a dispatch without a deadline never passes one.
 func TestDeadlineBounds(t *testing.T) {
 	now := time.UnixMilli(1_900_000_000_000)
-	tol := ClockTolerance.Milliseconds()
+	tol := msg.DeadlineTolerance.Milliseconds()
 	for _, c := range []struct {
 		deadline int64
 		passed   bool

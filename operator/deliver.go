@@ -44,7 +44,7 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10
 // closed would turn a not-sent into a false uncertain.
 //
 // Nothing of it runs past cutoff (the dispatch's deadline plus
-// ClockTolerance; zero when the dispatch has none): the connect timeout is
+// msg.DeadlineTolerance; zero when the dispatch has none): the connect timeout is
 // the route's or the time left, whichever is sooner, and so is the
 // response timeout.
 func deliver(rt *msg.RouteRecord, req oracleops.Request, cutoff time.Time) delivered {
@@ -155,7 +155,7 @@ type listPage struct {
 // operations only, and next_offset is computed over them, so neither the
 // offsets nor the page sizes let an agent count hidden operations. The
 // first page's delivery decides not-sent; every page's delivery ends by
-// cutoff (the dispatch's deadline plus ClockTolerance); a later page that fails makes
+// cutoff (the dispatch's deadline plus msg.DeadlineTolerance); a later page that fails makes
 // the listing uncertain, and an answer other than 200 is passed on as it is.
 func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant, cutoff time.Time) delivered {
 	if q.Limit == 0 {

@@ -118,7 +118,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 }
 
 // errConsentDeadline wraps a consent wait that the dispatch's deadline
-// (plus ClockTolerance) ended: the call is refused as past its deadline.
+// (plus msg.DeadlineTolerance) ended: the call is refused as past its deadline.
 var errConsentDeadline = errors.New("the dispatch's deadline passed during the consent wait")
 
 // payerRefusal is the controller's own refusal to consent, as the reverse
@@ -156,7 +156,7 @@ func validAttemptID(s string) error {
 // charge and verifies it against the controller's pinned dispatch key.
 //
 // The wait ends on the reverse channel's answer or failure, or after
-// reserveTimeout or at the dispatch's deadline plus ClockTolerance,
+// reserveTimeout or at the dispatch's deadline plus msg.DeadlineTolerance,
 // whichever is sooner; not when ctx is cancelled, which happens when the
 // dispatch's forward channel closes or the host shuts down. A controller
 // that consents and dies at once has its consent already queued on the

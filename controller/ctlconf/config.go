@@ -48,6 +48,10 @@ type Config struct {
 	ToolTask                         ToolTask `json:"toolTask"`
 	// Payer is the payer policy: without one, every charge is refused.
 	Payer *Payer `json:"payer,omitempty"`
+	// Dispatch sets the calls' timeouts (their deadlines); absent, the
+	// defaults (DefaultDispatchTimeoutMs, DefaultMaxDispatchTimeoutMs).
+	// Omitted when absent, so a config from before it binds the same.
+	Dispatch *DispatchTimeouts `json:"dispatch,omitempty"`
 }
 
 // Sockets are the controller's listening sockets.
@@ -171,6 +175,9 @@ func (c *Config) validate() error {
 		if err := ValidateName("allowedApplicationLifetimeRoutes["+strconv.Itoa(i)+"]", r); err != nil {
 			return err
 		}
+	}
+	if err := c.validateDispatch(); err != nil {
+		return err
 	}
 	if c.Payer != nil {
 		return c.Payer.validate()

@@ -53,6 +53,10 @@ type Begin struct {
 	// clock, never earlier than the latest day recorded before it) whose
 	// payer budget the call counts against. Absent in older begins.
 	Day int64 `cbor:"day,omitempty"`
+	// Deadline is the dispatch's deadline (unix ms, the controller's
+	// clock): when the agent stops waiting and the host stops delivering.
+	// Absent in begins written before deadlines.
+	Deadline int64 `cbor:"deadline,omitempty"`
 }
 
 // Result is journaled when a dispatch ends with an answer or a refusal.

@@ -56,9 +56,10 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 }
 
 // ProxyAnswerBound bounds how long the proxy waits, once stdin has ended,
-// for the answers to the calls it forwarded and the end of the session. The longest call a route
-// allows is a dispatch of 315 s (connect 10 s, response 300 s and 5 s of
-// slack, dispatchTimeout); the rest is room for the controller's and the
+// for the answers to the calls it forwarded and the end of the session. The longest call is
+// a dispatch whose deadline is 300 s away (ctlconf.MaxDispatchTimeoutMs),
+// which the controller waits for until 4 s past its deadline (twice
+// msg.DeadlineTolerance); the rest is room for the controller's and the
 // host's durable points.
 const ProxyAnswerBound = 6 * time.Minute
 

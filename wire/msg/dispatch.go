@@ -1,5 +1,7 @@
 package msg
 
+import "time"
+
 // Dispatch kinds: what the controller asks the host to deliver.
 const (
 	KindList     = "list"     // GET PREFIX/operations?...
@@ -25,6 +27,18 @@ type Dispatch struct {
 	Deadline int64 `cbor:"deadline,omitempty"`
 	DispatchV1
 }
+
+// DeadlineTolerance is how far the host's clock may read past a dispatch's
+// Deadline (the controller's clock) before the deadline counts as passed:
+// the host refuses a dispatch only once its clock is more than
+// DeadlineTolerance past the deadline, and stops its delivery at the
+// deadline plus DeadlineTolerance; the controller waits for the host's
+// answer until the deadline plus twice DeadlineTolerance (the host's
+// clock may be that much behind its own, and the answer must still
+// arrive). Both daemons run on one machine and read one wall clock, so
+// the tolerance only covers the dispatch's transit and the two reads: 2 s
+// is far above that and far below any timeout an agent would ask for.
+const DeadlineTolerance = 2 * time.Second
 
 // DispatchV1 holds the fields the first version of Dispatch also carried,
 // each a copy of what the route or the request bytes say. A dispatch from

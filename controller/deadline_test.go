@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/controller/ctlconf"
+	"github.com/stewardrt/steward/controller/ledger"
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// withArg is args with one more argument.
+func withArg(args map[string]any, key string, v any) map[string]any {
+	args[key] = v
+	return args
+}
+
+// begins reads the begin records of the controller journal, read-only.
+func (s *stack) begins() []ledger.Begin {
+	s.t.Helper()
+	j, err := journal.Open(s.cfg.JournalDir(), journal.Options{ReadOnly: true})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer j.Close()
+	var out []ledger.Begin
+	if err := j.Iterate(1, func(r journal.Record) error {
+		if r.Kind != ledger.KindBegin {
+			return nil
+		}
+		var b ledger.Begin
+		if err := ledger.Decode(r, &b); err != nil {
+			return err
+		}
+		out = append(out, b)
+		return nil
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+	return out
+}
+
+// TestDispatchDeadline: every dispatch carries a deadline, journaled in
+// its begin: the config's default when the agent names no timeoutMs (here
+// the config sets 20 s), the agent's own when it does (up to the config's
+// maximum, here 40 s: one ms more is refused before anything is journaled,
+// naming the maximum).
+func TestDispatchDeadline(t *testing.T) {
+	s := newStack(t, stackOpts{edit: func(m map[string]any) {
+		m["dispatch"] = map[string]any{"defaultTimeoutMs": 20_000, "maxTimeoutMs": 40_000}
+	}})
+	s.startController()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := s.client(ctx)
+
+	before := time.Now().UnixMilli()
+	if r, _ := call(t, ctx, cs, ToolCall, callArgs("dl-default", map[string]any{"text": "x"})); r.Outcome != msg.StateDefinite {
+		t.Fatalf("dl-default: %+v", r)
+	}
+	if r, _ := call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "timeoutMs": 40_000}); r.Outcome != msg.StateDefinite {
+		t.Fatalf("discover at the maximum: %+v", r)
+	}
+	after := time.Now().UnixMilli()
+	seq := s.lastSeq()
+	r, res := call(t, ctx, cs, ToolCall, withArg(callArgs("dl-over", map[string]any{"text": "x"}), "timeoutMs", 40_001))
+	if !res.IsError || r.Refusal == nil || r.Refusal.Code != msg.CodeBadRequest || r.Refusal.Reason != "arguments refused: timeoutMs: 40001 is outside 1 to 40000 ms" {
+		t.Fatalf("one past the maximum: %+v", r)
+	}
+	if s.lastSeq() != seq {
+		t.Fatal("a refused timeoutMs journaled something")
+	}
+	s.stopController()
+	bs := s.begins()
+	if len(bs) != 2 {
+		t.Fatalf("%d begins, want 2", len(bs))
+	}
+	for i, want := range []int64{20_000, 40_000} {
+		if d := bs[i].Deadline; d < before+want || d > after+want {
+			t.Errorf("begin %s: deadline %d, want %d ms after the call (between %d and %d)", bs[i].Attempt, d, want, before+want, after+want)
+		}
+	}
+}
+
+// TestDispatchTimeoutsConfig: the config's dispatch timeouts are bounded
+// (1 ms to 5 min, the default at most the maximum) and default to 30 s
+// and 5 min.
+func TestDispatchTimeoutsConfig(t *testing.T) {
+	var c ctlconf.Config
+	if c.DefaultTimeout() != 30*time.Second || c.MaxTimeoutMs() != 300_000 {
+		t.Fatalf("defaults: %v %d", c.DefaultTimeout(), c.MaxTimeoutMs())
+	}
+	base := `{"name":"c","stateDir":"/s","keyDir":"/k","bundle":"/b","sockets":{"mcp":"/m","reverse":"/r","foreground":"/f"},` +
+		`"agents":{"uids":[],"gids":[]},"allowedApplicationLifetimeRoutes":[],` +
+		`"toolTask":{"applicationServices":[{"application":"a","protocol":"oracle-operations-v1"}]}`
+	for _, tc := range []struct{ dispatch, want string }{
+		{`{"defaultTimeoutMs":300000,"maxTimeoutMs":300000}`, ""},
+		{`{"maxTimeoutMs":300001}`, "dispatch.maxTimeoutMs: 300001 is outside 1 to 300000 (0 or absent: the default)"},
+		{`{"defaultTimeoutMs":-1}`, "dispatch.defaultTimeoutMs: -1 is outside 1 to 300000 (0 or absent: the default)"},
+		{`{"defaultTimeoutMs":10001,"maxTimeoutMs":10000}`, "dispatch.defaultTimeoutMs: 10001 exceeds dispatch.maxTimeoutMs 10000"},
+		{`{"maxTimeoutMs":10000}`, "dispatch.defaultTimeoutMs: 30000 exceeds dispatch.maxTimeoutMs 10000"},
+		{`{"timeoutMs":1}`, `json: unknown field "timeoutMs"`},
+	} {
+		_, err := ctlconf.Parse([]byte(base + `,"dispatch":` + tc.dispatch + `}`))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.dispatch, err)
+		case tc.want != "" && (err == nil || !errors.Is(err, ctlconf.ErrConfig) || !strings.HasSuffix(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %s", tc.dispatch, err, tc.want)
+		}
+	}
+}
+
+// TestDeadlineEndsHeldCall: an application that reads the request and
+// holds it is not waited for past the agent's timeoutMs (500 ms) and the
+// tolerance, though the route allows a 10 s answer: the agent is told the
+// call is uncertain because its deadline passed, and the call is never
+// retried. The application answers nothing until the test ends (it blocks
+// on a channel; nothing here sleeps).
+func TestDeadlineEndsHeldCall(t *testing.T) {
+	s := newStack(t, stackOpts{noApp: true})
+	got := holdRequests(t, s.appSock)
+	s.startController()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := s.client(ctx)
+	start := time.Now()
+	r, res := call(t, ctx, cs, ToolCall, withArg(callArgs("held-1", map[string]any{"text": "x"}), "timeoutMs", 500))
+	took := time.Since(start)
+	if !res.IsError || r.Outcome != msg.StateUncertain || r.Detail != "the call's deadline passed before the application answered" {
+		t.Fatalf("held-1: %+v", r)
+	}
+	if lo, hi := 500*time.Millisecond+msg.DeadlineTolerance, 10*time.Second; took < lo || took >= hi {
+		t.Fatalf("the call took %v: want the deadline plus the tolerance (%v), not the route's response timeout", took, lo)
+	}
+	if n := len(got); n != 1 {
+		t.Fatalf("the application read %d requests, want 1", n)
+	}
+}
+
+// holdRequests serves sock with an application that reads each request,
+// counts it on got and never answers until the test ends.
+func holdRequests(t *testing.T, sock string) (got chan struct{}) {
+	got = make(chan struct{}, 8)
+	release := make(chan struct{})
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				got <- struct{}{}
+				<-release
+			}()
+		}
+	}()
+	return got
+}
