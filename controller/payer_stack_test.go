@@ -128,6 +128,10 @@ func TestPayerClockSetBack(t *testing.T) {
 		}
 		return time.Now()
 	}
+	// One machine, one wall clock: the host reads it too (a dispatch's
+	// deadline is the controller's reading of it).
+	s.hostNow = now
+	s.restartHost()
 	s.startControllerWith(Options{Now: now})
 	cs := s.client(ctx)
 	if tr, _ := call(t, ctx, cs, ToolCall, callArgs("clock-1", map[string]any{"text": "1"})); tr.Outcome != msg.StateDefinite {

@@ -70,6 +70,7 @@ type stack struct {
 	hostDone chan error
 	stopCtl  context.CancelFunc
 	ctlDone  chan error
+	hostNow  func() time.Time // the host's wall clock when set (operator.ServeOptions.Now)
 }
 
 type stackOpts struct {
@@ -176,7 +177,7 @@ func (s *stack) startHost() {
 	ready := make(chan struct{})
 	s.hostDone = make(chan error, 1)
 	go func() {
-		s.hostDone <- operator.Serve(ctx, s.store, operator.ServeOptions{Ready: func() { close(ready) }})
+		s.hostDone <- operator.Serve(ctx, s.store, operator.ServeOptions{Ready: func() { close(ready) }, Now: s.hostNow})
 	}()
 	select {
 	case <-ready:

@@ -145,12 +145,12 @@ const stoppedBeforeSending = "; the call was admitted, then stopped before it wa
 
 // recheck checks an admission again at the last moment, once the payer has
 // consented and just before the reservation is journaled, with s.mu held:
-// a freeze, a revoke or an expiry that landed during the consent wait stops
-// the call. The admission still holds its charge and its daily count
+// a freeze, a revoke or an expiry that landed during the consent wait, or
+// the dispatch's deadline passing, stops the call. The admission still holds its charge and its daily count
 // (unless the day turned since), which the purse and count checks allow for.
 func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 	now := s.clockLocked()
-	if ref := s.deadlineRefusal(d, now, "during the consent wait"); ref != nil {
+	if ref := s.deadlineRefusal(d, "during the consent wait"); ref != nil {
 		return ref
 	}
 	g := adm.g

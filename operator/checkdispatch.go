@@ -83,7 +83,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 }
 
 // checkDeadline refuses a dispatch of controller ctrl whose deadline has
-// passed by the host's clock, before anything is admitted or reserved. A
+// passed by the host's wall clock (deadlineClock), before anything is admitted or reserved. A
 // dispatch without a deadline comes from a controller before deadlines: it
 // is delivered under the route's timeouts alone, and the host says so in
 // its log once per controller.
@@ -93,7 +93,7 @@ func (h *Host) checkDeadline(ctrl string, c *checkedDispatch) *msg.Refusal {
 			"controller", ctrl, "attempt", c.attempt)
 		return nil
 	}
-	return h.s.deadlineRefusal(c, h.s.clock(), "before admission")
+	return h.s.deadlineRefusal(c, "before admission")
 }
 
 // warnOnce logs a warning the first time key is seen by this host process.

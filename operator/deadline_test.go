@@ -252,3 +252,25 @@ func TestDeadlineBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineAfterClockSetBack: once the wall clock is set back, the
+// host's clock for limits stays at the latest time it recorded, but a
+// dispatch's deadline (the controller's reading of the same wall clock) is
+// compared with the wall clock: calls are not refused as late until the
+// clock catches up.
+func TestDeadlineAfterClockSetBack(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10, price: 1})
+	clk := newTestClock(time.Now())
+	w.now = clk.now
+	w.serve(t)
+	cl := w.dial(t)
+	if res := call(t, cl, withDeadline(invokeDispatch(t, "cb1", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()+30_000)); res.Outcome != msg.StateDefinite {
+		t.Fatalf("cb1: %+v", res)
+	}
+	clk.add(-time.Hour)
+	if res := call(t, cl, withDeadline(invokeDispatch(t, "cb2", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()+30_000)); res.Outcome != msg.StateDefinite {
+		t.Fatalf("cb2 (clock set back an hour): %+v", res)
+	}
+	wantExactRefusal(t, call(t, cl, withDeadline(invokeDispatch(t, "cb3", "calc.evaluate", `{"expression":"1+1"}`), clk.now().UnixMilli()-msg.DeadlineTolerance.Milliseconds()-1)),
+		msg.CodeDeadlinePassed, deadlinePassedReason)
+}

@@ -75,7 +75,7 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	failpoint.Hit(FailAfterReserve)
 
 	var dl delivered
-	cutoff := c.cutoff(h.s.clock())
+	cutoff := c.cutoff(h.s.deadlineClock())
 	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
 		dl = deliverFiltered(rt, c.list, &adm.grant, cutoff)
 	} else {
@@ -167,7 +167,7 @@ func validAttemptID(s string) error {
 // timeout; a shutdown drains the wait like the delivery that follows it.
 func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) (consent []byte, err error) {
 	by, byDeadline := time.Now().Add(reserveTimeout), false
-	if cut := c.cutoff(h.s.clock()); !cut.IsZero() && cut.Before(by) {
+	if cut := c.cutoff(h.s.deadlineClock()); !cut.IsZero() && cut.Before(by) {
 		by, byDeadline = cut, true
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
