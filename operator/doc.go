@@ -104,6 +104,14 @@
 // not-sent, anything after the first byte is uncertain. The answer is read
 // with http.ReadResponse under the route's response deadline, its body
 // bounded by MaxResponseBody so the dispatch result fits a reply frame.
+// Neither timeout runs past the dispatch's deadline plus
+// msg.DeadlineTolerance (deadline.go): a dispatch already past it is refused
+// before admission and again under the reservation's lock, with nothing
+// reserved. A route that names its application's account (AppAccount) is
+// dialled with wire.Dial (appaccount.go): the socket owned by that
+// account's uid, resolved at every dial, under safe ancestors, and
+// SO_PEERCRED naming that uid; a failed check is not-sent, the path only
+// in the host's log.
 // A listing through a grant with operation patterns is paged by the host
 // over the covered operations alone: it reads the application's listing
 // from its start (pages of oracleops.MaxLimit, at most maxFilteredPages)
