@@ -83,10 +83,10 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 }
 
 // checkDeadline refuses a dispatch of controller ctrl whose deadline has
-// passed by the host's wall clock (deadlineClock), before anything is admitted or reserved. A
-// dispatch without a deadline comes from a controller before deadlines: it
-// is delivered under the route's timeouts alone, and the host says so in
-// its log once per controller.
+// passed by the host's wall clock (deadlineClock), before anything is
+// admitted or reserved. A dispatch without a deadline comes from a
+// controller before deadlines: it is delivered under the route's timeouts
+// alone, and the host says so in its log once per controller.
 func (h *Host) checkDeadline(ctrl string, c *checkedDispatch) *msg.Refusal {
 	if c.deadline == 0 {
 		h.warnOnce("no-deadline/"+ctrl, "steward-operator: controller sends dispatches without a deadline (a controller before deadlines); they are delivered under the route's timeouts alone",
