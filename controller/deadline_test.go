@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -172,4 +174,93 @@ func holdRequests(t *testing.T, sock string) (got chan struct{}) {
 		}
 	}()
 	return got
+}
+
+// TestControllerStopsWaitingAtDeadline: a host that takes the dispatch
+// and never answers it (here one that reads the frame and holds it, as a
+// host before deadlines might) is waited for until the deadline plus twice
+// msg.DeadlineTolerance, not longer: the agent is told its call is
+// uncertain because the deadline passed, and the dispatch it was sent
+// carried that deadline.
+func TestControllerStopsWaitingAtDeadline(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	s.stopHost()
+	if err := <-s.hostDone; err != nil {
+		t.Fatal(err)
+	}
+	s.stopHost = nil
+	deadlines := holdingHost(t, s)
+	s.startController()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := s.client(ctx)
+	start := time.Now()
+	r, res := call(t, ctx, cs, ToolCall, withArg(callArgs("unanswered-1", map[string]any{"text": "x"}), "timeoutMs", 200))
+	took := time.Since(start)
+	if !res.IsError || r.Outcome != msg.StateUncertain || r.Detail != "the call's deadline passed with no answer from the host; the attempt may still be in flight or delivered" {
+		t.Fatalf("unanswered-1: %+v", r)
+	}
+	if lo := 200*time.Millisecond + 2*msg.DeadlineTolerance; took < lo || took >= lo+10*time.Second {
+		t.Fatalf("the call took %v, want the deadline plus twice the tolerance (%v)", took, lo)
+	}
+	var d int64
+	select {
+	case d = <-deadlines:
+	default:
+		t.Fatal("the host never received the dispatch")
+	}
+	if d < start.UnixMilli()+200 || d > start.Add(took).UnixMilli() {
+		t.Fatalf("the dispatch's deadline %d is not 200 ms after the call (began %d)", d, start.UnixMilli())
+	}
+}
+
+// holdingHost serves the stack's forward socket as a host that completes
+// the handshake with the operator's key, reads each dispatch, sends its
+// deadline on the channel it returns, and never answers.
+func holdingHost(t *testing.T, s *stack) chan int64 {
+	t.Helper()
+	hostKey, err := wire.ReadHybridKey(filepath.Join(s.store, "operator.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := wire.ReadSigningKey(filepath.Join(s.cfg.KeyDir, ctlconf.ToolKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := filepath.Join(s.dir, "fwd.sock")
+	l, err := wire.Listen(wire.ListenConfig{Path: fwd, Mode: 0o600, Allow: func(wire.PeerCred) error { return nil },
+		Refuse: wire.RefuseFrame(hostKey.Ed25519())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release); l.Close() })
+	cfg := wire.ChannelConfig{Key: hostKey.Ed25519(), Role: msg.RoleHost, PeerRole: msg.RoleControllerTool,
+		PeerKeys: wire.NewKeyring(tool.Public()), Path: fwd, Purpose: msg.PurposeDispatch,
+		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame}
+	deadlines := make(chan int64, 4)
+	go func() {
+		for {
+			pc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer pc.Close()
+				ch, err := wire.ServerHandshake(pc, cfg)
+				if err != nil {
+					return
+				}
+				wire.Serve(context.Background(), ch, wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
+					var d msg.Dispatch
+					if req.T == msg.TypeDispatch && req.Decode(&d) == nil {
+						deadlines <- d.Deadline
+						<-release
+					}
+					return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: "held"}
+				}))
+			}()
+		}
+	}()
+	return deadlines
 }
