@@ -39,7 +39,7 @@ var (
 	// an error that also matches ErrNotWritten says that its record is
 	// known not to be there. Failed reports it to the owner, which should
 	// exit so that its supervisor restarts it.
-	ErrFailed = errors.New("journal: stopped: what is on disk is unknown until the journal is reopened")
+	ErrFailed = errors.New("journal: stopped for good until it is reopened")
 
 	// ErrInvalidRecord is returned by Append for a kind outside the kind
 	// rules (or a reserved kind) or a body beyond the decoding limits.

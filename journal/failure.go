@@ -85,7 +85,7 @@ var errInjectedUndo = errors.New("injected: removal failed")
 // stop makes the journal refuse every later append with ErrFailed and
 // tells the owner (Failed). Called with mu held.
 func (j *Journal) stop(cause error) {
-	j.err = fmt.Errorf("%w: %s: %w", ErrFailed, j.dir, cause)
+	j.err = fmt.Errorf("%w: %s: what is on disk is unknown: %w", ErrFailed, j.dir, cause)
 	j.log.Error("journal: stopped for good: what is on disk is unknown until the journal is reopened",
 		"dir", j.dir, "err", cause)
 	close(j.failed)

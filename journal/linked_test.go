@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/internal/testenv"
 )
 
@@ -289,5 +290,13 @@ func TestLinkedRefusedRecordStops(t *testing.T) {
 				t.Fatalf("append after the refused link: %v, want ErrFailed", err)
 			}
 		})
+	}
+}
+
+// TestFailpointNamesAgree: the journal reads the failpoint variable and
+// name that package failpoint documents, which it cannot import.
+func TestFailpointNamesAgree(t *testing.T) {
+	if failpointEnv != failpoint.Env || failpointFdatasync != failpoint.JournalFdatasync {
+		t.Fatalf("journal reads %s=%s, failpoint names %s=%s", failpointEnv, failpointFdatasync, failpoint.Env, failpoint.JournalFdatasync)
 	}
 }
