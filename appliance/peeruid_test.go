@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -126,13 +127,20 @@ func startAs(t *testing.T, bin string, uid, gid uint32, args ...string) *child {
 	return c
 }
 
-// getOperations asks for the operation list on one fresh connection.
+// getOperations asks for the operation list on one fresh connection. It
+// reads the answer from the raw connection: a refused peer is answered
+// before its request is read, which net/http's client takes for a broken
+// connection.
 func getOperations(t *testing.T, sock string) (int, []byte) {
 	t.Helper()
-	c := unixClient(sock)
-	defer c.CloseIdleConnections()
-	c.Timeout = 30 * time.Second
-	resp, err := c.Get("http://appliance/v1/operations")
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(c, "GET /v1/operations HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
