@@ -18,6 +18,7 @@ const (
 	codeConflict         = "conflict"
 	codeBusy             = "busy"
 	codeFault            = "fault"
+	codeTimeout          = "timeout"
 )
 
 // refusal is an error answer: an HTTP status and the error object.

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -15,7 +18,7 @@ import (
 const Usage = `steward-appliance: the reference oracle-operations-v1 application.
 
 Usage:
-  steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--log-level LEVEL]
+  steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]
   steward-appliance help | --help
 
 Commands:
@@ -24,10 +27,13 @@ Commands:
 Run "steward-appliance serve --help" for the flags of serve.
 `
 
-const serveUsage = `Usage: steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--log-level LEVEL]
+const serveUsage = `Usage: steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]
 
 Serves GET PREFIX/operations, GET PREFIX/operations/ID and POST PREFIX/invoke
-on a Unix socket created with mode 0660. Every answer to an invocation is
+on a Unix socket created with mode 0660, to the host's account only: its own
+account, a peer whose group is the socket's, and the accounts given with
+--peer-uid (repeatable, or a comma-separated list); every other peer is
+answered 403 and closed. Every answer to an invocation is
 journaled in DIR/journal (DIR is created 0700) before it is sent, and the
 same requestId with the same body replays it, also after a restart.
 Prints "ready PATH" on stdout once it serves. Logs go to stderr.
@@ -61,6 +67,12 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state", "", "state directory holding the journal (required)")
 	prefix := fs.String("prefix", DefaultPrefix, "API prefix of every path")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	var peers []uint32
+	fs.Func("peer-uid", "an account `UID` served besides the appliance's own and the socket's group (repeatable, or N,M,...)", func(v string) error {
+		uids, err := parsePeerUIDs(v)
+		peers = append(peers, uids...)
+		return err
+	})
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
@@ -92,10 +104,24 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := Serve(ctx, Config{Socket: *socket, State: *state, Prefix: *prefix, Logger: log, Ready: stdout})
+	err := Serve(ctx, Config{Socket: *socket, State: *state, Prefix: *prefix, PeerUIDs: peers, Logger: log, Ready: stdout})
 	if err != nil {
 		log.Error("steward-appliance serve failed", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// parsePeerUIDs reads one --peer-uid value: decimal uids separated by
+// commas, each at most 4294967294 ((uid_t)-1 is no account).
+func parsePeerUIDs(v string) ([]uint32, error) {
+	var out []uint32
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.ParseUint(f, 10, 32)
+		if err != nil || n == math.MaxUint32 {
+			return nil, fmt.Errorf("%q is not an account uid (a decimal number from 0 to %d)", f, uint32(math.MaxUint32-1))
+		}
+		out = append(out, uint32(n))
+	}
+	return out, nil
 }

@@ -47,6 +47,8 @@
 //	                       position), unit, value, incompatible_dimensions (units), time (duration)
 //	429 busy               the operation's concurrent invocations are at its cap; details {"capacity"}
 //	500 fault              the answer could not be journaled, or the operation failed
+//	503 timeout            the operation ran past the handler bound and was abandoned;
+//	                       details {"boundMs"}
 //
 // # Request ids and the journal
 //
@@ -60,7 +62,7 @@
 //
 // and it is on disk (fdatasync) before the first byte of the answer is
 // written. Every answer to a well-formed invocation is recorded, refusals
-// included (404, 403, 422), except busy (429) and faults (500), after
+// included (404, 403, 422, 503 timeout), except busy (429) and faults (500), after
 // which nothing ran and the same request may be sent again. At start the
 // appliance reads every record into an in-memory index; the same
 // requestId with the same canonical body then replays the recorded status
@@ -72,7 +74,20 @@
 //
 // The socket is created with mode 0660 at bind time (umask on a thread of
 // its own, never chmod after listen); a stale socket nobody listens on is
-// removed with a log line, a live one or a non-socket is refused. The state
+// removed with a log line, a live one or a non-socket is refused. Only the
+// host's account is served, by SO_PEERCRED at accept: the appliance's own
+// uid, a peer whose group is the socket's, and the uids given with
+// --peer-uid (Config.PeerUIDs); any other peer is answered 403 at once and
+// closed, holding no slot.
+//
+// No peer can hold a connection slot (MaxConnections, 64) by saying
+// nothing: request headers are due within the header bound (10 s) of the
+// connection or of an idle connection's first byte, a kept-alive
+// connection is closed after the idle bound (2 min) of quiet, and an
+// operation that runs past the handler bound (20 s) is answered 503
+// timeout, recorded for its requestId, while the operation's late answer
+// is dropped; the write deadline is the handler bound plus 10 s, the last
+// resort. The host's route timeouts are set under these. The state
 // directory is created 0700 and refused if others can enter it. Serve stops
 // on context cancellation: the socket is closed and removed, running
 // requests finish (up to 10 s), the journal is closed.
@@ -80,7 +95,7 @@
 // # Command
 //
 // Main is the steward-appliance command (its cmd main only calls it):
-// `serve --socket PATH --state DIR [--prefix /v1] [--log-level LEVEL]`
+// `serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]`
 // prints "ready PATH" on stdout once it serves and stops cleanly on SIGINT
 // or SIGTERM. Exit status 0 after help or a clean stop, 1 when serving
 // failed, 2 for a usage error.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/oracleops"
@@ -81,7 +82,7 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.ledger.release(inv.RequestID, p)
 
-	status, response, journaled := s.execute(inv)
+	status, response, journaled := s.executeBounded(inv)
 	if journaled {
 		failpoint.Hit("appliance-before-journal")
 		if err := s.ledger.record(inv.RequestID, sum, status, response); err != nil {
@@ -93,6 +94,39 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Debug("invoke", "requestId", inv.RequestID, "operationId", inv.OperationID, "status", status)
 	writeJSON(w, status, response)
+}
+
+// executeBounded is execute within Config.HandlerTimeout. An operation
+// that runs past it is abandoned: the invocation is answered 503 timeout,
+// which is journaled like any answer to a well-formed invocation (the
+// same requestId replays it; the operation's late answer is dropped), and
+// the connection's slot is freed with the answer. The operation's own slot
+// stays taken until it returns: a goroutine cannot be stopped, and the
+// operation's cap (429 busy) bounds how many can pile up.
+func (s *Server) executeBounded(inv oracleops.InvokeBody) (status int, response []byte, journaled bool) {
+	type result struct {
+		status    int
+		response  []byte
+		journaled bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, resp, j := s.execute(inv)
+		done <- result{st, resp, j}
+	}()
+	bound := time.NewTimer(s.cfg.HandlerTimeout)
+	defer bound.Stop()
+	select {
+	case r := <-done:
+		return r.status, r.response, r.journaled
+	case <-bound.C:
+	}
+	s.log.Warn("an invocation ran past the handler bound; answered timeout and abandoned",
+		"requestId", inv.RequestID, "operationId", inv.OperationID, "bound", s.cfg.HandlerTimeout)
+	r := &refusal{status: http.StatusServiceUnavailable, code: codeTimeout,
+		message: fmt.Sprintf("operation %s ran past the bound of %v and was abandoned; this answer is recorded for its requestId", inv.OperationID, s.cfg.HandlerTimeout),
+		details: map[string]any{"boundMs": s.cfg.HandlerTimeout.Milliseconds()}}
+	return r.status, r.body(), true
 }
 
 // execute runs an invocation and gives its answer, and whether the

@@ -135,9 +135,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			refusePeer(c, err)
 			continue
 		}
+		if testHookAccepted != nil {
+			testHookAccepted()
+		}
 		return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
 	}
 }
+
+// testHookAccepted, when set by a test, is called when a connection is
+// admitted and holds a slot.
+var testHookAccepted func()
 
 // peerCheck admits the host's account by SO_PEERCRED: the appliance's own
 // uid (dev and tests run the host as the same account), the uids in

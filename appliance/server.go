@@ -23,23 +23,34 @@ const DefaultPrefix = "/v1"
 const DefaultMaxConnections = 64
 
 // The HTTP server's deadlines, so that a connection holds one of the
-// MaxConnections slots only while it is used. They are the reference
-// application's: the host's route timeouts (its ResponseMs) are set under
-// them.
+// MaxConnections slots only while it is used, whatever its peer does. They
+// are the reference application's defaults (Config overrides them): the
+// host's route timeouts (its ResponseMs) are set under them.
 const (
-	// headerTimeout: a connection's request headers, the first request's
-	// included, are due within it of the connection or of the last answer.
-	headerTimeout = 10 * time.Second
+	// DefaultHeaderTimeout: a connection's request headers, the first
+	// request's included, are due within it of the connection or of the
+	// first byte after an idle wait; a peer that says nothing is closed.
+	DefaultHeaderTimeout = 10 * time.Second
+	// DefaultHandlerTimeout bounds running an invocation's operation. Past
+	// it the invocation is answered 503 timeout (and that answer recorded
+	// for its requestId), so a handler that does not finish holds neither
+	// its connection's slot nor its caller: the host gets a definite error
+	// instead of a call that runs into its own timeout.
+	DefaultHandlerTimeout = 20 * time.Second
+	// DefaultIdleTimeout bounds a kept-alive connection's quiet between
+	// requests.
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+const (
 	// readTimeout bounds reading a whole request, body included.
 	readTimeout = 30 * time.Second
-	// handlerTimeout bounds a request from the end of its headers to the
-	// end of its answer (http.Server.WriteTimeout): past it the answer's
-	// writes fail and the connection is closed, so a handler that does not
-	// finish cannot hold its slot, and the host sees the outcome as
-	// uncertain, as it is.
-	handlerTimeout = 30 * time.Second
-	// idleTimeout bounds a kept-alive connection's quiet between requests.
-	idleTimeout = 2 * time.Minute
+	// answerMargin is what the write deadline (http.Server.WriteTimeout,
+	// from the end of the headers to the end of the answer) allows beyond
+	// the handler bound: time to journal and write the timeout answer.
+	// Past the write deadline the answer's writes fail and the connection
+	// is closed, the last resort if even that does not happen.
+	answerMargin = 10 * time.Second
 )
 
 // Config configures the appliance.
@@ -53,6 +64,10 @@ type Config struct {
 	Capacity int
 	// MaxConnections caps open connections; DefaultMaxConnections when 0.
 	MaxConnections int
+	// HeaderTimeout, HandlerTimeout and IdleTimeout are the connection
+	// deadlines (DefaultHeaderTimeout, DefaultHandlerTimeout and
+	// DefaultIdleTimeout when 0); tests shorten them.
+	HeaderTimeout, HandlerTimeout, IdleTimeout time.Duration
 	// PeerUIDs are accounts served besides the appliance's own and any
 	// peer whose group is the socket's (the host's account in an
 	// installation); every other peer is refused at accept.
@@ -123,6 +138,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
+	cfg.HeaderTimeout = orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout)
+	cfg.HandlerTimeout = orDefault(cfg.HandlerTimeout, DefaultHandlerTimeout)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -160,10 +178,10 @@ func Start(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, ln: ln, serveDone: make(chan struct{})}
 	s.http = &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: headerTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      handlerTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		ReadTimeout:       max(readTimeout, cfg.HeaderTimeout),
+		WriteTimeout:      cfg.HandlerTimeout + answerMargin,
+		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -177,6 +195,13 @@ func Start(cfg Config) (*Server, error) {
 		fmt.Fprintf(cfg.Ready, "ready %s\n", cfg.Socket)
 	}
 	return s, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // Close stops the server: no new connections (the socket is removed),

@@ -130,9 +130,7 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	}
 	seq, err := c.j.Append(ledger.KindBegin, b)
 	if err != nil {
-		c.led.Abort(id)
-		c.log.Error("journal begin failed; nothing sent", "attempt", id, "err", err)
-		return refused(msg.CodeJournal, "the controller journal refused the call; nothing was sent", "")
+		return c.beginFailed(id, err)
 	}
 	c.led.Journaled(id, seq)
 	failpoint.Hit(FailAfterBegin)

@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -119,8 +119,8 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	case <-c.j.Failed():
 		// What is on disk is unknown: exit non-zero, so that systemd
 		// restarts the controller and it reopens the journal from disk.
-		failed = errors.New("steward-controller: journal stopped after a failed fdatasync; exiting so that a restart reopens it from disk")
-		c.log.Error(failed.Error())
+		failed = fmt.Errorf("journal stopped for good (%s); exiting so that a restart reopens it from disk", c.j.Summary().Failure)
+		c.log.Error("steward-controller: " + failed.Error())
 		cancel()
 	}
 	closeAll()

@@ -199,6 +199,10 @@ func (r *report) purse(js journals) {
 // failures are the findings that fail the run.
 func (r *report) failures() []string {
 	var f []string
+	if r.Issued > 0 && r.FinalDefinite == 0 {
+		// A stack that answers nothing loses nothing: it proves nothing.
+		f = append(f, fmt.Sprintf("no call of %d was ever answered definite", r.Issued))
+	}
 	for _, id := range r.Lost {
 		f = append(f, "lost: "+id)
 	}

@@ -27,6 +27,17 @@
 //	go test ./crashtest -run TestCrash -v -timeout 30m -crash.duration=10m -crash.clients=8
 //
 // Under `go test ./...` it runs for 5 s; with CI=true for 60 s (unless
-// -crash.duration says otherwise). Every daemon runs as the account running
-// the test, root included: the harness creates no accounts.
+// -crash.duration says otherwise). Run as root, each daemon runs under an
+// account of its own (internal/testaccount: stwt- names, removed when the
+// test ends, even when it fails), as in an installation: each owns its
+// files (0700; the operator hands the controller's public keys and the
+// host's bundle across, as an installer does), every command runs as its
+// daemon's account, and each socket directory is setgid 2750 to the group
+// of the daemon that connects (the application's to the host, the host's
+// forward socket to the controller, the controller's reverse socket to the
+// host), so the 0660 sockets let exactly that peer in; the host is pinned
+// to the controller's uid, and the appliance serves the host by its group.
+// The MCP clients are the test process, the controller's agent. Otherwise
+// every daemon runs as the account running the test. A run in which no
+// call was ever answered definite fails: it would prove nothing.
 package crashtest

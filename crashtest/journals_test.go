@@ -3,6 +3,7 @@ package crashtest
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -82,7 +83,7 @@ func (s *stack) readJournals() journals {
 	js.receipts = s.hostReceipts()
 	// receipts export is run for what it says, not relied on: it refuses
 	// a store of more than wire.MaxEntries receipts (a CBOR array bound).
-	if _, stderr, err := s.try("steward-operator", "receipts", "export", "--store", s.store, "--out", filepath.Join(s.dir, "receipts.cbor")); err != nil {
+	if _, stderr, err := s.try("steward-operator", "receipts", "export", "--store", s.store, "--out", filepath.Join(s.hostDir, "receipts.cbor")); err != nil {
 		js.exportError = strings.TrimSpace(stderr)
 	}
 
@@ -107,7 +108,13 @@ func (s *stack) readJournals() journals {
 // store's host key.
 func (s *stack) hostReceipts() []msg.Receipt {
 	t := s.t
-	pub, err := wire.ReadHybridPublicKeyFile(filepath.Join(s.store, "operator.pub"))
+	// Read as bytes: the store is the host account's, and the key file
+	// checks (ReadHybridPublicKeyFile) admit only this process's files.
+	b, err := os.ReadFile(filepath.Join(s.store, "operator.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := wire.ParseHybridPublicKey(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/internal/notifytest"
+	"github.com/stewardrt/steward/internal/testaccount"
 )
 
 // Price and funding of the harness's grant and purse: funded so that no
@@ -30,10 +31,12 @@ const readyWithin = 60 * time.Second
 // stack is the three daemons' files: binaries, store, state and sockets.
 type stack struct {
 	t          *testing.T
-	bin        string // directory of the three commands
-	dir        string // everything else
-	store      string // the host's store
-	ctlConfig  string // the controller's config
+	accounts   map[string]*testaccount.Account // by daemon name; nil: all run as the test's account
+	bin        string                          // directory of the three commands
+	dir        string                          // everything else
+	hostDir    string                          // the host's files
+	store      string                          // the host's store
+	ctlConfig  string                          // the controller's config
 	appState   string
 	appSocket  string
 	mcpSocket  string
@@ -71,24 +74,42 @@ func newStack(t *testing.T) *stack {
 		}
 		os.RemoveAll(dir)
 	})
-	s := &stack{t: t, dir: dir, bin: filepath.Join(dir, "bin"),
-		store: filepath.Join(dir, "op"), ctlConfig: filepath.Join(dir, "controller.json"),
-		appState: filepath.Join(dir, "app"), appSocket: filepath.Join(dir, "run", "app.sock"),
-		mcpSocket:  filepath.Join(dir, "run", "mcp.sock"),
+	s := &stack{t: t, accounts: daemonAccounts(t), dir: dir, bin: filepath.Join(dir, "bin"), hostDir: filepath.Join(dir, "host"),
+		store: filepath.Join(dir, "host", "op"), ctlConfig: filepath.Join(dir, "ctl", "controller.json"),
+		appState: filepath.Join(dir, "app", "state"), appSocket: filepath.Join(dir, "run-app", "app.sock"),
+		mcpSocket:  filepath.Join(dir, "run-ctl", "mcp.sock"),
 		hostNotify: notifytest.Listen(t), ctlNotify: notifytest.Listen(t)}
-	for _, d := range []string{s.bin, filepath.Join(dir, "run"), filepath.Join(dir, "log")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range []string{s.bin, filepath.Join(dir, "log")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Each daemon's own files, and the directories of the sockets it
+	// binds, which the daemon that connects to it may enter.
+	ctlDir := filepath.Join(dir, "ctl")
+	s.ownDir(filepath.Join(dir, "app"), "app", "")
+	s.ownDir(s.hostDir, "host", "")
+	s.ownDir(ctlDir, "ctl", "")
+	s.ownDir(filepath.Join(dir, "run-app"), "app", "host")
+	s.ownDir(filepath.Join(dir, "run-host"), "host", "ctl")
+	s.ownDir(filepath.Join(dir, "run-ctl"), "ctl", "host")
+	s.openToDaemons(map[string]*notifytest.Socket{"host": s.hostNotify, "ctl": s.ctlNotify})
 	buildCommands(t, s.bin)
-	uid := strconv.Itoa(os.Getuid())
-	keys := filepath.Join(dir, "ctl", "keys")
-	route := filepath.Join(dir, "route.json")
-	s.write(route, fmt.Sprintf(`{"controller": "dev", "upstream": %q, "forward": %q, "reverse": %q,
+	agent := strconv.Itoa(os.Getuid()) // the MCP clients are this process
+	ctlUID := strconv.Itoa(s.uid("ctl"))
+	// The foreground socket serves the agent and whoever runs `attempts
+	// resolve` (the CLIs run as the controller's account).
+	foreground := agent
+	if ctlUID != agent {
+		foreground += ", " + ctlUID
+	}
+	keys := filepath.Join(ctlDir, "keys")
+	route := filepath.Join(s.hostDir, "route.json")
+	reverse := filepath.Join(dir, "run-ctl", "reverse.sock")
+	s.writeAs(route, fmt.Appendf(nil, `{"controller": "dev", "upstream": %q, "forward": %q, "reverse": %q,
   "prefix": "/v1", "timeouts": {"connectMs": 2000, "responseMs": 30000}}`,
-		s.appSocket, filepath.Join(dir, "run", "fwd.sock"), filepath.Join(dir, "run", "reverse.sock")))
-	s.write(s.ctlConfig, fmt.Sprintf(`{
+		s.appSocket, filepath.Join(dir, "run-host", "fwd.sock"), reverse), "host", 0o600)
+	s.writeAs(s.ctlConfig, fmt.Appendf(nil, `{
   "name": "dev", "stateDir": %q, "keyDir": %q, "bundle": %q,
   "sockets": {"mcp": %q, "reverse": %q, "foreground": %q},
   "agents": {"uids": [%s], "gids": []},
@@ -96,17 +117,23 @@ func newStack(t *testing.T) *stack {
   "allowedApplicationLifetimeRoutes": ["appliance"],
   "payer": {"maxPerCall": 100, "perDay": %d},
   "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]}
-}`, filepath.Join(dir, "ctl", "state"), keys, filepath.Join(dir, "ctl", "host.bundle"),
-		s.mcpSocket, filepath.Join(dir, "run", "reverse.sock"), filepath.Join(dir, "run", "foreground.sock"),
-		uid, uid, int64(funded)))
+}`, filepath.Join(ctlDir, "state"), keys, filepath.Join(ctlDir, "host.bundle"),
+		s.mcpSocket, reverse, filepath.Join(dir, "run-ctl", "foreground.sock"),
+		agent, foreground, int64(funded)), "ctl", 0o600)
 	s.run("steward-controller", "keys", "init", "--dir", keys)
+	// The operator is handed the controller's public keys, and the
+	// controller the host's bundle, as an installation copies them.
+	ctlPub := filepath.Join(s.hostDir, "controller.pub")
+	s.give(filepath.Join(keys, "controller.pub"), ctlPub, "host", 0o644)
 	s.run("steward-operator", "init", "--store", s.store)
-	s.run("steward-operator", "controller", "add", "dev", "--uid", uid, "--keys", filepath.Join(keys, "controller.pub"), "--store", s.store)
+	s.run("steward-operator", "controller", "add", "dev", "--uid", ctlUID, "--keys", ctlPub, "--store", s.store)
 	s.run("steward-operator", "purse", "fund", "dev", strconv.Itoa(funded), "--store", s.store)
 	s.run("steward-operator", "grant", "issue", "--controller", "dev", "--application", "appliance",
 		"--price", strconv.Itoa(price), "--per-day", "1000000000", "--not-after", "+24h", "--store", s.store)
 	s.run("steward-operator", "route", "register", "appliance", "appliance", route, "--store", s.store)
-	s.run("steward-operator", "bundle", "build", "dev", "--out", filepath.Join(dir, "ctl", "host.bundle"), "--store", s.store)
+	bundle := filepath.Join(s.hostDir, "host.bundle")
+	s.run("steward-operator", "bundle", "build", "dev", "--out", bundle, "--store", s.store)
+	s.give(bundle, filepath.Join(ctlDir, "host.bundle"), "ctl", 0o644)
 	return s
 }
 
@@ -133,6 +160,7 @@ func (s *stack) try(name string, args ...string) ([]byte, string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Dir, cmd.SysProcAttr = "/", s.procAttr(commandDaemon[name])
 	err := cmd.Run()
 	return stdout.Bytes(), stderr.String(), err
 }
@@ -175,7 +203,7 @@ func (s *stack) start(name string, generation int) *daemon {
 		cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+notify.Path)
 	}
 	cmd.Stderr = log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Dir, cmd.SysProcAttr = "/", s.procAttr(name)
 	var stdout *bufio.Reader
 	if notify == nil {
 		p, err := cmd.StdoutPipe()

@@ -27,6 +27,7 @@ type batch struct {
 	rebinds int
 	turn    chan struct{} // closed when the batches before it are done
 	dropped bool          // failed unwritten because a batch before it failed (err is set)
+	linked  bool          // holds an AppendLinked record: its loss stops the journal
 	done    chan struct{} // closed when the batch is durable or failed
 	err     error         // read after done
 }
@@ -50,24 +51,74 @@ type batch struct {
 // matching ErrFailed, and whether the failed batch is on disk is known only
 // after the journal is reopened (see Failed).
 func (j *Journal) Append(kind string, body any) (uint64, error) {
+	b, err := encodeRecord(kind, body)
+	if err != nil {
+		return 0, err
+	}
+	return j.submit(kind, b, nil, nil)
+}
+
+// AppendLinked is Append for a record that the caller builds on before it
+// is durable: a link of the caller's own chain (a signed receipt, say),
+// which the next link names while this one is still being written. If such
+// a record is lost and a later one lands, the disk holds a link whose
+// predecessor is missing, for good. So a linked record that is not written
+// stops the journal, as a failed fdatasync does: for any reason (refused as
+// invalid or too large, its batch's write failed and was removed, a batch
+// before it failed), the journal stops in the leader before any append of
+// that batch is answered and before any later batch is written, Failed is
+// closed, and nothing appended after it can reach the disk.
+//
+// For that to keep the caller's chain whole, its links must take their
+// places in the log in chain order. framed, when not nil, is called exactly
+// once, when the record has its place in the log (or was refused), before
+// AppendLinked waits for the disk: a caller that numbers its links under a
+// lock of its own releases that lock in framed. It runs under the journal's
+// lock, so it must not call the journal.
+//
+// It returns the record's sequence number once it is durable, as Append
+// does. Its error, and that of every append of its batch and of the batches
+// queued behind it, matches ErrFailed and also ErrNotWritten: those records
+// are known not to be in the log (their cause, ENOSPC say, is kept). Every
+// later append fails with ErrFailed alone. A failed fdatasync of its batch
+// is ErrFailed alone, as for Append: the record may be on disk.
+func (j *Journal) AppendLinked(kind string, body any, framed func()) (uint64, error) {
+	if framed == nil {
+		framed = func() {}
+	}
+	b, err := encodeRecord(kind, body)
+	if err != nil {
+		j.mu.Lock()
+		if j.usable() == nil {
+			err = j.stopUnwritten(err)
+		}
+		j.mu.Unlock()
+		framed()
+		return 0, err
+	}
+	return j.submit(kind, b, nil, framed)
+}
+
+// encodeRecord checks kind and encodes body as Append's contract says.
+func encodeRecord(kind string, body any) ([]byte, error) {
 	if !validKind(kind) {
-		return 0, fmt.Errorf("journal: kind %q is not 1 to %d of A-Za-z0-9._:/-: %w", kind, MaxKindBytes, ErrInvalidRecord)
+		return nil, fmt.Errorf("journal: kind %q is not 1 to %d of A-Za-z0-9._:/-: %w", kind, MaxKindBytes, ErrInvalidRecord)
 	}
 	if kind == kindBind || kind == kindRebind {
-		return 0, fmt.Errorf("journal: kind %q is reserved: %w", kind, ErrInvalidRecord)
+		return nil, fmt.Errorf("journal: kind %q is reserved: %w", kind, ErrInvalidRecord)
 	}
 	b, err := encMode.Marshal(body)
 	if err != nil {
-		return 0, fmt.Errorf("journal: encode %s body: %v: %w", kind, err, ErrInvalidRecord)
+		return nil, fmt.Errorf("journal: encode %s body: %v: %w", kind, err, ErrInvalidRecord)
 	}
 	if len(b) > MaxRecordBytes {
-		return 0, fmt.Errorf("journal: %s body of %d bytes exceeds MaxRecordBytes (%d): %w", kind, len(b), MaxRecordBytes, ErrRecordTooLarge)
+		return nil, fmt.Errorf("journal: %s body of %d bytes exceeds MaxRecordBytes (%d): %w", kind, len(b), MaxRecordBytes, ErrRecordTooLarge)
 	}
 	if err := bodyMode.Wellformed(b); err != nil {
-		return 0, fmt.Errorf("journal: %s body is outside the record limits (%d nesting levels, %d array elements, %d map pairs): %v: %w",
+		return nil, fmt.Errorf("journal: %s body is outside the record limits (%d nesting levels, %d array elements, %d map pairs): %v: %w",
 			kind, MaxNestedLevels-1, MaxArrayElements, MaxMapPairs, err, ErrInvalidRecord)
 	}
-	return j.submit(kind, b, nil)
+	return b, nil
 }
 
 // usable reports why no record can be appended now, or nil. Called with mu held.
@@ -84,10 +135,16 @@ func (j *Journal) usable() error {
 // submit frames a record into the open batch (or a new one) and waits until
 // it is durable. setConfig, for bind and rebind records, is the config in
 // force after the record; a rebind's body is built here because
-// its before config is the one in force at its place in the log.
-func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
+// its before config is the one in force at its place in the log. A non-nil
+// framed marks an AppendLinked record; it is called, with mu held, once the
+// record has its place (or was refused), before any wait.
+func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (uint64, error) {
+	linked := framed != nil
 	j.mu.Lock()
 	if err := j.usable(); err != nil {
+		if linked {
+			framed()
+		}
 		j.mu.Unlock()
 		return 0, err
 	}
@@ -102,11 +159,17 @@ func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
 	at := time.Now().UnixMilli()
 	n := payloadSize(seq, kind, at, len(body))
 	if n > MaxRecordBytes {
+		err := fmt.Errorf("journal: %s record of %d bytes exceeds MaxRecordBytes (%d): %w", kind, n, MaxRecordBytes, ErrRecordTooLarge)
+		if linked {
+			err = j.stopUnwritten(err)
+			framed()
+		}
 		j.mu.Unlock()
-		return 0, fmt.Errorf("journal: %s record of %d bytes exceeds MaxRecordBytes (%d): %w", kind, n, MaxRecordBytes, ErrRecordTooLarge)
+		return 0, err
 	}
 	frame := int64(headerSize + n)
 	b, leader := j.batchFor(frame)
+	b.linked = b.linked || linked
 	start := len(b.buf)
 	b.buf = append(b.buf, 0, 0, 0, 0, 0, 0, 0, 0)
 	b.buf = appendPayload(b.buf, seq, &j.tailHead, kind, at, body)
@@ -124,6 +187,9 @@ func (j *Journal) submit(kind string, body, setConfig []byte) (uint64, error) {
 		if kind == kindRebind {
 			b.rebinds++
 		}
+	}
+	if linked {
+		framed()
 	}
 	var err error
 	switch {
@@ -215,8 +281,16 @@ func (j *Journal) lead(b *batch) {
 		if !errors.Is(err, ErrNotWritten) {
 			err = &notWritten{err} // failed before it wrote anything
 		}
+		dropped, linked := j.dropQueued()
+		queuedErr := error(&notWritten{fmt.Errorf("a write before it failed: %w", err)})
+		if b.linked || linked {
+			// A linked record is lost: stop before anyone is answered
+			// and before a later batch can put its successor on disk.
+			err = j.stopUnwritten(err)
+			queuedErr = err
+		}
 		b.err = err
-		j.dropQueued(err)
+		answerDropped(dropped, queuedErr)
 	default:
 		j.lastSeq, j.head = b.lastSeq, b.head
 		if b.config != nil {

@@ -121,7 +121,7 @@ func (j *Journal) Rebind(after []byte) (uint64, error) {
 	if len(after) == 0 {
 		return 0, errEmptyConfig
 	}
-	return j.submit(kindRebind, nil, bytes.Clone(after))
+	return j.submit(kindRebind, nil, bytes.Clone(after), nil)
 }
 
 // errEmptyConfig refuses a config the journal could not tell from no

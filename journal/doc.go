@@ -102,6 +102,18 @@
 // closed, so that the owner exits and its supervisor restarts it; the reopen
 // reads what is really on disk. Nothing is retried on a caller's behalf.
 //
+// A record appended with AppendLinked is a link the owner builds on before
+// it is durable (the host's receipts: receipt N+1 names N while N is being
+// written). If it is not written (its batch or one before it failed and
+// was removed, or it was refused), the journal stops for good in the
+// leader, before any append of that batch is answered and before any
+// later batch is written: otherwise a later link could land while the one
+// it names never does, and the owner's chain would be broken on disk for
+// good. Its appends fail with ErrFailed and ErrNotWritten (known not in
+// the log), later ones with ErrFailed; Failed is closed. The owner frames
+// its links in chain order by releasing its own lock in AppendLinked's
+// framed callback, which runs once the record has its place in the log.
+//
 // # Opening and recovery
 //
 // Open scans every segment and verifies every frame, the sequence, the chain

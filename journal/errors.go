@@ -33,10 +33,13 @@ var (
 	// fdatasync (or a failed write that could not be removed): what is on
 	// disk is unknown, so the journal refuses every append until it is
 	// closed and opened again, which reads what is really there; the
-	// records of the append that got it may or may not be there. Failed
-	// reports it to the owner, which should exit so that its supervisor
-	// restarts it.
-	ErrFailed = errors.New("journal: stopped: what is on disk is unknown until the journal is reopened")
+	// records of the append that got it may or may not be there. It is
+	// also matched after a linked record (AppendLinked) was not written:
+	// the owner's state is ahead of the disk, so nothing may follow it;
+	// an error that also matches ErrNotWritten says that its record is
+	// known not to be there. Failed reports it to the owner, which should
+	// exit so that its supervisor restarts it.
+	ErrFailed = errors.New("journal: stopped for good until it is reopened")
 
 	// ErrInvalidRecord is returned by Append for a kind outside the kind
 	// rules (or a reserved kind) or a body beyond the decoding limits.

@@ -85,22 +85,46 @@ var errInjectedUndo = errors.New("injected: removal failed")
 // stop makes the journal refuse every later append with ErrFailed and
 // tells the owner (Failed). Called with mu held.
 func (j *Journal) stop(cause error) {
-	j.err = fmt.Errorf("%w: %s: %w", ErrFailed, j.dir, cause)
+	j.err = fmt.Errorf("%w: %s: what is on disk is unknown: %w", ErrFailed, j.dir, cause)
 	j.log.Error("journal: stopped for good: what is on disk is unknown until the journal is reopened",
 		"dir", j.dir, "err", cause)
 	close(j.failed)
 }
 
-// dropQueued fails every batch queued behind a failed one, unwritten (their
-// records chain on the failed batch's), and rewinds the tail to the durable
-// state so that the next append follows the last durable record. Called
-// with mu held.
-func (j *Journal) dropQueued(cause error) {
+// stopUnwritten stops the journal for good because a linked record
+// (AppendLinked) is not written, and returns the error its appends get:
+// ErrFailed, and ErrNotWritten since the record is known not to be in the
+// log. Called with mu held, before any append of the batch is answered.
+func (j *Journal) stopUnwritten(cause error) error {
+	// Later appends get j.err, which does not match ErrNotWritten or the
+	// cause: they were refused, not tried.
+	j.err = fmt.Errorf("%w: %s: a linked record was not written, so no later record may follow it: %v", ErrFailed, j.dir, cause)
+	j.log.Error("journal: stopped for good: a linked record was not written, and later records build on it; reopen the journal to go on from what is on disk",
+		"dir", j.dir, "err", cause)
+	close(j.failed)
+	if !errors.Is(cause, ErrNotWritten) {
+		cause = &notWritten{cause}
+	}
+	return &linkedLoss{stop: j.err, cause: cause}
+}
+
+// linkedLoss is the error of an append lost with a linked record: the
+// journal's stop (ErrFailed) and the record's own failure (ErrNotWritten
+// and its cause).
+type linkedLoss struct{ stop, cause error }
+
+func (e *linkedLoss) Error() string   { return e.stop.Error() }
+func (e *linkedLoss) Unwrap() []error { return []error{e.stop, e.cause} }
+
+// dropQueued takes every batch queued behind a failed one off the queue
+// (their records chain on the failed batch's, so none can be written) and
+// rewinds the tail to the durable state so that the next append follows
+// the last durable record. It returns them, not yet answered, and whether
+// one holds a linked record. Called with mu held.
+func (j *Journal) dropQueued() (dropped []*batch, linked bool) {
+	dropped = append(dropped, j.queue...)
 	for i, q := range j.queue {
-		q.err = &notWritten{fmt.Errorf("a write before it failed: %w", cause)}
-		q.dropped = true
-		close(q.done)
-		close(q.turn)
+		linked = linked || q.linked
 		j.queue[i] = nil
 	}
 	j.queue = j.queue[:0]
@@ -108,5 +132,16 @@ func (j *Journal) dropQueued(cause error) {
 	j.tailOff, j.tailSegSize = 0, 0
 	if n := len(j.segs); n > 0 {
 		j.tailOff, j.tailSegSize = j.segs[n-1].end, j.segs[n-1].size
+	}
+	return dropped, linked
+}
+
+// answerDropped fails the dropped batches, unwritten, with err.
+func answerDropped(dropped []*batch, err error) {
+	for _, q := range dropped {
+		q.err = err
+		q.dropped = true
+		close(q.done)
+		close(q.turn)
 	}
 }

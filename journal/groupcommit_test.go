@@ -206,8 +206,8 @@ func TestFailedSyncStops(t *testing.T) {
 		}
 	}
 	_, err := j.Append("tick", 4)
-	want := "journal: stopped: what is on disk is unknown until the journal is reopened: " + j.Dir() +
-		": fdatasync " + j.segPath + ": injected EIO"
+	want := "journal: stopped for good until it is reopened: " + j.Dir() +
+		": what is on disk is unknown: fdatasync " + j.segPath + ": injected EIO"
 	if !errors.Is(err, ErrFailed) || err.Error() != want {
 		t.Fatalf("append after the failure:\n got %v\nwant %s", err, want)
 	}

@@ -1,5 +1,12 @@
 package journal
 
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
 // Test hooks. They are nil outside tests; the crash tests set crashHook in a
 // re-executed child to SIGKILL itself at a named point, so that the parent
 // sees exactly what a crash there leaves on disk. Package journal imports
@@ -38,5 +45,25 @@ func faultPoint(point string) error {
 	if faultHook != nil {
 		return faultHook(point)
 	}
+	if point == "sync" && syncFailpointArmed {
+		return errFailpointSync
+	}
 	return nil
 }
+
+// The daemons' own tests run them as child processes and need their
+// journal to fail there, where no test can set faultHook: the environment
+// variable of package internal/failpoint (which journal cannot import),
+// STEWARD_FAILPOINT=journal-fdatasync, makes every batch fdatasync fail
+// with EIO, as a disk that lost a write does. It is read once at start,
+// as failpoint reads it; unset, it costs one boolean test.
+const (
+	failpointEnv          = "STEWARD_FAILPOINT"
+	failpointFdatasync    = "journal-fdatasync"
+	failpointFdatasyncErr = "injected by " + failpointEnv + "=" + failpointFdatasync
+)
+
+var (
+	syncFailpointArmed = os.Getenv(failpointEnv) == failpointFdatasync
+	errFailpointSync   = fmt.Errorf("%w (%s)", unix.EIO, failpointFdatasyncErr)
+)

@@ -151,7 +151,8 @@ func (j *Journal) Head() [32]byte {
 }
 
 // Failed returns a channel closed when the journal stops for good
-// (ErrFailed): a fdatasync failed, so what is on disk is unknown. The owner
+// (ErrFailed): a fdatasync failed, so what is on disk is unknown, or a
+// linked record (AppendLinked) was not written, so no later one may be. The owner
 // should then exit non-zero, so that its supervisor restarts it and it
 // reopens the journal from what is really on disk.
 func (j *Journal) Failed() <-chan struct{} { return j.failed }

@@ -279,7 +279,7 @@ func (j *Journal) bind(config []byte) error {
 		if err != nil {
 			return fmt.Errorf("journal: encode bind record: %w", err)
 		}
-		if _, err := j.submit(kindBind, body, config); err != nil {
+		if _, err := j.submit(kindBind, body, config, nil); err != nil {
 			return err
 		}
 		j.mu.Lock()

@@ -146,9 +146,14 @@
 // `serve` sends READY=1 once the journal is open and every socket is bound,
 // then feeds the unit's watchdog (WATCHDOG_USEC) while the host journal is
 // sound. After a failed fdatasync the journal stops for good (what is on
-// disk is unknown): `serve` shuts down and exits non-zero, so that systemd
-// restarts the host and it reopens the journal from what is on disk; a
-// failed write is undone by the journal and the host goes on. SIGINT or
+// disk is unknown), and so does it when a receipt's record is not written
+// (receipts are journal.AppendLinked records: receipt N+1 is signed on top
+// of N, so none may land after a lost one): `serve` shuts down and exits 1
+// with one line saying so, so that systemd restarts the host and it
+// reopens the journal from what is on disk, where the attempt whose
+// receipt was lost is a reservation without an outcome (uncertain, its
+// charge held once). Any other failed write is undone by the journal and
+// the host goes on. SIGINT or
 // SIGTERM sends STOPPING=1 and shuts down cleanly. CLI takes these hooks
 // with package systemd's signatures; the cmd main passes systemd's.
 package operator

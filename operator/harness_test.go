@@ -264,12 +264,17 @@ type worldOpts struct {
 	perDay         uint64
 	ops            []string
 	noGrant, noApp bool
+	storeIn        string // the store's parent directory (a small tmpfs, say); the world's dir when empty
+	segmentSize    int64  // the host journal's segment size; the journal's default when 0
 }
 
 func newWorld(t testing.TB, o worldOpts) *world {
 	w := &world{dir: shortDir(t)}
 	w.store = filepath.Join(w.dir, "store")
-	pub, err := Init(w.store)
+	if o.storeIn != "" {
+		w.store = filepath.Join(o.storeIn, "store")
+	}
+	pub, err := InitWith(w.store, InitOptions{JournalSegmentSize: o.segmentSize})
 	if err != nil {
 		t.Fatal(err)
 	}

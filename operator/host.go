@@ -147,10 +147,12 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	select {
 	case <-ctx.Done():
 	case <-h.s.j.Failed():
-		// What is on disk is unknown: exit non-zero, so that systemd
-		// restarts the host and it reopens the journal from disk.
-		failed = errors.New("steward-operator: host journal stopped after a failed fdatasync; exiting so that a restart reopens it from disk")
-		log.Error(failed.Error())
+		// A failed fdatasync (what is on disk is unknown) or a receipt
+		// record that was not written (no later receipt may land): exit
+		// non-zero, so that systemd restarts the host and it reopens the
+		// journal from what is really on disk.
+		failed = fmt.Errorf("host journal stopped for good (%s); exiting so that a restart reopens it from disk", h.s.j.Summary().Failure)
+		log.Error("steward-operator: " + failed.Error())
 	}
 	log.Info("steward-operator: shutting down")
 	closeAll()

@@ -43,7 +43,10 @@ type Store struct {
 
 	adminMu sync.Mutex // serializes administrative mutations (check, append, apply)
 	mu      sync.Mutex // guards st
-	st      *state
+	// receiptTurn is held from signing a receipt to its record's place in
+	// the journal (receipt.go), so receipts reach the log in chain order.
+	receiptTurn sync.Mutex
+	st          *state
 	// now is the wall clock: the store's and the daemon's only source of
 	// wall time (ServeOptions.Now sets it; tests inject one). It is read
 	// only through clock, which never lets time run backwards.

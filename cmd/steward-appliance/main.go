@@ -2,7 +2,7 @@
 // application: exact arithmetic, unit conversion, durations and hashes
 // served over HTTP/1.1 on a Unix socket, with a journal of request ids.
 //
-//	steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--log-level info]
+//	steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level info]
 //
 // It only hands its arguments to package appliance, which does the work.
 package main

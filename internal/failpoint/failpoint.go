@@ -15,6 +15,13 @@ import (
 // Env is the environment variable that names the armed failpoint.
 const Env = "STEWARD_FAILPOINT"
 
+// JournalFdatasync is the failpoint, read by package journal itself (which
+// imports nothing of steward's), that makes every batch fdatasync of the
+// process's journals fail with EIO, so that a daemon's test can watch its
+// journal stop for good (journal.ErrFailed) and the daemon exit non-zero.
+// It kills nothing.
+const JournalFdatasync = "journal-fdatasync"
+
 var armed = os.Getenv(Env)
 
 // Hit kills the process with SIGKILL if name is the armed failpoint.
