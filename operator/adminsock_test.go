@@ -45,12 +45,15 @@ func TestKillSwitchPastSilentAdminConnections(t *testing.T) {
 	if err != nil || rep.Purse == nil || !rep.Purse.Frozen {
 		t.Fatalf("purse freeze past %d silent connections: %+v, %v", len(held), rep.Purse, err)
 	}
-	a.Close()
+	// a stays open while b connects: had it closed, whether the server
+	// had freed its slot before b arrived would decide how many silent
+	// connections b's arrival evicts.
 	b := admin(t, w.store)
 	if _, err := b.Do(AdminRequest{Op: OpGrantRevoke, Name: w.grant}); err != nil {
 		t.Fatalf("grant revoke past silent connections: %v", err)
 	}
 	b.Close()
+	a.Close()
 	// Promptly: well inside the handshake bound that would otherwise
 	// have freed the silent connections' slots.
 	if took := time.Since(start); took >= adminIdleTimeout/2 {
