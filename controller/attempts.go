@@ -124,6 +124,15 @@ func (c *Controller) askHost(ctx context.Context, b ledger.Begin) (msg.InspectRe
 // delivery-requested stays uncertain: Resolve refuses it, naming the
 // operator's command.
 func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, error) {
+	return c.resolve(ctx, id, by, true)
+}
+
+// resolve is Resolve; abandon says whether a host that has not seen the
+// attempt ends it abandoned. An agent's call does not: "not seen" is not
+// final (a dispatch may still be on its way into the host's admission),
+// so only an explicit attempts resolve abandons an attempt; every other
+// answer it records is durable on the host.
+func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (Inspection, error) {
 	a, b, ok := c.led.Open(id)
 	if !ok || a.State != msg.StateUncertain {
 		state := stateEnded
@@ -137,6 +146,9 @@ func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, er
 		return Inspection{Attempt: a}, err
 	}
 	ins := inspection(a, ir)
+	if ir.State == msg.StateNotSeen && !abandon {
+		return ins, fmt.Errorf("%w: attempt %s: the host has not seen it; only steward-controller attempts resolve abandons it", ErrNotResolvable, id)
+	}
 	rec, err := c.resolution(b, ir, by)
 	if err != nil {
 		return ins, err
@@ -219,7 +231,7 @@ func (c *Controller) verifyResolutionReceipt(ir msg.InspectResult, b ledger.Begi
 // (an operator resolved it, or the host settled it): true when the attempt
 // is no longer uncertain, so the call is decided afresh.
 func (c *Controller) learnResolution(ctx context.Context, id string) bool {
-	_, err := c.Resolve(ctx, id, "agent call")
+	_, err := c.resolve(ctx, id, "agent call", false)
 	if err == nil {
 		return true
 	}
