@@ -159,6 +159,11 @@ func TestResolveCharge(t *testing.T) {
 // an ordinary receipt, charged once; a second resolution is refused.
 func TestResolveRedeliver(t *testing.T) {
 	w := uncertainWorld(t, 5)
+	// while the host runs, list goes through its admin socket
+	code, out, errs := run("attempts", "list", "--store", w.store)
+	if code != 0 || !strings.HasPrefix(out, "u1\tuncertain\tcontroller ctl\treserved 5\t") {
+		t.Fatalf("list: %d %q %q", code, out, errs)
+	}
 	v := resolveJSON(t, w.store, "u1", "redeliver", "the application was restarted")
 	if v.State != msg.StateDefinite || v.Status != 200 || !strings.Contains(v.BodyText, "42") || *v.Charged != 5 {
 		t.Fatalf("resolve answered %+v", v)
@@ -169,7 +174,7 @@ func TestResolveRedeliver(t *testing.T) {
 	if n := w.app.calls.Load(); n != 1 {
 		t.Fatalf("the application saw %d requests, want 1", n)
 	}
-	code, _, errs := run("attempts", "resolve", "u1", "--redeliver", "--reason", "again", "--store", w.store)
+	code, _, errs = run("attempts", "resolve", "u1", "--redeliver", "--reason", "again", "--store", w.store)
 	if code != ExitRefused || !strings.Contains(errs, "attempt u1 is definite, not uncertain; only an uncertain attempt can be resolved") {
 		t.Fatalf("second resolve: %d %q", code, errs)
 	}
