@@ -161,6 +161,11 @@
 // store) that admits only the daemon's own UID, speaking signed frames (the
 // operator key's Ed25519 half on both sides, roles "operator-admin-client"
 // and "operator-admin"). The same Store methods run in either case.
+// `attempts list|inspect|resolve` go there too while the host runs: a
+// resolution's resolver is the connection's SO_PEERCRED uid ("uid:N"),
+// never what the request says, and a redelivery is the host's own work.
+// With no host, list and inspect read the journal read-only and a release
+// or charge runs on the store directly; a redelivery needs the host.
 //
 // # Under systemd
 //
