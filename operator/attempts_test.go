@@ -441,6 +441,3 @@ func crashUncertain(t *testing.T, w *world, id, fp string) *child {
 	}
 	return c
 }
-
-
-
