@@ -236,7 +236,12 @@ func dialAdminAt(ctx context.Context, dir, path string) (Admin, error) {
 }
 
 func (a *adminClient) Do(req AdminRequest) (AdminReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return a.doWithin(30*time.Second, req)
+}
+
+// doWithin is Do waiting at most d for the daemon's answer.
+func (a *adminClient) doWithin(d time.Duration, req AdminRequest) (AdminReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	env, err := a.cl.Call(ctx, TypeAdmin, req)
 	if err != nil {

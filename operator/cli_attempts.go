@@ -50,8 +50,17 @@ func (c *CLI) attemptsDo(store string, write bool, req AdminRequest) (AdminReply
 		return AdminReply{}, err
 	}
 	defer a.Close()
+	if ac, ok := a.(*adminClient); ok && req.Op == OpAttemptResolve {
+		// A redelivery runs as long as the route's timeouts allow.
+		return ac.doWithin(resolveWait, req)
+	}
 	return a.Do(req)
 }
+
+// resolveWait bounds the wait for the host's answer to a resolution: a
+// redelivery may take the longest connect and response timeouts a route
+// may have, and a margin.
+const resolveWait = (maxConnectMs+maxResponseMs)*time.Millisecond + 30*time.Second
 
 func (c *CLI) cmdAttemptsList(args []string) error {
 	fs, store := flags("attempts list")
