@@ -73,7 +73,9 @@ type AdminReply struct {
 	Grant      *GrantView      `cbor:"grant"`
 	Route      *RouteView      `cbor:"route"`
 	Attempts   []AttemptView   `cbor:"attempts"`
-	Attempt    *AttemptView    `cbor:"attempt"`
+	// AttemptsLeftOff counts the earlier attempts a list left off.
+	AttemptsLeftOff int          `cbor:"attemptsLeftOff"`
+	Attempt         *AttemptView `cbor:"attempt"`
 }
 
 // Admin runs administrative requests: a *Store, or the daemon's admin socket.

@@ -65,9 +65,25 @@ type AttemptView struct {
 	ResolvedBy    string    `json:"resolvedBy,omitempty" cbor:"resolvedBy"`
 }
 
+// MaxListedAttempts bounds what one attempts list shows: the latest ones,
+// so that the answer fits one reply frame of the admin socket (and a CBOR
+// array's bound) however long the host's history is.
+const MaxListedAttempts = 1000
+
 // Attempts lists the attempts the host has reserved, in journal order;
-// with state, only those in it.
-func (s *Store) Attempts(state msg.State) ([]AttemptView, error) {
+// with state, only those in it; at most the latest MaxListedAttempts, and
+// how many earlier ones were left off.
+func (s *Store) Attempts(state msg.State) ([]AttemptView, int, error) {
+	all, err := s.allAttempts(state)
+	if err != nil {
+		return nil, 0, err
+	}
+	left := max(0, len(all)-MaxListedAttempts)
+	return all[left:], left, nil
+}
+
+// allAttempts is every attempt Attempts would list, in journal order.
+func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
 	if state != "" {
 		if err := knownHostState(state); err != nil {
 			return nil, err
@@ -365,11 +381,11 @@ func (s *Store) doAttempt(req AdminRequest) (AdminReply, error) {
 	var rep AdminReply
 	switch req.Op {
 	case OpAttemptList:
-		v, err := s.Attempts(msg.State(req.Name))
+		v, left, err := s.Attempts(msg.State(req.Name))
 		if err != nil {
 			return rep, err
 		}
-		rep.Attempts = v
+		rep.Attempts, rep.AttemptsLeftOff = v, left
 	case OpAttemptInspect:
 		v, err := s.AttemptInspect(req.Name)
 		if err != nil {

@@ -441,3 +441,25 @@ func crashUncertain(t *testing.T, w *world, id, fp string) *child {
 	}
 	return c
 }
+
+// TestAttemptsListBound: a list shows the latest MaxListedAttempts and
+// counts the ones left off (here one past the bound), and what it shows
+// fits the admin socket's reply frame even with long detail lines.
+func TestAttemptsListBound(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 100, price: 5})
+	w.withStore(t, func(s *Store) {
+		for i := 0; i <= MaxListedAttempts; i++ {
+			id := fmt.Sprintf("a%04d", i)
+			s.st.attempts[id] = &attempt{id: id, controller: "ctl", state: msg.StateUncertain, reserveSeq: uint64(i + 1),
+				detail: strings.Repeat("d", 400)}
+		}
+		v, left, err := s.Attempts(msg.StateUncertain)
+		if err != nil || len(v) != MaxListedAttempts || left != 1 || v[0].Attempt != "a0001" || v[len(v)-1].Attempt != fmt.Sprintf("a%04d", MaxListedAttempts) {
+			t.Fatalf("list: %d shown, %d left off, first %s, err %v", len(v), left, v[0].Attempt, err)
+		}
+		b, err := wire.Marshal(AdminReply{Attempts: v, AttemptsLeftOff: left})
+		if err != nil || len(b) > wire.MaxReplyFrame-4096 {
+			t.Fatalf("the list's reply is %d bytes (%v); the reply frame is %d", len(b), err, wire.MaxReplyFrame)
+		}
+	})
+}

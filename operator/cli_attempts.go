@@ -76,6 +76,9 @@ func (c *CLI) cmdAttemptsList(args []string) error {
 	if rep.Attempts == nil {
 		rep.Attempts = []AttemptView{}
 	}
+	if rep.AttemptsLeftOff > 0 {
+		fmt.Fprintf(c.Stderr, "steward-operator attempts list: %d earlier attempts left off: the list shows the latest %d (--state narrows it)\n", rep.AttemptsLeftOff, MaxListedAttempts)
+	}
 	if *asJSON {
 		return c.printJSON(rep.Attempts)
 	}
