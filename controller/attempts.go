@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -25,7 +27,7 @@ type Inspection struct {
 	Status    int       `json:"status,omitempty"`    // the host's recorded answer, when definite
 	ReceiptID string    `json:"receiptId,omitempty"` // hex SHA-256 of the host's signed receipt
 	Detail    string    `json:"detail,omitempty"`    // the host's detail line
-	Resolved  msg.State `json:"resolved,omitempty"`  // set by Resolve: definite, abandoned or released
+	Resolved  msg.State `json:"resolved,omitempty"`  // set by Resolve: definite, abandoned, released or performed
 }
 
 // findAttempt returns an attempt's begin: from the open set, or from the
@@ -113,11 +115,24 @@ func (c *Controller) askHost(ctx context.Context, b ledger.Begin) (msg.InspectRe
 }
 
 // Resolve records what the host says of an uncertain attempt: definite
-// (its answer becomes the replay answer for the requestId), not-seen
-// (abandoned) or not-sent (released). Nothing is released on the host's
-// side and nothing is retried. An attempt the host reports uncertain or
-// delivery-requested stays uncertain: Resolve refuses it.
+// (its answer becomes the replay answer for the requestId: the first
+// delivery's or an operator's redelivery), not-seen (abandoned), not-sent
+// (released), or the host operator's word: released (not performed,
+// nothing charged) or performed (charged, its answer never recorded),
+// each with its verified receipt. Nothing is released on the host's side
+// and nothing is retried. An attempt the host reports uncertain or
+// delivery-requested stays uncertain: Resolve refuses it, naming the
+// operator's command.
 func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, error) {
+	return c.resolve(ctx, id, by, true)
+}
+
+// resolve is Resolve; abandon says whether a host that has not seen the
+// attempt ends it abandoned. An agent's call does not: "not seen" is not
+// final (a dispatch may still be on its way into the host's admission),
+// so only an explicit attempts resolve abandons an attempt; every other
+// answer it records is durable on the host.
+func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (Inspection, error) {
 	a, b, ok := c.led.Open(id)
 	if !ok || a.State != msg.StateUncertain {
 		state := stateEnded
@@ -131,7 +146,29 @@ func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, er
 		return Inspection{Attempt: a}, err
 	}
 	ins := inspection(a, ir)
-	rec := ledger.Resolve{Attempt: id, By: by, Detail: ir.Detail}
+	if ir.State == msg.StateNotSeen && !abandon {
+		return ins, fmt.Errorf("%w: attempt %s: the host has not seen it; only steward-controller attempts resolve abandons it", ErrNotResolvable, id)
+	}
+	rec, err := c.resolution(b, ir, by)
+	if err != nil {
+		return ins, err
+	}
+	seq, err := c.j.Append(ledger.KindResolveV2, rec)
+	if err != nil {
+		return ins, fmt.Errorf("attempt %s: journaling the resolution: %w", id, err)
+	}
+	c.led.Resolved(rec, seq)
+	c.log.Info("attempt resolved", "attempt", id, "state", rec.State, "by", by, "hostResolvedBy", rec.ResolvedBy)
+	ins.Resolved = rec.State
+	return ins, nil
+}
+
+// resolution is the record of what the host reports of uncertain attempt
+// b, or why it cannot be recorded: a receipt that does not verify, or a
+// host that still does not know.
+func (c *Controller) resolution(b ledger.Begin, ir msg.InspectResult, by string) (ledger.ResolveV2, error) {
+	id := b.Attempt
+	rec := ledger.ResolveV2{Attempt: id, By: by, Detail: ir.Detail}
 	switch ir.State {
 	case msg.StateDefinite:
 		rc, err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status)
@@ -140,22 +177,101 @@ func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, er
 		}
 		if err != nil {
 			c.log.Error("RECEIPT REFUSED: the host's record of an uncertain attempt carries a receipt that does not verify", "attempt", id, "err", err)
-			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
+			return rec, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
 		}
 		rec.State, rec.Status, rec.Body, rec.Receipt, rec.Charge = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt, rc.Charge
+	case msg.StateReleased, msg.StatePerformed:
+		rc, err := c.verifyResolutionReceipt(ir, b)
+		if err != nil {
+			c.log.Error("RECEIPT REFUSED: the host operator's resolution carries a receipt that does not verify", "attempt", id, "err", err)
+			return rec, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
+		}
+		rec.State, rec.Receipt, rec.Charge, rec.ResolvedBy, rec.Reason = ir.State, ir.Receipt, rc.Charge, rc.ResolvedBy, rc.Reason
 	case msg.StateNotSeen:
 		rec.State = msg.StateAbandoned
 	case msg.StateNotSent:
 		rec.State = msg.StateReleased
 	default:
-		return ins, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain (the operator resolves it on the host)", ErrNotResolvable, id, ir.State)
+		return rec, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain until the operator resolves it on the host (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", ErrNotResolvable, id, ir.State, id)
 	}
-	seq, err := c.j.Append(ledger.KindResolve, rec)
+	return rec, nil
+}
+
+// verifyResolutionReceipt checks the receipt of an operator's release or
+// settlement on the host: signed by the pinned host key, for this attempt,
+// request and controller, naming the resolution, its resolver and reason,
+// no response, and charging 0 for a release or one of the consent's
+// prices for a settlement.
+func (c *Controller) verifyResolutionReceipt(ir msg.InspectResult, b ledger.Begin) (msg.Receipt, error) {
+	rc, err := msg.VerifyReceipt(ir.Receipt, c.bind.HostRing)
 	if err != nil {
-		return ins, fmt.Errorf("attempt %s: journaling the resolution: %w", id, err)
+		return rc, err
 	}
-	c.led.Resolved(rec, seq)
-	c.log.Info("attempt resolved", "attempt", id, "state", rec.State, "by", by)
-	ins.Resolved = rec.State
-	return ins, nil
+	switch {
+	case rc.Attempt != b.Attempt:
+		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
+	case !bytes.Equal(rc.RequestSHA256, b.RequestSHA256):
+		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
+	case rc.Controller != c.cfg.Name:
+		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
+	case rc.Outcome != ir.State:
+		return rc, fmt.Errorf("receipt outcome %q, the host reports %s", rc.Outcome, ir.State)
+	case rc.ResolvedBy == "" || rc.Reason == "":
+		return rc, fmt.Errorf("receipt of a resolution names no resolver or no reason")
+	case rc.Status != 0 || rc.ResponseSHA256 != nil:
+		return rc, fmt.Errorf("receipt of a resolution names a response")
+	case ir.State == msg.StateReleased && rc.Charge != 0:
+		return rc, fmt.Errorf("receipt of a release charges %d", rc.Charge)
+	}
+	return rc, c.checkReceiptConsent(rc, b)
+}
+
+// learnResolution asks the host about an uncertain attempt that decides a
+// new call's requestId, and journals its resolution when the host has one
+// (an operator resolved it, or the host settled it): true when the attempt
+// is no longer uncertain, so the call is decided afresh.
+func (c *Controller) learnResolution(ctx context.Context, id string) bool {
+	_, err := c.resolve(ctx, id, "agent call", false)
+	if err == nil {
+		return true
+	}
+	if a, _, ok := c.led.Open(id); !ok || a.State != msg.StateUncertain {
+		return true // resolved meanwhile by another call or command
+	}
+	if !errors.Is(err, ErrNotResolvable) {
+		c.log.Warn("could not ask the host about an uncertain attempt", "attempt", id, "err", err)
+	}
+	return false
+}
+
+// CodeReleased is the refusal code of a call whose requestId's attempt the
+// host's operator released: it was not performed and nothing was charged.
+const CodeReleased = "released"
+
+// operatorResolution answers a call whose requestId's attempt the host's
+// operator resolved (the resolve record at seq): after a release, a
+// refusal with the operator's reason, nothing charged; after a charge, a
+// result saying it was performed and charged, its answer never recorded.
+func (c *Controller) operatorResolution(attempt string, seq uint64) *ToolResult {
+	rec, err := readRecord(c.j, seq)
+	var r ledger.ResolveV2
+	if err == nil && rec.Kind != ledger.KindResolveV2 {
+		err = fmt.Errorf("record %d is a %s, not a resolution", seq, rec.Kind)
+	}
+	if err == nil {
+		err = ledger.Decode(rec, &r)
+	}
+	if err != nil {
+		c.log.Error("reading the operator's resolution", "attempt", attempt, "seq", seq, "err", err)
+		return refused(msg.CodeJournal, "the recorded resolution could not be read", attempt)
+	}
+	receipt := hex.EncodeToString(msg.ReceiptHash(r.Receipt))
+	if r.State == msg.StateReleased {
+		t := refused(CodeReleased, "released by the operator: "+r.Reason+"; nothing was charged", attempt)
+		t.ReceiptID = receipt
+		return t
+	}
+	charge := r.Charge
+	return &ToolResult{Outcome: msg.StatePerformed, AttemptID: attempt, ReceiptID: receipt, Charge: &charge,
+		Detail: fmt.Sprintf("performed and charged %d by the operator's word (%s), but its answer was never recorded; the host's receipt says: %s", charge, r.ResolvedBy, r.Reason)}
 }

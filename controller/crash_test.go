@@ -14,9 +14,11 @@ import (
 
 // TestCrashFailpoints kills the controller process (SIGKILL at a named
 // failpoint) after begin, after consent and after the host answered, then
-// restarts it: the attempt is listed uncertain, a new call with the same
-// requestId is refused until it is resolved, inspection shows the host's
-// true state, and resolving it never dispatches or charges twice.
+// restarts it: the attempt is listed uncertain, inspection shows the
+// host's true state, a new call with the same requestId learns an answer
+// the host recorded (and is refused while the host has not seen the
+// attempt, until it is resolved), and resolving it never dispatches or
+// charges twice.
 func TestCrashFailpoints(t *testing.T) {
 	cases := []struct {
 		failpoint string
@@ -68,17 +70,6 @@ func TestCrashFailpoints(t *testing.T) {
 			}
 			id := list[0].ID
 
-			// A new call with the same requestId is refused until resolved.
-			cs2 := s.client(ctx)
-			seq := s.lastSeq()
-			r, res := call(t, ctx, cs2, ToolCall, args)
-			if !res.IsError || r.Refusal == nil || r.Refusal.Code != msg.CodeUncertain {
-				t.Fatalf("same requestId while uncertain: %+v", r)
-			}
-			if s.lastSeq() != seq {
-				t.Fatal("the refused call journaled something")
-			}
-
 			ins, err := InspectAttempt(ctx, s.cfgPath, id, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -86,9 +77,32 @@ func TestCrashFailpoints(t *testing.T) {
 			if ins.HostState != tc.hostState {
 				t.Fatalf("host state %s (%s), want %s", ins.HostState, ins.Detail, tc.hostState)
 			}
-			ins, err = ResolveAttempt(ctx, s.cfgPath, id, nil)
-			if err != nil || ins.Resolved != tc.resolved {
-				t.Fatalf("resolve: %v %+v", err, ins)
+
+			// A new call with the same requestId asks the host: an answer
+			// the host recorded resolves the attempt (journaled) and is
+			// replayed; an attempt the host has not seen is refused until
+			// the controller's attempts resolve abandons it.
+			cs2 := s.client(ctx)
+			seq := s.lastSeq()
+			r, res := call(t, ctx, cs2, ToolCall, args)
+			if tc.hostState == msg.StateNotSeen {
+				if !res.IsError || r.Refusal == nil || r.Refusal.Code != msg.CodeUncertain {
+					t.Fatalf("same requestId while uncertain: %+v", r)
+				}
+				if s.lastSeq() != seq {
+					t.Fatal("the refused call journaled something")
+				}
+				ins, err = ResolveAttempt(ctx, s.cfgPath, id, nil)
+				if err != nil || ins.Resolved != tc.resolved {
+					t.Fatalf("resolve: %v %+v", err, ins)
+				}
+			} else {
+				if res.IsError || !r.Replayed || r.AttemptID != id || r.ReceiptID != ins.ReceiptID {
+					t.Fatalf("same requestId once the host has the answer: %+v", r)
+				}
+				if s.lastSeq() != seq+1 {
+					t.Fatalf("the call learning the host's answer journaled %d records, want its resolution", s.lastSeq()-seq)
+				}
 			}
 			if list, _ := ListAttempts(s.cfgPath); len(list) != 0 {
 				t.Fatalf("still uncertain after resolve: %+v", list)

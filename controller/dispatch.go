@@ -125,7 +125,12 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
 		Principal: p.principal, Day: c.pay.today(now), Deadline: deadline,
 	}
-	if prior, ok := c.led.Begin(b); !ok {
+	prior, ok := c.led.Begin(b)
+	if !ok && prior.State == msg.StateUncertain && c.learnResolution(ctx, prior.Attempt) {
+		// The host knew what became of it: decide the call afresh.
+		prior, ok = c.led.Begin(b)
+	}
+	if !ok {
 		return c.decidedBy(p, prior)
 	}
 	seq, err := c.j.Append(ledger.KindBegin, b)
@@ -168,8 +173,13 @@ func (c *Controller) decidedBy(p *plan, prior ledger.Prior) *ToolResult {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q is in flight with different arguments as attempt %s", p.requestID, prior.Attempt), "")
 		}
 		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q is in flight as attempt %s", p.requestID, prior.Attempt), "")
+	case msg.StateReleased, msg.StatePerformed:
+		if !prior.SameRequest {
+			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
+		}
+		return c.operatorResolution(prior.Attempt, prior.AnswerSeq)
 	default:
-		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: nothing is sent again until the operator resolves it (steward-installer controller-attempt-inspect %s); a new call needs a new requestId", p.requestID, prior.Attempt, prior.Attempt), "")
+		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: nothing is sent again until the operator resolves it on the host (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT); a new call needs a new requestId", p.requestID, prior.Attempt, prior.Attempt), "")
 	}
 }
 
@@ -189,6 +199,11 @@ func (c *Controller) replay(attempt string, seq uint64) *ToolResult {
 		}
 	case ledger.KindResolve:
 		var r ledger.Resolve
+		if err = ledger.Decode(rec, &r); err == nil {
+			t = answer(r.Attempt, r.Status, r.Body, r.Receipt, r.Charge)
+		}
+	case ledger.KindResolveV2:
+		var r ledger.ResolveV2
 		if err = ledger.Decode(rec, &r); err == nil {
 			t = answer(r.Attempt, r.Status, r.Body, r.Receipt, r.Charge)
 		}

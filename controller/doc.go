@@ -69,10 +69,18 @@
 // For oracle_call, the requestId of an application decides: the same
 // request hash with a definite earlier answer replays it (nothing
 // dispatched or charged, replayed: true); a different hash is a conflict;
-// an uncertain earlier attempt refuses until it is resolved with
-// `steward-controller attempts resolve`. A refused, not-sent, abandoned or
-// released earlier attempt never reached the application: a new attempt
-// may be made. Nothing is retried automatically.
+// an uncertain earlier attempt makes the call ask the host (inspect):
+// what the host holds durably (an answer, not-sent, or its operator's
+// release or charge with `steward-operator attempts resolve`) is journaled
+// as the attempt's resolution (resolve.v2) and decides the call; a host
+// that still reports it uncertain, or has not seen it, refuses the call
+// until it is resolved (`steward-controller attempts resolve` abandons one
+// the host never saw). After the operator's release the requestId answers
+// "released by the operator: REASON; nothing was charged"; after the
+// operator's charge, that it was performed and charged with its answer
+// never recorded. A refused, not-sent or abandoned earlier attempt never
+// reached the application: a new attempt may be made. Nothing is retried
+// automatically.
 //
 // # Sockets
 //

@@ -91,8 +91,7 @@ func runControllerConfig(ctx context.Context, c *call, o options) int {
 	}
 	rebind := bound != nil && *bound != target
 	if rebind && len(open) > 0 {
-		return c.failf("%d unresolved attempt(s) (%s) would block the enrollment this config needs, so it is not installed: resolve them first (sudo steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT)",
-			len(open), attemptIDs(open))
+		return c.failf("%d unresolved attempt(s) (%s) would block the enrollment this config needs, so it is not installed: %s", len(open), attemptIDs(open), resolveHint(open))
 	}
 	changed, err := replaceFile(c.env.Controller.Config, raw, configMode)
 	if err != nil {
@@ -162,6 +161,15 @@ func journalState(dir string) (*[32]byte, []ledger.Attempt, error) {
 	}
 	b := j.Binding()
 	return &b, open, nil
+}
+
+// resolveHint says how the unresolved attempts open are resolved, naming
+// the first: the controller records what the host says of it, and while
+// the host still says uncertain its operator decides on the host.
+func resolveHint(open []ledger.Attempt) string {
+	id := open[0].ID
+	return fmt.Sprintf("resolve them first: sudo steward-installer controller-attempt-resolve %s records what the host says of it; "+
+		"while the host reports it uncertain, its operator resolves it there first (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", id, id)
 }
 
 // attemptIDs lists at most eight attempt ids for a message.

@@ -177,7 +177,7 @@ func TestControllerConfigRefusedWhileUncertain(t *testing.T) {
 	}
 	j.Close()
 	code, out, errs := run(t, f.env, "controller-config", writeOperatorFile(t, "config.json", f.configBytes(t, 4242)))
-	if code != ExitFail || out != "" || errs != "steward-installer controller-config: 1 unresolved attempt(s) (a1b2) would block the enrollment this config needs, so it is not installed: resolve them first (sudo steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT)\n" {
+	if code != ExitFail || out != "" || errs != "steward-installer controller-config: 1 unresolved attempt(s) (a1b2) would block the enrollment this config needs, so it is not installed: resolve them first: sudo steward-installer controller-attempt-resolve a1b2 records what the host says of it; while the host reports it uncertain, its operator resolves it there first (steward-operator attempts resolve a1b2 --redeliver|--release|--charge --reason TEXT)\n" {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	if got, err := os.ReadFile(f.config); err != nil || !bytes.Equal(got, b) {

@@ -180,8 +180,7 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 		return c.failf("the controller's journal %s: %v", dir, err)
 	}
 	if len(open) > 0 {
-		return c.failf("%d unresolved attempt(s) block enrollment (%s): resolve them first (sudo steward-installer controller-attempt-inspect|controller-attempt-resolve ATTEMPT)",
-			len(open), attemptIDs(open))
+		return c.failf("%d unresolved attempt(s) block enrollment (%s): %s", len(open), attemptIDs(open), resolveHint(open))
 	}
 	failpoint.Hit("installer-enroll-before-rebind")
 	seq, err := j.Rebind(canon)

@@ -32,6 +32,11 @@ const (
 	OpGrantIssue    = "grant-issue"
 	OpGrantRevoke   = "grant-revoke"
 	OpRouteRegister = "route-register"
+	// The attempt operations (attempts.go): Name is the state filter of a
+	// list and the attempt of an inspect; a resolve carries Resolve.
+	OpAttemptList    = "attempt-list"
+	OpAttemptInspect = "attempt-inspect"
+	OpAttemptResolve = "attempt-resolve"
 )
 
 // AdminRequest is one administrative mutation, run by Store.Do directly or
@@ -45,6 +50,8 @@ type AdminRequest struct {
 	Keys   []byte        `cbor:"keys"`
 	Grant  *AdminGrant   `cbor:"grant"`
 	Route  *RouteRequest `cbor:"route"`
+	// Resolve is an attempt resolve's decision.
+	Resolve *ResolveRequest `cbor:"resolve"`
 }
 
 // AdminGrant is a GrantSpec with times in unix ms (for CBOR).
@@ -65,6 +72,10 @@ type AdminReply struct {
 	Purse      *PurseView      `cbor:"purse"`
 	Grant      *GrantView      `cbor:"grant"`
 	Route      *RouteView      `cbor:"route"`
+	Attempts   []AttemptView   `cbor:"attempts"`
+	// AttemptsLeftOff counts the earlier attempts a list left off.
+	AttemptsLeftOff int          `cbor:"attemptsLeftOff"`
+	Attempt         *AttemptView `cbor:"attempt"`
 }
 
 // Admin runs administrative requests: a *Store, or the daemon's admin socket.
@@ -126,6 +137,8 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 			return rep, err
 		}
 		rep.Route = &v
+	case OpAttemptList, OpAttemptInspect, OpAttemptResolve:
+		return s.doAttempt(req)
 	default:
 		return rep, refusedf("unknown admin operation %q", req.Op)
 	}
@@ -179,7 +192,7 @@ func (h *Host) adminHandler() wire.Handler {
 		if err := req.Decode(&ar); err != nil {
 			return msg.TypeRefused, msg.Refusal{Code: codeRefusedInput, Reason: err.Error()}
 		}
-		rep, err := h.s.Do(ar)
+		rep, err := h.doAdmin(ctx, ar)
 		if err != nil {
 			code := msg.CodeInternal
 			if errors.Is(err, ErrRefused) {
@@ -225,7 +238,12 @@ func dialAdminAt(ctx context.Context, dir, path string) (Admin, error) {
 }
 
 func (a *adminClient) Do(req AdminRequest) (AdminReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return a.doWithin(30*time.Second, req)
+}
+
+// doWithin is Do waiting at most d for the daemon's answer.
+func (a *adminClient) doWithin(d time.Duration, req AdminRequest) (AdminReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	env, err := a.cl.Call(ctx, TypeAdmin, req)
 	if err != nil {

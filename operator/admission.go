@@ -192,14 +192,21 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	p.holds -= adm.charge
 	p.charged += adm.charge
 	s.st.ledger++
-	rec := recReserve{
+	rec := recReserveV2{
 		Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
 		Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
 		Consent: consent, Day: adm.day, Ledger: s.st.ledger,
+		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body,
 	}
 	adm.a.state = msg.StateDeliveryRequested
 	s.mu.Unlock()
-	if _, err := s.append(kindReserve, rec); err != nil {
+	seq, err := s.append(kindReserveV2, rec)
+	if err == nil {
+		s.mu.Lock()
+		adm.a.reserveSeq = seq
+		s.mu.Unlock()
+	}
+	if err != nil {
 		s.mu.Lock()
 		p.charged -= adm.charge
 		s.st.unuse(adm)
@@ -235,12 +242,16 @@ func (s *Store) commitNotSent(adm *admission, detail string) error {
 // was recorded. It keeps its reservation. The record only adds the detail;
 // a reserve without an outcome is uncertain after a restart anyway.
 func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger) {
+	// The state turns uncertain only once the record is appended (or
+	// failed): an operator may resolve an uncertain attempt, and the
+	// resolve record must follow this one in the journal.
+	_, err := s.append(kindUncertain, recUncertain{Attempt: adm.a.id, Detail: detail})
+	if err != nil {
+		log.Error("steward-operator: uncertain record", "attempt", adm.a.id, "err", err)
+	}
 	s.mu.Lock()
 	adm.a.state, adm.a.detail = msg.StateUncertain, detail
 	s.mu.Unlock()
-	if _, err := s.append(kindUncertain, recUncertain{Attempt: adm.a.id, Detail: detail}); err != nil {
-		log.Error("steward-operator: uncertain record", "attempt", adm.a.id, "err", err)
-	}
 }
 
 // commitOutcome signs the receipt (chained to the last one) and journals it
@@ -294,9 +305,12 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
 	}
-	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.detail}
+	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.inspectDetail()}
 	seq := a.outcomeSeq
 	s.mu.Unlock()
+	if res.State == msg.StateReleased || res.State == msg.StatePerformed {
+		return s.inspectResolved(res, seq)
+	}
 	if res.State != msg.StateDefinite {
 		return res, nil
 	}

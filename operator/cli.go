@@ -44,24 +44,27 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"init":            {"init --store DIR", (*CLI).cmdInit},
-		"serve":           {"serve --store DIR", (*CLI).cmdServe},
-		"controller add":  {"controller add NAME --uid UID --keys FILE --store DIR", (*CLI).cmdControllerAdd},
-		"controller list": {"controller list --store DIR [--json]", (*CLI).cmdControllerList},
-		"purse fund":      {"purse fund NAME AMOUNT --store DIR", (*CLI).cmdPurseFund},
-		"purse show":      {"purse show NAME --store DIR [--json]", (*CLI).cmdPurseShow},
-		"purse freeze":    {"purse freeze NAME --store DIR", (*CLI).cmdPurseFreeze},
-		"purse thaw":      {"purse thaw NAME --store DIR", (*CLI).cmdPurseThaw},
-		"grant issue":     {"grant issue --controller C --application A [--operations PATTERN]... --price N [--discovery-price N] --per-day N --not-after TIME --store DIR", (*CLI).cmdGrantIssue},
-		"grant revoke":    {"grant revoke ID --store DIR", (*CLI).cmdGrantRevoke},
-		"grant list":      {"grant list --store DIR [--json]", (*CLI).cmdGrantList},
-		"route register":  {"route register ROUTE APP REQUEST.json --store DIR", (*CLI).cmdRouteRegister},
-		"route list":      {"route list --store DIR [--json]", (*CLI).cmdRouteList},
-		"route show":      {"route show ROUTE --store DIR [--json]", (*CLI).cmdRouteShow},
-		"bundle build":    {"bundle build CONTROLLER --out FILE --store DIR [--host-uid UID]", (*CLI).cmdBundleBuild},
-		"receipts verify": {"receipts verify (--store DIR [--from SEQ] | --file FILE --host-key FILE [--controller-keys FILE [--controller NAME]]) [--json]", (*CLI).cmdReceiptsVerify},
-		"receipts export": {"receipts export --store DIR --out FILE", (*CLI).cmdReceiptsExport},
-		"journal inspect": {"journal inspect --store DIR [--json]", (*CLI).cmdJournalInspect},
+		"init":             {"init --store DIR", (*CLI).cmdInit},
+		"serve":            {"serve --store DIR", (*CLI).cmdServe},
+		"controller add":   {"controller add NAME --uid UID --keys FILE --store DIR", (*CLI).cmdControllerAdd},
+		"controller list":  {"controller list --store DIR [--json]", (*CLI).cmdControllerList},
+		"purse fund":       {"purse fund NAME AMOUNT --store DIR", (*CLI).cmdPurseFund},
+		"purse show":       {"purse show NAME --store DIR [--json]", (*CLI).cmdPurseShow},
+		"purse freeze":     {"purse freeze NAME --store DIR", (*CLI).cmdPurseFreeze},
+		"purse thaw":       {"purse thaw NAME --store DIR", (*CLI).cmdPurseThaw},
+		"grant issue":      {"grant issue --controller C --application A [--operations PATTERN]... --price N [--discovery-price N] --per-day N --not-after TIME --store DIR", (*CLI).cmdGrantIssue},
+		"grant revoke":     {"grant revoke ID --store DIR", (*CLI).cmdGrantRevoke},
+		"grant list":       {"grant list --store DIR [--json]", (*CLI).cmdGrantList},
+		"route register":   {"route register ROUTE APP REQUEST.json --store DIR", (*CLI).cmdRouteRegister},
+		"route list":       {"route list --store DIR [--json]", (*CLI).cmdRouteList},
+		"route show":       {"route show ROUTE --store DIR [--json]", (*CLI).cmdRouteShow},
+		"bundle build":     {"bundle build CONTROLLER --out FILE --store DIR [--host-uid UID]", (*CLI).cmdBundleBuild},
+		"receipts verify":  {"receipts verify (--store DIR [--from SEQ] | --file FILE --host-key FILE [--controller-keys FILE [--controller NAME]]) [--json]", (*CLI).cmdReceiptsVerify},
+		"receipts export":  {"receipts export --store DIR --out FILE", (*CLI).cmdReceiptsExport},
+		"journal inspect":  {"journal inspect --store DIR [--json]", (*CLI).cmdJournalInspect},
+		"attempts list":    {"attempts list --store DIR [--state S] [--json]", (*CLI).cmdAttemptsList},
+		"attempts inspect": {"attempts inspect ID --store DIR [--json]", (*CLI).cmdAttemptsInspect},
+		"attempts resolve": {"attempts resolve ID (--redeliver|--release|--charge) --reason TEXT --store DIR [--json]", (*CLI).cmdAttemptsResolve},
 	}
 }
 
@@ -107,7 +110,7 @@ func (c *CLI) usage(cmds map[string]command) {
 	fmt.Fprintln(c.Stderr, "usage: steward-operator COMMAND [flags]; commands:")
 	for _, n := range []string{"init", "serve", "controller add", "controller list", "purse fund", "purse show", "purse freeze", "purse thaw",
 		"grant issue", "grant revoke", "grant list", "route register", "route list", "route show", "bundle build",
-		"receipts verify", "receipts export", "journal inspect"} {
+		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }

@@ -38,6 +38,13 @@
 //	                 per attempt and never repeated. consent is the payer's
 //	                 signed msg.Consent (nil for a free request); day is the
 //	                 UTC day number (unix ms / 86,400,000) the daily count uses.
+//	reserve.v2      {attempt, controller, grant, application, operation, kind,
+//	                 requestSha256, charge, consent, day, ledger, method, path, body}
+//	                 what hosts write now: reserve's fields and the exact request
+//	                 (method, path, body: at most the invocation bound), which must
+//	                 hash to requestSha256, so that an operator can redeliver the
+//	                 attempt. A first-version reserve reads as one with no request:
+//	                 such an attempt can be released or charged, not redelivered.
 //	not-sent        {attempt, detail, ledger}    delivery failed before the
 //	                 first byte was written: the reservation is released.
 //	uncertain       {attempt, detail}            delivery failed after the first
@@ -50,6 +57,18 @@
 //	                 receipt share one fdatasync).
 //	checkpoint      {checkpoint, seq}            signed msg.Checkpoint over the
 //	                 durable receipt chain head (seq: the receipt it covers).
+//	redeliver       {attempt, by, reason}        an operator's redelivery of an
+//	                 uncertain attempt (`attempts resolve --redeliver`), one per
+//	                 command, journaled before its first byte is sent; by is the
+//	                 admin peer's account ("uid:N", from SO_PEERCRED). Its outcome
+//	                 is an outcome record (or an uncertain one), as for a first
+//	                 delivery: no second reservation, no second charge.
+//	resolve         {attempt, state, by, reason, receipt, receiptSeq, ledger}
+//	                 an operator's word on an uncertain attempt, with its signed
+//	                 version 2 receipt: state "released" (not performed: the
+//	                 reservation is released, charge 0; ledger numbers the
+//	                 release) or "performed" (performed, no answer recorded: the
+//	                 reservation is settled and charged).
 //
 // The receipt chain is in receipt Seq order, which is signing order; journal
 // order may differ within a group-commit batch. A checkpoint covers a head
@@ -77,9 +96,13 @@
 //	not-seen            no reserve record
 //	delivery-requested  reserve record durable, delivery in progress now
 //	not-sent            not-sent record
-//	definite            outcome record (status, body and receipt answered)
+//	definite            outcome record (status, body and receipt answered),
+//	                    also after an operator's redelivery (the detail names who)
 //	uncertain           reserve with an uncertain record, or with neither an
-//	                    outcome nor a not-sent record after a restart
+//	                    outcome nor a not-sent record after a restart: only an
+//	                    operator resolves it (steward-operator attempts resolve)
+//	released            resolve record: the operator stated it was not performed
+//	performed           resolve record: the operator stated it was performed
 //
 // # Failpoints (internal/failpoint) and the state each leaves
 //
@@ -95,6 +118,12 @@
 //	host-after-outcome    the outcome record is durable, the dispatch not
 //	                      answered: definite, with the
 //	                      recorded status, body and receipt; charged once.
+//	host-after-redeliver-record  an operator's redeliver record is durable,
+//	                      nothing sent again: the attempt is still uncertain,
+//	                      charged once; the operator may redeliver again.
+//	host-after-resolve    the resolve record is durable, the command not
+//	                      answered: released (charge given back once) or
+//	                      performed (charged once), with its receipt.
 //
 // # Delivery
 //
@@ -140,6 +169,11 @@
 // store) that admits only the daemon's own UID, speaking signed frames (the
 // operator key's Ed25519 half on both sides, roles "operator-admin-client"
 // and "operator-admin"). The same Store methods run in either case.
+// `attempts list|inspect|resolve` go there too while the host runs: a
+// resolution's resolver is the connection's SO_PEERCRED uid ("uid:N"),
+// never what the request says, and a redelivery is the host's own work.
+// With no host, list and inspect read the journal read-only and a release
+// or charge runs on the store directly; a redelivery needs the host.
 //
 // # Under systemd
 //

@@ -269,7 +269,7 @@ func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler
 				return
 			}
 			pc.Proven()
-			err = wire.ServeIdle(ctx, ch, hd, idle)
+			err = wire.ServeIdle(withPeer(ctx, pc.Cred), ch, hd, idle)
 			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 				h.log.Info("steward-operator: closed a channel idle past its bound", "socket", cfg.Path, "uid", pc.Cred.UID, "idle", idle)
 				return

@@ -54,11 +54,14 @@ var hostRecords = []recordKind{
 	hostRecord(kindGrantIssue, (*replayer).grantIssue, nil),
 	hostRecord(kindGrantRevoke, (*replayer).grantRevoke, nil),
 	hostRecord(kindRouteRegister, (*replayer).routeRegister, nil),
-	hostRecord(kindReserve, (*replayer).reserve, (*journalAudit).reserve),
+	hostRecord(kindReserve, (*replayer).reserveV1, (*journalAudit).reserve),
+	hostRecord(kindReserveV2, (*replayer).reserveV2, (*journalAudit).reserveV2),
 	hostRecord(kindNotSent, (*replayer).notSent, (*journalAudit).notSent),
 	hostRecord(kindUncertain, (*replayer).uncertain, (*journalAudit).uncertain),
 	hostRecord(kindOutcome, (*replayer).outcome, (*journalAudit).outcome),
 	hostRecord(kindCheckpoint, (*replayer).checkpoint, (*journalAudit).checkpoint),
+	hostRecord(kindRedeliver, (*replayer).redeliver, (*journalAudit).redeliver),
+	hostRecord(kindResolve, (*replayer).resolve, (*journalAudit).resolve),
 }
 
 // recordKind is one entry of hostRecords. Its handlers take the body that

@@ -112,8 +112,16 @@ type attempt struct {
 	charge     uint64
 	day        int64
 	state      msg.State // or stateAdmitting before anything is durable
-	outcomeSeq uint64    // journal seq of the outcome record, when definite
+	outcomeSeq uint64    // journal seq of the outcome record, when definite, or of the resolve record
 	detail     string
+	// reserveSeq is the journal seq of the attempt's reserve record, which
+	// holds the request bytes a redelivery sends (read back from the
+	// journal, never kept in memory). resolving marks an operator's
+	// resolution under way; resolution is the line a redelivery adds to
+	// inspect (see attempts.go).
+	reserveSeq uint64
+	resolving  bool
+	resolution string
 }
 
 // stateAdmitting marks an attempt being admitted: nothing durable yet, so

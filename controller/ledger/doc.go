@@ -20,6 +20,10 @@
 //	begin       Begin: journaled before anything of a call is sent
 //	result      Result: the dispatch's outcome, with the host's receipt
 //	resolve     Resolve: an uncertain attempt settled from the host's word
+//	            (first version, still read)
+//	resolve.v2  ResolveV2: the same, with the host operator's resolution
+//	            (released or performed on the host: who and why), which
+//	            answers the attempt's requestId from then on
 //	fg-submit   FgSubmit: a foreground request accepted
 //	fg-result   FgResult: its result, kept until acknowledged
 //	fg-ack      FgAck: the result forgotten

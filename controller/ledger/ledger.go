@@ -28,7 +28,7 @@ type Attempt struct {
 // application requestId, when it decides a new call (see Begin).
 type Prior struct {
 	Attempt     string
-	State       msg.State // StateDefinite, StatePending or StateUncertain
+	State       msg.State // StateDefinite, StatePending, StateUncertain, or the operator's StateReleased or StatePerformed
 	SameRequest bool      // the same request hash as the new call
 	AnswerSeq   uint64    // the record holding the definite answer
 }
@@ -70,7 +70,10 @@ type reqEntry struct {
 	attempt   string
 	sha       [32]byte
 	state     msg.State
-	answerSeq uint64 // the record (result or resolve) holding the definite answer
+	answerSeq uint64 // the record (result or resolve) holding the definite answer, or the operator's resolution
+	// byOperator: the host's operator resolved it (released or performed),
+	// and the record at answerSeq says so to every later call.
+	byOperator bool
 }
 
 // New returns an empty ledger.
@@ -131,8 +134,13 @@ func (l *Ledger) apply(r journal.Record) error {
 		if err := Decode(r, &res); err != nil {
 			return err
 		}
-		l.count(res.Attempt, res.Charge)
-		l.end(res.Attempt, res.State, "resolved by "+res.By, r.Seq)
+		l.resolved(res.upgrade(), r.Seq)
+	case KindResolveV2:
+		var res ResolveV2
+		if err := Decode(r, &res); err != nil {
+			return err
+		}
+		l.resolved(res, r.Seq)
 	case KindFgSubmit:
 		var s FgSubmit
 		if err := Decode(r, &s); err != nil {
@@ -245,17 +253,18 @@ func (l *Ledger) end(id string, state msg.State, detail string, seq uint64) {
 
 // Begin registers b, about to be journaled by this process, unless the
 // latest earlier attempt with the same application requestId decides the
-// call instead: definite (replay it, or a conflict), pending (in flight) or
-// uncertain (refused until resolved). Then it returns that attempt and
-// false, and registers nothing. An attempt that ended refused, not-sent,
-// abandoned or released reached no application: a new one may begin.
+// call instead: definite (replay it, or a conflict), pending (in flight),
+// uncertain (refused until resolved), or resolved by the host's operator
+// (released or performed: answered from the resolution). Then it returns
+// that attempt and false, and registers nothing. An attempt that ended
+// refused, not-sent, abandoned or released by the host's not-sent record
+// reached no application: a new one may begin.
 func (l *Ledger) Begin(b Begin) (Prior, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if b.RequestID != "" {
 		if q := l.byReq[reqKey{b.Application, b.RequestID}]; q != nil {
-			switch q.state {
-			case msg.StateDefinite, msg.StatePending, msg.StateUncertain:
+			if q.state == msg.StateDefinite || q.state == msg.StatePending || q.state == msg.StateUncertain || q.byOperator {
 				return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), AnswerSeq: q.answerSeq}, false
 			}
 		}
@@ -312,10 +321,25 @@ func (l *Ledger) Unfinished(id, detail string) {
 }
 
 // Resolved applies a journaled resolution at seq.
-func (l *Ledger) Resolved(r Resolve, seq uint64) {
+func (l *Ledger) Resolved(r ResolveV2, seq uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.resolved(r, seq)
+}
+
+// resolved applies a resolution; l.mu is held. A resolution the host's
+// operator decided answers the requestId from its record, as a definite
+// answer does.
+func (l *Ledger) resolved(r ResolveV2, seq uint64) {
+	l.count(r.Attempt, r.Charge)
+	e := l.open[r.Attempt]
 	l.end(r.Attempt, r.State, "resolved by "+r.By, seq)
+	if e == nil || e.begin.RequestID == "" || !r.ByOperator() {
+		return
+	}
+	if q := l.byReq[reqKey{e.begin.Application, e.begin.RequestID}]; q != nil && q.attempt == r.Attempt {
+		q.answerSeq, q.byOperator = seq, true
+	}
 }
 
 // Open returns an attempt that has not ended, with its begin.
@@ -404,6 +428,14 @@ func Receipts(j *journal.Journal) (map[string][]byte, map[string][]byte, error) 
 			}
 		case KindResolve:
 			var res Resolve
+			if err := Decode(r, &res); err != nil {
+				return err
+			}
+			if res.Receipt != nil {
+				recorded[res.Attempt] = res.Receipt
+			}
+		case KindResolveV2:
+			var res ResolveV2
 			if err := Decode(r, &res); err != nil {
 				return err
 			}

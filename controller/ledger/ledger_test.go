@@ -55,7 +55,7 @@ func TestBeginDecides(t *testing.T) {
 	if u := l.UncertainAttempts(); len(u) != 1 || u[0].ID != "a7" || u[0].Detail != "the result could not be journaled" {
 		t.Fatalf("uncertain %+v", u)
 	}
-	l.Resolved(Resolve{Attempt: "a7", State: msg.StateAbandoned, By: "test"}, 9)
+	l.Resolved(ResolveV2{Attempt: "a7", State: msg.StateAbandoned, By: "test"}, 9)
 	if _, ok := l.Begin(begin("a9", "r2", "x")); !ok {
 		t.Fatal("an abandoned attempt blocks its requestId")
 	}
@@ -200,3 +200,61 @@ func TestSpending(t *testing.T) {
 		t.Fatalf("after a refusal: %v", err)
 	}
 }
+
+// TestOperatorResolutionAnswers: an attempt the host's operator released
+// or charged answers its requestId from the resolve.v2 record from then
+// on, after a replay too; a first-version resolve still reads, and the
+// host's own release (not sent) frees the requestId.
+func TestOperatorResolutionAnswers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: []byte(`{}`), SegmentSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	records := []struct {
+		kind string
+		body any
+	}{
+		{KindBegin, begin("rel", "r-rel", "x")},
+		{KindResolveV2, ResolveV2{Attempt: "rel", State: msg.StateReleased, By: "cli", ResolvedBy: "uid:7", Reason: "never ran"}},
+		{KindBegin, begin("perf", "r-perf", "x")},
+		{KindResolveV2, ResolveV2{Attempt: "perf", State: msg.StatePerformed, By: "cli", ResolvedBy: "uid:7", Reason: "ran", Charge: 5}},
+		{KindBegin, begin("ns", "r-ns", "x")},
+		{KindResolveV2, ResolveV2{Attempt: "ns", State: msg.StateReleased, By: "cli"}},
+		{KindBegin, begin("old", "r-old", "x")},
+		{KindResolve, Resolve{Attempt: "old", State: msg.StateDefinite, By: "cli", Status: 200}},
+	}
+	seqs := map[string]uint64{}
+	for _, r := range records {
+		seq, err := j.Append(r.kind, r.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.kind != KindBegin {
+			seqs[r.body.(interface{ attempt() string }).attempt()] = seq
+		}
+	}
+	l := New()
+	if err := l.Replay(j); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id, req string
+		state   msg.State
+	}{{"rel", "r-rel", msg.StateReleased}, {"perf", "r-perf", msg.StatePerformed}, {"old", "r-old", msg.StateDefinite}} {
+		p, ok := l.Begin(begin("new-"+tc.id, tc.req, "x"))
+		if ok || p.Attempt != tc.id || p.State != tc.state || p.AnswerSeq != seqs[tc.id] || !p.SameRequest {
+			t.Errorf("%s: %+v %v; want decided by %s at %d", tc.id, p, ok, tc.state, seqs[tc.id])
+		}
+	}
+	if _, ok := l.Begin(begin("new-ns", "r-ns", "x")); !ok {
+		t.Error("a release the host recorded (not sent) still blocks its requestId")
+	}
+	if len(l.UncertainAttempts()) != 0 {
+		t.Errorf("uncertain after the resolutions: %+v", l.UncertainAttempts())
+	}
+}
+
+func (r ResolveV2) attempt() string { return r.Attempt }
+func (r Resolve) attempt() string   { return r.Attempt }

@@ -16,12 +16,15 @@ const (
 
 // Record kinds of the controller journal (see the package doc).
 const (
-	KindBegin    = "begin"
-	KindResult   = "result"
-	KindResolve  = "resolve"
-	KindFgSubmit = "fg-submit"
-	KindFgResult = "fg-result"
-	KindFgAck    = "fg-ack"
+	KindBegin   = "begin"
+	KindResult  = "result"
+	KindResolve = "resolve"
+	// KindResolveV2 is what the controller writes now (ResolveV2); resolve
+	// records of the first version still read.
+	KindResolveV2 = "resolve.v2"
+	KindFgSubmit  = "fg-submit"
+	KindFgResult  = "fg-result"
+	KindFgAck     = "fg-ack"
 )
 
 // Begin is journaled before anything of a call is sent. Method, Path and
@@ -102,6 +105,36 @@ type Resolve struct {
 	Detail  string    `cbor:"detail"`
 	Charge  uint64    `cbor:"charge,omitempty"` // the verified receipt's charge
 }
+
+// ResolveV2 is Resolve with the operator's resolution on the host: a
+// record's new fields make a new kind, since bodies decode strictly.
+// State is also msg.StateReleased with ResolvedBy set (the operator stated
+// it was not performed: the requestId answers a refusal, nothing charged)
+// or msg.StatePerformed (the operator stated it was performed: charged,
+// its answer never recorded). ResolvedBy and Reason are the receipt's:
+// who resolved it on the host ("uid:N") and why.
+type ResolveV2 struct {
+	Attempt    string    `cbor:"attempt"`
+	State      msg.State `cbor:"state"`
+	By         string    `cbor:"by"`
+	Status     int       `cbor:"status"`
+	Body       []byte    `cbor:"body"`
+	Receipt    []byte    `cbor:"receipt"`
+	Detail     string    `cbor:"detail"`
+	Charge     uint64    `cbor:"charge,omitempty"`
+	ResolvedBy string    `cbor:"resolvedBy,omitempty"`
+	Reason     string    `cbor:"reason,omitempty"`
+}
+
+// upgrade reads a first-version resolve as a ResolveV2.
+func (r *Resolve) upgrade() ResolveV2 {
+	return ResolveV2{Attempt: r.Attempt, State: r.State, By: r.By, Status: r.Status, Body: r.Body,
+		Receipt: r.Receipt, Detail: r.Detail, Charge: r.Charge}
+}
+
+// ByOperator reports a resolution the host's operator decided (released or
+// performed on the host), which answers the attempt's requestId from then on.
+func (r *ResolveV2) ByOperator() bool { return r.ResolvedBy != "" && r.State != msg.StateDefinite }
 
 // FgSubmit is journaled when a foreground request is accepted.
 type FgSubmit struct {

@@ -1,0 +1,406 @@
+package operator
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Failpoints of an operator's resolution (see doc.go for the state each
+// leaves).
+const (
+	FailAfterRedeliverRecord = "host-after-redeliver-record"
+	FailAfterResolve         = "host-after-resolve"
+)
+
+// MaxResolveReason bounds the reason an operator gives for a resolution:
+// one line, at most this many bytes of UTF-8. It goes into a signed
+// receipt and reaches the agent.
+const MaxResolveReason = 200
+
+// The resolutions an operator may choose for an uncertain attempt.
+const (
+	ResolveRedeliver = "redeliver" // send the attempt's exact request again
+	ResolveRelease   = "release"   // it was not performed: release, charge 0
+	ResolveCharge    = "charge"    // it was performed, no answer known: settle
+)
+
+// ResolveRequest is an operator's decision on one uncertain attempt.
+type ResolveRequest struct {
+	Attempt string `cbor:"attempt"`
+	Action  string `cbor:"action"` // ResolveRedeliver, ResolveRelease or ResolveCharge
+	Reason  string `cbor:"reason"`
+	// By is who resolved it, "uid:N". On the admin socket the host sets it
+	// from the peer's SO_PEERCRED, whatever the request said; a command
+	// that opened the store itself names its own uid.
+	By string `cbor:"by"`
+}
+
+// AttemptView is one attempt as `steward-operator attempts` shows it. The
+// fields after Detail are filled by inspect (and after a resolution).
+type AttemptView struct {
+	Attempt    string    `json:"attempt" cbor:"attempt"`
+	Controller string    `json:"controller" cbor:"controller"`
+	State      msg.State `json:"state" cbor:"state"`
+	Reserved   uint64    `json:"reserved" cbor:"reserved"` // the reservation's charge
+	Detail     string    `json:"detail,omitempty" cbor:"detail"`
+
+	Application   string    `json:"application,omitempty" cbor:"application"`
+	Operation     string    `json:"operation,omitempty" cbor:"operation"`
+	Kind          string    `json:"kind,omitempty" cbor:"kind"`
+	Redeliverable bool      `json:"redeliverable" cbor:"redeliverable"` // the reservation kept its request bytes
+	Status        int       `json:"status,omitempty" cbor:"status"`
+	BodyText      string    `json:"bodyText,omitempty" cbor:"bodyText"` // the recorded answer, when UTF-8
+	ReceiptID     string    `json:"receiptId,omitempty" cbor:"receiptId"`
+	Outcome       msg.State `json:"outcome,omitempty" cbor:"outcome"` // the receipt's
+	Charged       *uint64   `json:"charged,omitempty" cbor:"charged"` // the receipt's charge
+	Reason        string    `json:"reason,omitempty" cbor:"reason"`   // the receipt's
+	ResolvedBy    string    `json:"resolvedBy,omitempty" cbor:"resolvedBy"`
+}
+
+// MaxListedAttempts bounds what one attempts list shows: the latest ones,
+// so that the answer fits one reply frame of the admin socket (and a CBOR
+// array's bound) however long the host's history is.
+const MaxListedAttempts = 1000
+
+// Attempts lists the attempts the host has reserved, in journal order;
+// with state, only those in it; at most the latest MaxListedAttempts, and
+// how many earlier ones were left off.
+func (s *Store) Attempts(state msg.State) ([]AttemptView, int, error) {
+	all, err := s.allAttempts(state)
+	if err != nil {
+		return nil, 0, err
+	}
+	left := max(0, len(all)-MaxListedAttempts)
+	return all[left:], left, nil
+}
+
+// allAttempts is every attempt Attempts would list, in journal order.
+func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
+	if state != "" {
+		if err := knownHostState(state); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []AttemptView{}
+	for _, a := range s.st.attempts {
+		if a.state == stateAdmitting || state != "" && a.state != state {
+			continue
+		}
+		out = append(out, AttemptView{Attempt: a.id, Controller: a.controller, State: a.state, Reserved: a.charge, Detail: a.inspectDetail()})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return s.st.attempts[out[i].Attempt].reserveSeq < s.st.attempts[out[j].Attempt].reserveSeq
+	})
+	return out, nil
+}
+
+// knownHostState refuses a state the host never gives an attempt.
+func knownHostState(st msg.State) error {
+	switch st {
+	case msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed:
+		return nil
+	}
+	return refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
+		msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed)
+}
+
+// AttemptInspect shows one attempt: what Inspect answers its controller,
+// with the reservation's application, operation and kind, and the receipt.
+func (s *Store) AttemptInspect(id string) (AttemptView, error) {
+	s.mu.Lock()
+	a, ok := s.st.attempts[id]
+	if !ok || a.state == stateAdmitting {
+		s.mu.Unlock()
+		return AttemptView{}, refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
+	}
+	v := AttemptView{Attempt: a.id, Controller: a.controller, Reserved: a.charge}
+	seq := a.reserveSeq
+	s.mu.Unlock()
+	ir, err := s.Inspect(v.Controller, id)
+	if err != nil {
+		return AttemptView{}, err
+	}
+	rr, err := s.readReserve(id, seq)
+	if err != nil {
+		return AttemptView{}, err
+	}
+	v.State, v.Detail, v.Status = ir.State, ir.Detail, ir.Status
+	v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.hasRequest()
+	if utf8.Valid(ir.Body) {
+		v.BodyText = string(ir.Body)
+	}
+	if ir.Receipt != nil {
+		v.ReceiptID = hex.EncodeToString(msg.ReceiptHash(ir.Receipt))
+		rc, err := msg.VerifyReceipt(ir.Receipt, s.hostRing)
+		if err != nil {
+			return AttemptView{}, fmt.Errorf("attempt %s: its receipt: %w", id, err)
+		}
+		charged := rc.Charge
+		v.Outcome, v.Charged, v.Reason, v.ResolvedBy = rc.Outcome, &charged, rc.Reason, rc.ResolvedBy
+		if rc.Outcome == "" {
+			v.Outcome = msg.StateDefinite // a version 1 receipt
+		}
+	}
+	return v, nil
+}
+
+// inspectDetail is the detail line inspect answers: after a redelivery,
+// who redelivered it and why.
+func (a *attempt) inspectDetail() string {
+	switch {
+	case a.resolution == "":
+		return a.detail
+	case a.state == msg.StateDefinite:
+		return a.resolution
+	default:
+		return a.detail + " (" + a.resolution + ")"
+	}
+}
+
+// redeliveredLine and resolvedLine are the detail lines of a resolution.
+func redeliveredLine(by, reason string) string { return "redelivered by " + by + ": " + reason }
+
+func resolvedLine(state msg.State, by, reason string) string {
+	if state == msg.StateReleased {
+		return "released by the operator (" + by + "): " + reason + "; nothing was charged"
+	}
+	return "performed by the operator's word (" + by + "): " + reason + "; charged, and its answer was never recorded"
+}
+
+// inspectResolved completes an inspect of an attempt the operator
+// released or charged: the receipt of its resolve record at seq.
+func (s *Store) inspectResolved(res msg.InspectResult, seq uint64) (msg.InspectResult, error) {
+	var rec recResolve
+	if err := s.readRecord(seq, kindResolve, res.Attempt, &rec); err != nil {
+		return msg.InspectResult{}, err
+	}
+	res.Receipt = rec.Receipt
+	return res, nil
+}
+
+// readRecord decodes the journal record at seq, which must be of kind
+// and for attempt id, into v.
+func (s *Store) readRecord(seq uint64, kind, id string, v any) error {
+	err := s.j.Iterate(seq, func(r journal.Record) error {
+		if r.Kind != kind {
+			return fmt.Errorf("journal record %d is %s, not the %s of attempt %s", r.Seq, r.Kind, kind, id)
+		}
+		if err := decode(r, v); err != nil {
+			return err
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	return nil
+}
+
+// readReserve reads an attempt's reservation from the journal, as a
+// reserve.v2 (a first-version one without its request).
+func (s *Store) readReserve(id string, seq uint64) (*recReserveV2, error) {
+	var found *recReserveV2
+	err := s.j.Iterate(seq, func(r journal.Record) error {
+		switch r.Kind {
+		case kindReserveV2:
+			var b recReserveV2
+			if err := decode(r, &b); err != nil {
+				return err
+			}
+			found = &b
+		case kindReserve:
+			var b recReserve
+			if err := decode(r, &b); err != nil {
+				return err
+			}
+			found = b.upgrade()
+		default:
+			return fmt.Errorf("journal record %d is %s, not the reservation of attempt %s", r.Seq, r.Kind, id)
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	if found == nil || found.Attempt != id {
+		return nil, fmt.Errorf("journal record %d is not the reservation of attempt %s", seq, id)
+	}
+	return found, nil
+}
+
+// checkResolveRequest refuses a request no resolution may take: an
+// unknown action, no resolver, or a reason that is empty, longer than
+// MaxResolveReason or not one line of UTF-8.
+func checkResolveRequest(req ResolveRequest) error {
+	switch req.Action {
+	case ResolveRedeliver, ResolveRelease, ResolveCharge:
+	default:
+		return refusedf("resolve: %q is none of %s, %s or %s", trunc(req.Action, 40), ResolveRedeliver, ResolveRelease, ResolveCharge)
+	}
+	if !strings.HasPrefix(req.By, "uid:") {
+		return refusedf("resolve: the resolver %q is not an account (uid:N)", trunc(req.By, 40))
+	}
+	switch {
+	case req.Reason == "":
+		return refusedf("resolve: --reason is required: say why the attempt is resolved so")
+	case len(req.Reason) > MaxResolveReason:
+		return refusedf("resolve: --reason of %d bytes: the bound is %d", len(req.Reason), MaxResolveReason)
+	case !utf8.ValidString(req.Reason):
+		return refusedf("resolve: --reason is not UTF-8")
+	case strings.ContainsFunc(req.Reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return refusedf("resolve: --reason must be one line with no control characters")
+	}
+	return validAttemptID(req.Attempt)
+}
+
+// beginResolve checks that attempt req.Attempt can be resolved and marks
+// its resolution under way; endResolve clears the mark. Only an uncertain
+// attempt can be resolved (an attempt found delivery-requested at start
+// is uncertain after replay); anything else is refused with its state.
+func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
+	if err := checkResolveRequest(req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.st.attempts[req.Attempt]
+	switch {
+	case !ok || a.state == stateAdmitting:
+		return nil, refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
+	case a.resolving:
+		return nil, refusedf("attempt %s: another resolution of it is under way", req.Attempt)
+	case a.state == msg.StateDeliveryRequested:
+		return nil, refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
+	case a.state != msg.StateUncertain:
+		return nil, refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.state)
+	}
+	a.resolving = true
+	return a, nil
+}
+
+func (s *Store) endResolve(a *attempt) {
+	s.mu.Lock()
+	a.resolving = false
+	s.mu.Unlock()
+}
+
+// SettleAttempt resolves an uncertain attempt by the operator's word, with
+// a signed receipt in the one record that ends it: --release (not
+// performed: the reservation and its daily count are released, charge 0)
+// or --charge (performed, no answer recorded: the reservation is settled).
+// A redelivery needs the running host (Host.redeliver).
+func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
+	if req.Action == ResolveRedeliver {
+		return AttemptView{}, refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", trunc(req.Attempt, maxAttemptID))
+	}
+	a, err := s.beginResolve(req)
+	if err != nil {
+		return AttemptView{}, err
+	}
+	defer s.endResolve(a)
+	s.mu.Lock()
+	seq := a.reserveSeq
+	s.mu.Unlock()
+	rr, err := s.readReserve(a.id, seq)
+	if err != nil {
+		return AttemptView{}, err
+	}
+	if err := s.commitResolve(a, rr, req); err != nil {
+		return AttemptView{}, err
+	}
+	failpoint.Hit(FailAfterResolve)
+	return s.AttemptInspect(a.id)
+}
+
+// commitResolve signs the resolution's receipt and journals it with the
+// resolution in one record (s.signReceiptLocked, s.appendReceipt,
+// s.receiptDurable); a release is a balance change, applied in memory
+// before its append and undone if the append fails.
+func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) error {
+	state, charge := msg.StatePerformed, a.charge
+	reason := "no response was recorded; the operator states it was performed: " + req.Reason
+	if req.Action == ResolveRelease {
+		state, charge, reason = msg.StateReleased, 0, req.Reason
+	}
+	s.mu.Lock()
+	st := s.st
+	c := st.controllers[a.controller]
+	g := st.grants[a.grant]
+	counted := g != nil && g.day == a.day && g.count > 0
+	if state == msg.StateReleased {
+		st.release(a)
+		st.ledger++
+	}
+	undo := func() {
+		if state == msg.StateReleased {
+			c.purse.charged += a.charge
+			if counted {
+				g.count++
+			}
+		}
+	}
+	r := msg.Receipt{
+		Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
+		RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
+		Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
+	}
+	signed, rseq, head, err := s.signReceiptLocked(r)
+	if err != nil {
+		undo()
+		s.mu.Unlock()
+		return err
+	}
+	rec := recResolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: rseq, Ledger: st.ledger}
+	s.mu.Unlock()
+	jseq, err := s.appendReceipt(kindResolve, rec)
+	if err != nil {
+		s.mu.Lock()
+		undo()
+		s.mu.Unlock()
+		return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.id, err)
+	}
+	s.mu.Lock()
+	a.state, a.outcomeSeq, a.detail = state, jseq, resolvedLine(state, req.By, req.Reason)
+	s.mu.Unlock()
+	s.receiptDurable(rseq, head)
+	return nil
+}
+
+// doAttempt runs the attempt operations of Store.Do.
+func (s *Store) doAttempt(req AdminRequest) (AdminReply, error) {
+	var rep AdminReply
+	switch req.Op {
+	case OpAttemptList:
+		v, left, err := s.Attempts(msg.State(req.Name))
+		if err != nil {
+			return rep, err
+		}
+		rep.Attempts, rep.AttemptsLeftOff = v, left
+	case OpAttemptInspect:
+		v, err := s.AttemptInspect(req.Name)
+		if err != nil {
+			return rep, err
+		}
+		rep.Attempt = &v
+	default:
+		if req.Resolve == nil {
+			return rep, refusedf("attempt resolve without a request")
+		}
+		v, err := s.SettleAttempt(*req.Resolve)
+		if err != nil {
+			return rep, err
+		}
+		rep.Attempt = &v
+	}
+	return rep, nil
+}

@@ -1,0 +1,145 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// peerKey carries an admin connection's SO_PEERCRED in its handlers' context.
+type peerKey struct{}
+
+// withPeer returns ctx carrying the kernel's word on the connection's peer.
+func withPeer(ctx context.Context, pc wire.PeerCred) context.Context {
+	return context.WithValue(ctx, peerKey{}, pc)
+}
+
+// peerOf returns the peer withPeer put in ctx.
+func peerOf(ctx context.Context) (wire.PeerCred, bool) {
+	pc, ok := ctx.Value(peerKey{}).(wire.PeerCred)
+	return pc, ok
+}
+
+// doAdmin runs one admin socket request. A resolution names its resolver
+// from the connection's SO_PEERCRED, never from the request, and a
+// redelivery is the host's own work (it delivers to the application).
+func (h *Host) doAdmin(ctx context.Context, ar AdminRequest) (AdminReply, error) {
+	if ar.Resolve != nil {
+		pc, ok := peerOf(ctx)
+		if !ok {
+			return AdminReply{}, fmt.Errorf("the admin connection has no peer credentials")
+		}
+		ar.Resolve.By = fmt.Sprintf("uid:%d", pc.UID)
+		if ar.Op == OpAttemptResolve && ar.Resolve.Action == ResolveRedeliver {
+			v, err := h.redeliver(*ar.Resolve)
+			if err != nil {
+				return AdminReply{}, err
+			}
+			return AdminReply{Attempt: &v}, nil
+		}
+	}
+	return h.s.Do(ar)
+}
+
+// redeliver sends an uncertain attempt's exact request bytes to its
+// application again, under the same attempt: no second reservation, no
+// second charge. One redeliver record is journaled before the send (who
+// and why), then the outcome and its receipt are journaled as for a first
+// delivery (commitOutcome). A failure leaves the attempt uncertain, its
+// reservation held: nothing is released automatically. The operator may
+// redeliver after the dispatch's deadline: it is an explicit decision.
+func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
+	if !h.enter() {
+		return AttemptView{}, refusedf("the host is shutting down; nothing was sent")
+	}
+	defer h.leave()
+	s := h.s
+	a, err := s.beginResolve(req)
+	if err != nil {
+		return AttemptView{}, err
+	}
+	defer s.endResolve(a)
+	rt, adm, c, consent, err := s.redeliveryOf(a)
+	if err != nil {
+		return AttemptView{}, err
+	}
+	if _, err := s.append(kindRedeliver, recRedeliver{Attempt: a.id, By: req.By, Reason: req.Reason}); err != nil {
+		return AttemptView{}, fmt.Errorf("attempt %s: journaling the redelivery: %w; nothing was sent", a.id, err)
+	}
+	s.mu.Lock()
+	a.resolution = redeliveredLine(req.By, req.Reason)
+	s.mu.Unlock()
+	failpoint.Hit(FailAfterRedeliverRecord)
+
+	var dl delivered
+	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
+		dl = deliverFiltered(&rt, c.list, &adm.grant)
+	} else {
+		dl = deliver(&rt, c.req)
+	}
+	if !dl.sent || dl.err != "" {
+		why := dl.err
+		if !dl.sent {
+			why = dl.detail + ", nothing was sent this time"
+		}
+		h.log.Warn("steward-operator: redelivery failed; the attempt stays uncertain", "attempt", a.id, "upstream", rt.Upstream, "err", dl.cause)
+		s.commitUncertain(adm, "the operator's redelivery failed: "+why, h.log)
+		return AttemptView{}, fmt.Errorf("attempt %s: the redelivery failed (%s); it stays uncertain and keeps its reservation", a.id, why)
+	}
+	if _, err := s.commitOutcome(adm, c, consent, dl.status, dl.body); err != nil {
+		h.log.Error("steward-operator: outcome record of a redelivery", "attempt", a.id, "err", err)
+		s.commitUncertain(adm, "the application answered the redelivery but the host could not journal the outcome", h.log)
+		return AttemptView{}, fmt.Errorf("attempt %s: the application answered the redelivery but the host could not journal it: %w; it stays uncertain", a.id, err)
+	}
+	h.log.Info("steward-operator: attempt redelivered", "attempt", a.id, "by", req.By, "status", dl.status)
+	return s.AttemptInspect(a.id)
+}
+
+// redeliveryOf rebuilds what delivering attempt a again needs from its
+// reservation: the route now selected for its application and controller,
+// the checked dispatch of its kept request (which must still be the one
+// canonical request under that route, with the reserved hash), and an
+// admission holding the reservation as it stands, for commitOutcome.
+func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedDispatch, []byte, error) {
+	var rt msg.RouteRecord
+	s.mu.Lock()
+	seq := a.reserveSeq
+	s.mu.Unlock()
+	rr, err := s.readReserve(a.id, seq)
+	if err != nil {
+		return rt, nil, nil, nil, err
+	}
+	if !rr.hasRequest() {
+		return rt, nil, nil, nil, refusedf("attempt %s was reserved by a host that did not keep request bytes (a first-version reserve record): it can be released or charged (--release, --charge), not redelivered", a.id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	found := false
+	for _, name := range st.routeOrder {
+		if sel := st.routes[name].selected(); sel.rec.Application == rr.Application && sel.rec.Controller == rr.Controller {
+			rt, found = sel.rec, true
+			break
+		}
+	}
+	if !found {
+		return rt, nil, nil, nil, refusedf("attempt %s: no selected route delivers to application %s for controller %s: it can be released or charged, not redelivered", a.id, rr.Application, rr.Controller)
+	}
+	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body})
+	if err == nil && !bytes.Equal(c.sha[:], rr.RequestSHA256) {
+		err = fmt.Errorf("it does not hash to the reserved request")
+	}
+	if err != nil {
+		return rt, nil, nil, nil, refusedf("attempt %s: its request does not fit route %s as now selected (%v): it can be released or charged, not redelivered", a.id, rt.Route, err)
+	}
+	ctrl, g := st.controllers[a.controller], st.grants[a.grant]
+	if ctrl == nil || g == nil {
+		return rt, nil, nil, nil, fmt.Errorf("attempt %s: its controller or grant is not in the store", a.id)
+	}
+	adm := &admission{a: a, ctrl: ctrl, g: g, grant: g.g, charge: a.charge, day: a.day}
+	return rt, adm, c, rr.Consent, nil
+}
