@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/wire"
@@ -77,9 +78,9 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 
 	var dl delivered
 	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
-		dl = deliverFiltered(&rt, c.list, &adm.grant)
+		dl = deliverFiltered(&rt, c.list, &adm.grant, time.Time{}) // no deadline: the operator's explicit decision
 	} else {
-		dl = deliver(&rt, c.req)
+		dl = deliver(&rt, c.req, time.Time{})
 	}
 	if !dl.sent || dl.err != "" {
 		why := dl.err
