@@ -17,7 +17,7 @@ import (
 
 // isAnswer reports whether status is the application's success (2xx):
 // the only status charged the answer price.
-func isAnswer(status int) bool { return status >= 200 && status < 300 }
+func isAnswer(status int) bool { return msg.IsAnswer(status) }
 
 // refusalPrice is what an answer other than 2xx costs under adm: the
 // grant's refusal price, never above the reservation (a discovery
@@ -37,12 +37,7 @@ func (adm *admission) settlement(status int) (uint64, string) {
 
 // priceApplied names the price a receipt charging charge applied: which,
 // or none when nothing is charged.
-func priceApplied(charge uint64, which string) string {
-	if charge == 0 {
-		return msg.PriceNone
-	}
-	return which
-}
+func priceApplied(charge uint64, which string) string { return msg.PriceFor(charge, which) }
 
 // receiptOf is the receipt of admission adm for dispatch d, before the
 // end's own fields and the chain's are filled in.

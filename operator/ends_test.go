@@ -234,7 +234,9 @@ func TestReceiptTermsFaults(t *testing.T) {
 	}{
 		{"a 4xx at the answer price", func(r *msg.Receipt) { r.Status = 422 },
 			`receipt 4 (file entry 4): a 422 answer charging 10 applies the "answer" price, not "refusal"`},
-		{"a refusal that charges", func(r *msg.Receipt) { r.Outcome, r.Reason, r.ResponseSHA256 = msg.StateRefused, "refused before consent: x", nil },
+		{"a refusal that charges", func(r *msg.Receipt) {
+			r.Outcome, r.Reason, r.ResponseSHA256 = msg.StateRefused, "refused before consent: x", nil
+		},
 			`receipt 4 (file entry 4): a receipt of refused charges 10 at the "answer" price: it charges nothing`},
 		{"a not-sent with no reason", func(r *msg.Receipt) { r.Outcome, r.Charge, r.PriceApplied = msg.StateNotSent, 0, msg.PriceNone },
 			`receipt 4 (file entry 4): a receipt of not-sent names no reason`},

@@ -379,73 +379,13 @@ func checkReceiptConsent(r msg.Receipt, dispatch *wire.Keyring, usedBy map[strin
 	return nil
 }
 
-// checkReceiptTerms checks that a receipt's own fields agree: a version
-// 2 receipt names an outcome; an answer (definite) charges at the answer
-// price for a 2xx status and at the refusal price for any other, and
-// names the price it applied; every other end names its reason, and a
-// refusal, a release before sending or an operator's release charges
-// nothing. A version 1 receipt names none of this (it was written only for
-// answers, charging the reservation or nothing).
-func checkReceiptTerms(r msg.Receipt) error {
-	if r.V == 0 {
-		if r.Outcome != "" || r.PriceApplied != "" || r.Reason != "" {
-			return fmt.Errorf("a version 1 receipt names version 2 fields")
-		}
-		return nil
-	}
-	if r.V != msg.ReceiptV2 {
-		return fmt.Errorf("receipt version %d is not one this build reads", r.V)
-	}
-	switch r.Outcome {
-	case msg.StateDefinite:
-		which := msg.PriceRefusal
-		if isAnswer(r.Status) {
-			which = msg.PriceAnswer
-		}
-		if want := priceApplied(r.Charge, which); r.PriceApplied != want {
-			return fmt.Errorf("a %d answer charging %d applies the %q price, not %q", r.Status, r.Charge, r.PriceApplied, want)
-		}
-		return nil
-	case msg.StatePerformed:
-		if want := priceApplied(r.Charge, msg.PriceAnswer); r.PriceApplied != want {
-			return fmt.Errorf("a request performed with no answer charging %d applies the %q price, not %q", r.Charge, r.PriceApplied, want)
-		}
-	case msg.StateRefused, msg.StateNotSent, msg.StateReleased:
-		if r.Charge != 0 || r.PriceApplied != msg.PriceNone {
-			return fmt.Errorf("a receipt of %s charges %d at the %q price: it charges nothing", r.Outcome, r.Charge, r.PriceApplied)
-		}
-	default:
-		return fmt.Errorf("a receipt names the outcome %q, not one of a receipt", r.Outcome)
-	}
-	if r.Reason == "" {
-		return fmt.Errorf("a receipt of %s names no reason", r.Outcome)
-	}
-	return nil
-}
+// checkReceiptTerms checks that a receipt's own fields agree
+// (msg.Receipt.CheckTerms).
+func checkReceiptTerms(r msg.Receipt) error { return r.CheckTerms() }
 
 // checkConsentTerms checks a receipt's charge against its payer consent
-// c: a version 2 receipt charges exactly the price it says it applied
-// (the consent's answer price, its refusal price, or nothing); a version 1
-// receipt at most the consent's answer price.
-func checkConsentTerms(r msg.Receipt, c msg.Consent) error {
-	if r.V == 0 {
-		if r.Charge > c.Charge {
-			return fmt.Errorf("charges %d, more than the %d its payer consent allows", r.Charge, c.Charge)
-		}
-		return nil
-	}
-	var want uint64
-	switch r.PriceApplied {
-	case msg.PriceAnswer:
-		want = c.Charge
-	case msg.PriceRefusal:
-		want = c.RefusalPrice
-	}
-	if r.Charge != want || !c.Allows(r.Charge) {
-		return fmt.Errorf("charges %d at the %q price; its payer consent allows %d for an answer and %d for a refusal", r.Charge, r.PriceApplied, c.Charge, c.RefusalPrice)
-	}
-	return nil
-}
+// (msg.Receipt.CheckCharge).
+func checkConsentTerms(r msg.Receipt, c msg.Consent) error { return r.CheckCharge(c) }
 
 // consentClaim is what a receipt or a reservation says its consent agreed to.
 type consentClaim struct {
