@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -96,5 +97,69 @@ func TestAppRefusalNotCharged(t *testing.T) {
 	s.stop()
 	if p := s.purse(); p.Charged != 0 || p.Balance != 100 {
 		t.Fatalf("purse %+v", p)
+	}
+}
+
+// TestGrantAllowsRefusalPrice: the controller consents only to the
+// refusal price of the grant the host cites, never above the price the
+// call reserves (a discovery's), one off either way refused.
+func TestGrantAllowsRefusalPrice(t *testing.T) {
+	now := time.Now()
+	g := msg.Grant{Controller: "dev", Application: "appliance", Price: 5, DiscoveryPrice: 1, RefusalPrice: 3,
+		NotBefore: now.Add(-time.Minute).UnixMilli(), NotAfter: now.Add(time.Hour).UnixMilli()}
+	invoke := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", Kind: msg.KindInvoke}
+	list := ledger.Begin{Attempt: "a1", Application: "appliance", Kind: msg.KindList}
+	for _, tc := range []struct {
+		b              ledger.Begin
+		charge, refuse uint64
+		want           string
+	}{
+		{invoke, 5, 3, ""},
+		{invoke, 5, 2, "the reserve for attempt a1 asks 5 credits (refusal 2), the grant it cites prices it at 5 (refusal 3)"},
+		{invoke, 5, 4, "the reserve for attempt a1 asks 5 credits (refusal 4), the grant it cites prices it at 5 (refusal 3)"},
+		{list, 1, 1, ""},
+		{list, 1, 3, "the reserve for attempt a1 asks 1 credits (refusal 3), the grant it cites prices it at 1 (refusal 1)"},
+	} {
+		r := msg.Reserve{Attempt: "a1", Controller: "dev", Charge: tc.charge, RefusalPrice: tc.refuse}
+		ref := grantAllows(g, r, tc.b, now)
+		if got := ""; ref != nil {
+			got = ref.Reason
+			if got != tc.want {
+				t.Errorf("%s %d/%d: %q, want %q", tc.b.Kind, tc.charge, tc.refuse, got, tc.want)
+			}
+		} else if tc.want != "" {
+			t.Errorf("%s %d/%d: consented, want %q", tc.b.Kind, tc.charge, tc.refuse, tc.want)
+		}
+	}
+}
+
+// TestReceiptSays: a receipt must say the outcome the host's answer
+// says, with terms that hold; a version 1 receipt only for an answer.
+func TestReceiptSays(t *testing.T) {
+	refusedRc := msg.Receipt{V: msg.ReceiptV2, Seq: 4, Outcome: msg.StateRefused, Reason: "the payer refused: x", PriceApplied: msg.PriceNone}
+	for _, tc := range []struct {
+		rc   msg.Receipt
+		want msg.State
+		err  string
+	}{
+		{refusedRc, msg.StateRefused, ""},
+		{refusedRc, msg.StateNotSent, "receipt 4 says refused, the host's answer says not-sent"},
+		{refusedRc, msg.StateDefinite, "receipt 4 says refused, the host's answer says definite"},
+		{msg.Receipt{Seq: 4, Status: 200, Charge: 5}, msg.StateDefinite, ""},
+		{msg.Receipt{Seq: 4}, msg.StateRefused, "receipt 4 says definite, the host's answer says refused"},
+		{msg.Receipt{V: msg.ReceiptV2, Seq: 4, Outcome: msg.StateDefinite, Status: 404, Charge: 5, PriceApplied: msg.PriceAnswer}, msg.StateDefinite,
+			`receipt 4: a 404 answer charging 5 applies the "answer" price, not "refusal"`},
+		{msg.Receipt{V: msg.ReceiptV2, Seq: 4, Outcome: msg.StateRefused, Charge: 5, Reason: "x", PriceApplied: msg.PriceAnswer}, msg.StateRefused,
+			`receipt 4: a receipt of refused charges 5 at the "answer" price: it charges nothing`},
+	} {
+		err := receiptSays(tc.rc, tc.want)
+		if got := ""; err != nil {
+			got = err.Error()
+			if got != tc.err {
+				t.Errorf("%+v as %s: %q, want %q", tc.rc, tc.want, got, tc.err)
+			}
+		} else if tc.err != "" {
+			t.Errorf("%+v as %s: passed, want %q", tc.rc, tc.want, tc.err)
+		}
 	}
 }
