@@ -145,8 +145,16 @@ func (c *Controller) Resolve(ctx context.Context, id, by string) (Inspection, er
 		rec.State, rec.Status, rec.Body, rec.Receipt, rec.Charge = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt, rc.Charge
 	case msg.StateNotSeen:
 		rec.State = msg.StateAbandoned
-	case msg.StateNotSent:
+	case msg.StateRefused, msg.StateNotSent:
+		// Ended after admission with nothing charged; a host of version 2
+		// receipts shows the receipt, checked like one in a dispatch answer.
+		if rec.Receipt, err = c.checkInspectedEnd(b, ir); err != nil {
+			return ins, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
+		}
 		rec.State = msg.StateReleased
+		if ir.State == msg.StateRefused {
+			rec.State = msg.StateAbandoned
+		}
 	default:
 		return ins, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain (the operator resolves it on the host)", ErrNotResolvable, id, ir.State)
 	}

@@ -69,3 +69,25 @@ func (c *Controller) verifyEndReceipt(signed []byte, attempt string, reqSHA []by
 	}
 	return rc, nil
 }
+
+// checkInspectedEnd checks the receipt, when there is one, of an attempt
+// the host reports refused or not-sent (inspect): as one in a dispatch
+// answer, for b's attempt, request and principal. It returns the receipt
+// to journal with the resolution (nil for a host that signs none).
+func (c *Controller) checkInspectedEnd(b ledger.Begin, ir msg.InspectResult) ([]byte, error) {
+	if ir.Receipt == nil {
+		return nil, nil
+	}
+	rc, err := c.verifyEndReceipt(ir.Receipt, b.Attempt, b.RequestSHA256)
+	if err == nil {
+		err = receiptSays(rc, ir.State)
+	}
+	if err == nil {
+		err = c.checkReceiptConsent(rc, b)
+	}
+	if err != nil {
+		c.log.Error("RECEIPT REFUSED: the host's record of an uncertain attempt carries a receipt that does not verify", "attempt", b.Attempt, "err", err)
+		return nil, err
+	}
+	return ir.Receipt, nil
+}

@@ -2,10 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/wire/msg"
@@ -161,5 +165,59 @@ func TestReceiptSays(t *testing.T) {
 		} else if tc.err != "" {
 			t.Errorf("%+v as %s: passed, want %q", tc.rc, tc.want, tc.err)
 		}
+	}
+}
+
+// TestResolveRefusedAfterAdmission: the controller dies after the host
+// refused an admitted call (the payer refused); after the restart the
+// host reports it refused, with its receipt, and resolving it abandons
+// the attempt with that receipt journaled: nothing charged, and compare
+// matches the receipt.
+func TestResolveRefusedAfterAdmission(t *testing.T) {
+	s := newStack(t, stackOpts{price: 7, funded: 100, edit: payerPolicy(map[string]any{"maxPerCall": 5, "perDay": 100})})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	child := s.startChild("STEWARD_FAILPOINT=" + FailAfterAnswer)
+	cs := s.client(ctx)
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: callArgs("ref-1", map[string]any{"text": "x"})})
+		callErr <- err
+	}()
+	select {
+	case err := <-child.done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("controller exit: %v, want SIGKILL", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the controller did not reach the failpoint")
+	}
+	<-callErr
+	s.startController()
+	list, err := ListAttempts(s.cfgPath)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("attempts list: %+v %v", list, err)
+	}
+	ins, err := ResolveAttempt(ctx, s.cfgPath, list[0].ID, nil)
+	if err != nil || ins.HostState != msg.StateRefused || ins.Resolved != msg.StateAbandoned || ins.ReceiptID == "" {
+		t.Fatalf("resolve: %v %+v", err, ins)
+	}
+	s.stopController()
+	s.stop()
+	if p := s.purse(); p.Charged != 0 {
+		t.Fatalf("purse %+v", p)
+	}
+	st, err := operator.OpenReadOnly(s.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, err := st.ExportReceipts()
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := CompareReceipts(s.cfgPath, export); err != nil || len(c.Findings) != 0 || c.Matched != 1 {
+		t.Fatalf("compare: %+v %v", c, err)
 	}
 }
