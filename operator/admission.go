@@ -119,20 +119,7 @@ func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint6
 	return nil
 }
 
-// drop undoes an admission that never reached the journal.
-func (s *Store) drop(adm *admission) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropLocked(adm)
-}
-
-// dropLocked is drop with s.mu held.
-func (s *Store) dropLocked(adm *admission) {
-	adm.ctrl.purse.holds -= adm.charge
-	s.st.unuse(adm)
-	delete(s.st.attempts, adm.a.id)
-}
-
+// unuse gives back the daily count an admission took, on its day.
 func (st *state) unuse(adm *admission) {
 	if adm.g.day == adm.day && adm.g.count > 0 {
 		adm.g.count--
