@@ -1,8 +1,11 @@
 package operator
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"errors"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -62,6 +65,7 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 	p := &adm.ctrl.purse
 	p.charged -= release
 	s.st.ledger++
+	prev := s.st.signedHead
 	r := receiptOf(adm, d, consent)
 	r.ResponseSHA256, r.Status, r.Charge, r.BalanceAfter = respSum[:], status, charge, p.balance()
 	r.Outcome, r.PriceApplied = msg.StateDefinite, price
@@ -77,6 +81,7 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 	if err != nil {
 		s.mu.Lock()
 		p.charged += release
+		s.receiptNotDurableLocked(seq, head, prev, err)
 		s.mu.Unlock()
 		return nil, err
 	}
@@ -98,6 +103,7 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 	p.charged -= adm.charge
 	s.st.unuse(adm)
 	s.st.ledger++
+	prev := s.st.signedHead
 	r := receiptOf(adm, d, consent)
 	r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateNotSent, detail, msg.PriceNone
 	signed, seq, head, err := s.signReceiptLocked(r)
@@ -107,11 +113,15 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 	rec := recNotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
 	s.mu.Unlock()
 	var jseq uint64
-	if err == nil {
+	wasSigned := err == nil
+	if wasSigned {
 		jseq, err = s.appendReceipt(kindNotSentV2, rec)
 	}
 	if err != nil {
 		s.mu.Lock()
+		if wasSigned {
+			s.receiptNotDurableLocked(seq, head, prev, err)
+		}
 		p.charged += adm.charge
 		adm.g.use(adm.day)
 		adm.a.state, adm.a.detail = msg.StateUncertain, "the release could not be journaled: "+err.Error()
@@ -140,6 +150,7 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 	p.holds -= adm.charge
 	s.st.unuse(adm)
 	adm.a.charge = 0
+	prev := s.st.signedHead
 	r := receiptOf(adm, d, consent)
 	r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
 	signed, seq, head, err := s.signReceiptLocked(r)
@@ -153,6 +164,7 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 	jseq, err := s.appendReceipt(kindRefused, rec)
 	s.mu.Lock()
 	if err != nil {
+		s.receiptNotDurableLocked(seq, head, prev, err)
 		delete(s.st.attempts, adm.a.id)
 		s.mu.Unlock()
 		return nil, err
@@ -161,4 +173,26 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 	s.mu.Unlock()
 	s.receiptDurable(seq, head)
 	return signed, nil
+}
+
+// receiptNotDurableLocked takes back receipt seq (chain hash head, signed
+// on prev) after its record's append failed, with s.mu held. A record the
+// journal removed (journal.ErrNotWritten) never will be on disk: while the
+// receipt is still the chain's last link, the next receipt is signed on
+// prev instead, so the chain on disk stays whole. When a later receipt was
+// already signed on it, that cannot be undone: the chain on disk has a
+// hole at seq, which Open refuses, and it is logged as an error. After a
+// failed fdatasync (journal.ErrFailed) the journal appends nothing more
+// and the record may be on disk after all: nothing is taken back.
+func (s *Store) receiptNotDurableLocked(seq uint64, head, prev []byte, err error) {
+	if !errors.Is(err, journal.ErrNotWritten) {
+		return
+	}
+	st := s.st
+	if st.signedSeq == seq && bytes.Equal(st.signedHead, head) {
+		st.signedSeq, st.signedHead = seq-1, prev
+		return
+	}
+	s.log.Error("steward-operator: a receipt's record was not written after a later receipt was signed on it: the receipt chain on disk has a hole, and the host journal will not open until it is repaired",
+		"receipt", seq, "signed", st.signedSeq, "err", err)
 }

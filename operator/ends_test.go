@@ -3,6 +3,7 @@ package operator
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +268,46 @@ func TestRefusedRecordFailureSaysWhatIsKnown(t *testing.T) {
 		"; the host journal failed while recording this refusal's receipt: whether it is recorded is known only once the host has restarted"; got != want {
 		t.Fatalf("failed: %q, want %q", got, want)
 	}
+}
+
+// TestReceiptNotWrittenTakenBack: a receipt whose record the journal
+// removed is taken back while it is the chain's last link, so the next
+// one is signed on the link before it; after a failed fdatasync nothing
+// is taken back (the record may be on disk); under a later receipt it
+// cannot be, and that is logged as the hole it leaves.
+func TestReceiptNotWrittenTakenBack(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 10})
+	w.withStore(t, func(s *Store) {
+		var logged bytes.Buffer
+		s.log = slog.New(slog.NewTextHandler(&logged, nil))
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		sign := func() (uint64, []byte, []byte) {
+			prev := s.st.signedHead
+			_, seq, head, err := s.signReceiptLocked(msg.Receipt{Attempt: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return seq, head, prev
+		}
+		removed := fmt.Errorf("append: %w", journal.ErrNotWritten)
+		seq, head, prev := sign()
+		s.receiptNotDurableLocked(seq, head, prev, fmt.Errorf("append: %w", journal.ErrFailed))
+		if s.st.signedSeq != seq {
+			t.Fatalf("after a failed fdatasync: signed %d, want %d kept", s.st.signedSeq, seq)
+		}
+		s.receiptNotDurableLocked(seq, head, prev, removed)
+		if s.st.signedSeq != seq-1 || !bytes.Equal(s.st.signedHead, prev) {
+			t.Fatalf("after a removed record: signed %d, want %d", s.st.signedSeq, seq-1)
+		}
+		if again, _, againPrev := sign(); again != seq || !bytes.Equal(againPrev, prev) {
+			t.Fatalf("the next receipt is %d on another link, want %d on the same", again, seq)
+		}
+		seq1, head1, prev1 := sign()
+		seq2, _, _ := sign()
+		s.receiptNotDurableLocked(seq1, head1, prev1, removed)
+		if s.st.signedSeq != seq2 || !strings.Contains(logged.String(), "the receipt chain on disk has a hole") {
+			t.Fatalf("under a later receipt: signed %d (want %d kept), log %q", s.st.signedSeq, seq2, logged.String())
+		}
+	})
 }
