@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/wire/msg"
@@ -219,5 +220,58 @@ func TestResolveRefusedAfterAdmission(t *testing.T) {
 	}
 	if c, err := CompareReceipts(s.cfgPath, export); err != nil || len(c.Findings) != 0 || c.Matched != 1 {
 		t.Fatalf("compare: %+v %v", c, err)
+	}
+}
+
+// TestCheckEndReceiptAfterConsent: a refusal after the payer consented
+// (the host's last-moment check) must carry the very consent this
+// controller signed and charge nothing; one that drops the consent, names
+// another outcome or a response, or charges, leaves the attempt
+// uncertain. The good one is kept with the result, charged 0.
+func TestCheckEndReceiptAfterConsent(t *testing.T) {
+	rig := newConsentRig(t, &ctlconf.Payer{MaxPerCall: 10, PerDay: 100}, 5)
+	r := rig.begin(t, "a1", "uid:1000", 5)
+	typ, body := rig.c.reserve(r)
+	if typ != msg.TypeConsent {
+		t.Fatalf("consent: %s %+v", typ, body)
+	}
+	consent := body.(msg.ConsentReply).Consent
+	p := &plan{application: "appliance", operation: "op", kind: msg.KindInvoke, principal: "uid:1000"}
+	copy(p.sha[:], r.RequestSHA256)
+	good := msg.Receipt{V: msg.ReceiptV2, Seq: 7, Prev: make([]byte, 32), Attempt: "a1", Controller: "dev", Application: "appliance",
+		Operation: "op", Kind: msg.KindInvoke, RequestSHA256: r.RequestSHA256, BalanceAfter: 50, Consent: consent,
+		Outcome: msg.StateRefused, Reason: "refused after the payer's consent, before anything was sent: frozen", PriceApplied: msg.PriceNone}
+	sign := func(rc msg.Receipt) []byte {
+		b, err := msg.SignReceipt(rig.host.Ed25519(), rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	refusal := &msg.Refusal{Code: msg.CodeFrozen, Reason: "frozen"}
+	res := rig.c.checkResult(p, msg.DispatchResult{Attempt: "a1", Outcome: msg.StateRefused, Refusal: refusal, Receipt: sign(good)})
+	if res.Outcome != msg.StateRefused || res.Receipt == nil || res.Charge != 0 || res.Spent() != 0 {
+		t.Fatalf("the good receipt: %+v", res)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*msg.Receipt)
+		want string
+	}{
+		{"no consent", func(rc *msg.Receipt) { rc.Consent = nil }, "receipt carries no payer consent, though one was signed for attempt a1"},
+		{"another outcome", func(rc *msg.Receipt) { rc.Outcome = msg.StateNotSent }, "receipt 7 says not-sent, the host's answer says refused"},
+		{"a response", func(rc *msg.Receipt) { rc.Status = 500 }, "receipt of an end without an answer names a response"},
+		{"a charge", func(rc *msg.Receipt) { rc.Charge, rc.PriceApplied = 5, msg.PriceAnswer },
+			`receipt 7: a receipt of refused charges 5 at the "answer" price: it charges nothing`},
+		{"another attempt", func(rc *msg.Receipt) { rc.Attempt = "a2" }, "receipt is for attempt a2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := good
+			tc.edit(&rc)
+			res := rig.c.checkResult(p, msg.DispatchResult{Attempt: "a1", Outcome: msg.StateRefused, Refusal: refusal, Receipt: sign(rc)})
+			if res.Outcome != msg.StateUncertain || res.Detail != "the host's receipt did not verify: "+tc.want {
+				t.Fatalf("%+v, want uncertain: %q", res, tc.want)
+			}
+		})
 	}
 }
