@@ -29,6 +29,12 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 	if err := receiptSays(rc, r.Outcome); err != nil {
 		return rc, err
 	}
+	if r.Outcome == msg.StateRefused && rc.Consent == nil {
+		// A consent this controller signed may never have reached the host
+		// (its reverse channel failed, or its wait ended first): a refusal
+		// that charges nothing needs none.
+		return rc, nil
+	}
 	err = c.checkReceiptConsent(rc, ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
 		RequestSHA256: p.sha[:], Principal: p.principal})
 	return rc, err

@@ -224,10 +224,10 @@ func TestResolveRefusedAfterAdmission(t *testing.T) {
 }
 
 // TestCheckEndReceiptAfterConsent: a refusal after the payer consented
-// (the host's last-moment check) must carry the very consent this
-// controller signed and charge nothing; one that drops the consent, names
-// another outcome or a response, or charges, leaves the attempt
-// uncertain. The good one is kept with the result, charged 0.
+// (the host's last-moment check) carries the very consent this controller
+// signed, or none (it never reached the host), and charges nothing; one
+// with another consent, another outcome, a response or a charge leaves
+// the attempt uncertain. The good one is kept with the result, charged 0.
 func TestCheckEndReceiptAfterConsent(t *testing.T) {
 	rig := newConsentRig(t, &ctlconf.Payer{MaxPerCall: 10, PerDay: 100}, 5)
 	r := rig.begin(t, "a1", "uid:1000", 5)
@@ -253,12 +253,20 @@ func TestCheckEndReceiptAfterConsent(t *testing.T) {
 	if res.Outcome != msg.StateRefused || res.Receipt == nil || res.Charge != 0 || res.Spent() != 0 {
 		t.Fatalf("the good receipt: %+v", res)
 	}
+	// A consent signed here may never have reached the host: a refusal
+	// without it, charging nothing, is one too.
+	unreached := good
+	unreached.Consent, unreached.Reason = nil, "refused before consent: the payer's consent could not be obtained"
+	if res := rig.c.checkResult(p, msg.DispatchResult{Attempt: "a1", Outcome: msg.StateRefused, Refusal: refusal, Receipt: sign(unreached)}); res.Outcome != msg.StateRefused || res.Charge != 0 {
+		t.Fatalf("a refusal before the consent reached the host: %+v", res)
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*msg.Receipt)
 		want string
 	}{
-		{"no consent", func(rc *msg.Receipt) { rc.Consent = nil }, "receipt carries no payer consent, though one was signed for attempt a1"},
+		{"another consent", func(rc *msg.Receipt) { rc.Consent = append([]byte(nil), rc.Consent[:len(rc.Consent)-1]...) },
+			"receipt carries a payer consent other than the one signed for attempt a1"},
 		{"another outcome", func(rc *msg.Receipt) { rc.Outcome = msg.StateNotSent }, "receipt 7 says not-sent, the host's answer says refused"},
 		{"a response", func(rc *msg.Receipt) { rc.Status = 500 }, "receipt of an end without an answer names a response"},
 		{"a charge", func(rc *msg.Receipt) { rc.Charge, rc.PriceApplied = 5, msg.PriceAnswer },
