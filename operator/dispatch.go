@@ -152,7 +152,7 @@ func refusalUnrecorded(err error) string {
 func noConsentReceiptReason(err error) string {
 	var pr *payerRefusal
 	if errors.As(err, &pr) {
-		return "the payer refused: " + pr.ref.Error()
+		return "the payer refused: " + quoteLine(pr.ref.Error(), maxPayerReason)
 	}
 	return "refused before consent: the payer's consent could not be obtained"
 }

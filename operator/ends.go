@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
@@ -195,4 +197,23 @@ func (s *Store) receiptNotDurableLocked(seq uint64, head, prev []byte, err error
 	}
 	s.log.Error("steward-operator: a receipt's record was not written after a later receipt was signed on it: the receipt chain on disk has a hole, and the host journal will not open until it is repaired",
 		"receipt", seq, "signed", st.signedSeq, "err", err)
+}
+
+// maxPayerReason bounds the payer's own words a refusal's receipt quotes:
+// the receipt's reason is one line, and the controller's refusal is the
+// controller's text.
+const maxPayerReason = 300
+
+// quoteLine is s on one line (line breaks as spaces), cut to at most n bytes
+// at a character boundary, "..." marking a cut.
+func quoteLine(s string, n int) string {
+	s = strings.ToValidUTF8(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -311,3 +311,23 @@ func TestReceiptNotWrittenTakenBack(t *testing.T) {
 		}
 	})
 }
+
+// TestQuoteLine: the payer's words in a receipt's reason are one line, cut
+// at a character boundary, at most the bound and "...".
+func TestQuoteLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\r\nc", 10, "a b c"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdefg", 6, "abcdef..."},
+		{"abcdé", 5, "abcd..."},
+		{"bad \xff byte", 20, "bad \uFFFD byte"},
+	} {
+		if got := quoteLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("quoteLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
