@@ -189,8 +189,18 @@ func (c *Controller) resolution(b ledger.Begin, ir msg.InspectResult, by string)
 		rec.State, rec.Receipt, rec.Charge, rec.ResolvedBy, rec.Reason = ir.State, ir.Receipt, rc.Charge, rc.ResolvedBy, rc.Reason
 	case msg.StateNotSeen:
 		rec.State = msg.StateAbandoned
-	case msg.StateNotSent:
+	case msg.StateRefused, msg.StateNotSent:
+		// Ended after admission with nothing charged; a host of version 2
+		// receipts shows the receipt, checked like one in a dispatch answer.
+		receipt, err := c.checkInspectedEnd(b, ir)
+		if err != nil {
+			return rec, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
+		}
+		rec.Receipt = receipt
 		rec.State = msg.StateReleased
+		if ir.State == msg.StateRefused {
+			rec.State = msg.StateAbandoned
+		}
 	default:
 		return rec, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain until the operator resolves it on the host (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", ErrNotResolvable, id, ir.State, id)
 	}

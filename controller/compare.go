@@ -31,7 +31,9 @@ type Comparison struct {
 //     the file is truncated before it) or holds with other bytes;
 //   - a receipt in the file for this controller that does not verify
 //     under the pinned host key, names an attempt this controller never
-//     began, or carries a consent this controller did not sign for that
+//     began, whose own terms do not hold (msg.Receipt.CheckTerms: an
+//     answer's price for its status, a refusal or not-sent charging
+//     nothing), or carries a consent this controller did not sign for that
 //     attempt, request and charge;
 //   - a file that ends before the last receipt recorded here.
 //
@@ -93,6 +95,9 @@ func compareWith(name string, recorded, begun map[string][]byte, f msg.ReceiptsF
 		case !bytes.Equal(reqSHA, rc.RequestSHA256):
 			finding("receipt %d (attempt %s) names another request than this controller began", rc.Seq, rc.Attempt)
 		}
+		if err := rc.CheckTerms(); err != nil {
+			finding("receipt %d (attempt %s): %v", rc.Seq, rc.Attempt, err)
+		}
 		if rc.Charge > 0 || rc.Consent != nil {
 			if err := checkOwnConsent(rc, dispatch); err != nil {
 				finding("receipt %d (attempt %s): %v", rc.Seq, rc.Attempt, err)
@@ -143,5 +148,5 @@ func checkOwnConsent(rc msg.Receipt, dispatch *wire.Keyring) error {
 	case !cs.Allows(rc.Charge):
 		return fmt.Errorf("a charge of %d the consent does not allow", rc.Charge)
 	}
-	return nil
+	return rc.CheckCharge(cs)
 }

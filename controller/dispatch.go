@@ -43,8 +43,10 @@ type ToolResult struct {
 	ReceiptID  string    `json:"receiptId,omitempty"`
 	Replayed   bool      `json:"replayed,omitempty"`
 	// Charge is what this call was charged, from the verified receipt, on
-	// every definite outcome: 0 for a free request and for a replay (the
-	// recorded answer is not charged again).
+	// every definite outcome and every end with a receipt (refused or
+	// not-sent after admission: 0): 0 for a free request, for an answer
+	// other than 2xx under a grant with no refusal price, and for a replay
+	// (the recorded answer is not charged again).
 	Charge *uint64 `json:"charge,omitempty"`
 	// CallPrice, on a discovery's answer, is what an oracle_call of the
 	// operations it shows costs, in credits, under the operator's grant;
@@ -86,10 +88,20 @@ func fromResult(res ledger.Result) *ToolResult {
 		if res.Refusal != nil {
 			t.Refusal = &Refusal{Code: res.Refusal.Code, Reason: res.Refusal.Reason}
 		}
-		return t
+		return withReceipt(t, res)
 	default:
-		return &ToolResult{Outcome: res.Outcome, AttemptID: res.Attempt, Detail: res.Detail}
+		return withReceipt(&ToolResult{Outcome: res.Outcome, AttemptID: res.Attempt, Detail: res.Detail}, res)
 	}
+}
+
+// withReceipt adds to t, an end without an answer, the receipt that
+// records it and its charge (0), when the host signed one.
+func withReceipt(t *ToolResult, res ledger.Result) *ToolResult {
+	if res.Receipt != nil {
+		t.ReceiptID = hex.EncodeToString(msg.ReceiptHash(res.Receipt))
+		t.Charge = &res.Charge
+	}
+	return t
 }
 
 // runTool validates, journals, dispatches and journals the result of one
@@ -298,18 +310,17 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 		res.CallPrice = r.CallPrice
 	}
 	switch r.Outcome {
-	case msg.StateDefinite:
-		rc, err := c.verifyReceipt(r.Receipt, r.Attempt, p.sha[:], r.Body, r.Status)
-		if err == nil {
-			err = c.checkReceiptConsent(rc, ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
-				RequestSHA256: p.sha[:], Principal: p.principal})
+	case msg.StateDefinite, msg.StateRefused, msg.StateNotSent:
+		if r.Receipt == nil && r.Outcome != msg.StateDefinite {
+			break // an end without a receipt: refused before admission, or by a host before version 2 receipts
 		}
+		rc, err := c.checkEndReceipt(p, r)
 		if err != nil {
-			c.log.Error("RECEIPT REFUSED: the host's answer carries a receipt that does not verify", "attempt", r.Attempt, "err", err)
+			c.log.Error("RECEIPT REFUSED: the host's answer carries a receipt that does not verify", "attempt", r.Attempt, "outcome", r.Outcome, "err", err)
 			return ledger.Result{Attempt: r.Attempt, Outcome: msg.StateUncertain, Detail: "the host's receipt did not verify: " + err.Error()}
 		}
 		res.Charge = rc.Charge
-	case msg.StateRefused, msg.StateNotSent, msg.StateUncertain:
+	case msg.StateUncertain:
 		res.Receipt = nil
 	default:
 		return ledger.Result{Attempt: r.Attempt, Outcome: msg.StateUncertain, Detail: "the host answered an unknown outcome " + string(r.Outcome)}
@@ -379,6 +390,9 @@ func (c *Controller) checkReceiptConsent(rc msg.Receipt, b ledger.Begin) error {
 	}
 	if !cs.Allows(rc.Charge) {
 		return fmt.Errorf("receipt charges %d, the payer consented to %d for an answer and %d for a refusal", rc.Charge, cs.Charge, cs.RefusalPrice)
+	}
+	if err := rc.CheckCharge(cs); err != nil {
+		return fmt.Errorf("receipt %w", err)
 	}
 	return nil
 }

@@ -150,21 +150,23 @@ func (c *Controller) reserve(r msg.Reserve) (string, any) {
 }
 
 // grantAllows checks that the grant the host cites is one under which b
-// could have been admitted now, and that the reserve asks its price: its
+// could have been admitted now, and that the reserve asks its prices: its
 // price for an invocation, its discovery price for a listing or a
-// descriptor, and no refusal price (no grant sets one yet).
+// descriptor, and its refusal price, never above that price (the host
+// charges a refusal at most what it reserved).
 func grantAllows(g msg.Grant, r msg.Reserve, b ledger.Begin, now time.Time) *msg.Refusal {
 	price := g.DiscoveryPrice
 	if b.Kind == msg.KindInvoke {
 		price = g.Price
 	}
+	refusal := min(g.RefusalPrice, price)
 	switch {
 	case g.Controller != r.Controller || !g.Covers(b.Application, b.Operation):
 		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the grant the reserve for attempt %s cites does not cover its application and operation", r.Attempt)}
 	case !g.Live(now.UnixMilli()):
 		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the grant the reserve for attempt %s cites is not in force by the controller's clock", r.Attempt)}
-	case r.Charge != price || r.RefusalPrice != 0:
-		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the reserve for attempt %s asks %d credits (refusal %d), the grant it cites prices it at %d (refusal 0)", r.Attempt, r.Charge, r.RefusalPrice, price)}
+	case r.Charge != price || r.RefusalPrice != refusal:
+		return &msg.Refusal{Code: msg.CodeNoConsent, Reason: fmt.Sprintf("the reserve for attempt %s asks %d credits (refusal %d), the grant it cites prices it at %d (refusal %d)", r.Attempt, r.Charge, r.RefusalPrice, price, refusal)}
 	}
 	return nil
 }

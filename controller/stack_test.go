@@ -75,6 +75,7 @@ type stack struct {
 
 type stackOpts struct {
 	price     uint64
+	refusal   uint64 // the grant's refusal price
 	funded    uint64
 	notBefore time.Time              // the grant's; zero: now
 	edit      func(m map[string]any) // edits the controller config
@@ -124,7 +125,7 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "appliance", Price: o.price,
-		PerDay: 1 << 30, NotBefore: o.notBefore, NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		RefusalPrice: o.refusal, PerDay: 1 << 30, NotBefore: o.notBefore, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.RegisterRoute("r-appliance", "appliance", operator.RouteRequest{

@@ -103,8 +103,13 @@ func (s *stack) readJournals() journals {
 	return js
 }
 
-// hostReceipts reads the receipt of every outcome record of the host's
-// journal (read-only, the host stopped) and verifies each against the
+// receiptKinds are the host records that carry a receipt (operator/doc.go):
+// answers, and since P1.5 releases before sending and refusals after
+// admission.
+var receiptKinds = map[string]bool{"outcome": true, "outcome.v2": true, "not-sent.v2": true, "refused": true}
+
+// hostReceipts reads the receipt of every record of the host's journal
+// that carries one (read-only, the host stopped) and verifies each against the
 // store's host key.
 func (s *stack) hostReceipts() []msg.Receipt {
 	t := s.t
@@ -121,7 +126,7 @@ func (s *stack) hostReceipts() []msg.Receipt {
 	ring := wire.NewKeyring(pub.Ed25519())
 	var out []msg.Receipt
 	iterate(t, filepath.Join(s.store, "journal"), func(r journal.Record) error {
-		if r.Kind != "outcome" {
+		if !receiptKinds[r.Kind] {
 			return nil
 		}
 		var o struct {

@@ -160,14 +160,17 @@ func (s *Store) PurseShow(name string) (PurseView, error) {
 
 // GrantSpec is what `grant issue` asks for.
 type GrantSpec struct {
-	Controller     string    `json:"controller"`
-	Application    string    `json:"application"`
-	Operations     []string  `json:"operations"` // path.Match patterns; none means all
-	Price          uint64    `json:"price"`
-	DiscoveryPrice uint64    `json:"discoveryPrice"`
-	PerDay         uint64    `json:"perDay"`
-	NotBefore      time.Time `json:"notBefore"` // zero: now
-	NotAfter       time.Time `json:"notAfter"`
+	Controller     string   `json:"controller"`
+	Application    string   `json:"application"`
+	Operations     []string `json:"operations"` // path.Match patterns; none means all
+	Price          uint64   `json:"price"`
+	DiscoveryPrice uint64   `json:"discoveryPrice"`
+	// RefusalPrice is what an application's answer other than 2xx costs
+	// (at most Price; 0, the default, charges nothing for it).
+	RefusalPrice uint64    `json:"refusalPrice"`
+	PerDay       uint64    `json:"perDay"`
+	NotBefore    time.Time `json:"notBefore"` // zero: now
+	NotAfter     time.Time `json:"notAfter"`
 }
 
 // GrantView is a grant as `grant list` shows it.
@@ -178,6 +181,7 @@ type GrantView struct {
 	Operations     []string `json:"operations"`
 	Price          uint64   `json:"price"`
 	DiscoveryPrice uint64   `json:"discoveryPrice"`
+	RefusalPrice   uint64   `json:"refusalPrice"`
 	PerDay         uint64   `json:"perDay"`
 	UsedToday      uint64   `json:"usedToday"`
 	NotBefore      string   `json:"notBefore"`
@@ -197,6 +201,9 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 	if !spec.NotAfter.After(now) {
 		return GrantView{}, refusedf("grant not-after %s is not in the future", spec.NotAfter.UTC().Format(time.RFC3339))
 	}
+	if spec.RefusalPrice > spec.Price {
+		return GrantView{}, refusedf("grant refusal price %d is above the price %d: a refusal never costs more than an answer", spec.RefusalPrice, spec.Price)
+	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return GrantView{}, err
@@ -204,7 +211,7 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 	g := msg.Grant{
 		ID: "g-" + hex.EncodeToString(id[:]), Controller: spec.Controller, Application: spec.Application,
 		Operations: spec.Operations, Price: spec.Price, DiscoveryPrice: spec.DiscoveryPrice, PerDay: spec.PerDay,
-		NotBefore: spec.NotBefore.UnixMilli(), NotAfter: spec.NotAfter.UnixMilli(),
+		RefusalPrice: spec.RefusalPrice, NotBefore: spec.NotBefore.UnixMilli(), NotAfter: spec.NotAfter.UnixMilli(),
 	}
 	signed, err := msg.SignGrant(s.key, g)
 	if err != nil {
@@ -270,7 +277,7 @@ func (s *Store) grantView(g *grant) GrantView {
 	}
 	return GrantView{
 		ID: g.g.ID, Controller: g.g.Controller, Application: g.g.Application, Operations: ops,
-		Price: g.g.Price, DiscoveryPrice: g.g.DiscoveryPrice, PerDay: g.g.PerDay,
+		Price: g.g.Price, DiscoveryPrice: g.g.DiscoveryPrice, RefusalPrice: g.g.RefusalPrice, PerDay: g.g.PerDay,
 		UsedToday: g.usedOn(utcDay(s.clockLocked())),
 		NotBefore: time.UnixMilli(g.g.NotBefore).UTC().Format(time.RFC3339),
 		NotAfter:  time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339),

@@ -61,6 +61,7 @@ type AdminGrant struct {
 	Operations     []string `cbor:"operations"`
 	Price          uint64   `cbor:"price"`
 	DiscoveryPrice uint64   `cbor:"discoveryPrice"`
+	RefusalPrice   uint64   `cbor:"refusalPrice,omitempty"`
 	PerDay         uint64   `cbor:"perDay"`
 	NotBefore      int64    `cbor:"notBefore"`
 	NotAfter       int64    `cbor:"notAfter"`
@@ -115,7 +116,7 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 		}
 		g := req.Grant
 		spec := GrantSpec{Controller: g.Controller, Application: g.Application, Operations: g.Operations,
-			Price: g.Price, DiscoveryPrice: g.DiscoveryPrice, PerDay: g.PerDay, NotAfter: time.UnixMilli(g.NotAfter)}
+			Price: g.Price, DiscoveryPrice: g.DiscoveryPrice, RefusalPrice: g.RefusalPrice, PerDay: g.PerDay, NotAfter: time.UnixMilli(g.NotAfter)}
 		if g.NotBefore != 0 {
 			spec.NotBefore = time.UnixMilli(g.NotBefore)
 		}

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,20 +119,7 @@ func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint6
 	return nil
 }
 
-// drop undoes an admission that never reached the journal.
-func (s *Store) drop(adm *admission) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropLocked(adm)
-}
-
-// dropLocked is drop with s.mu held.
-func (s *Store) dropLocked(adm *admission) {
-	adm.ctrl.purse.holds -= adm.charge
-	s.st.unuse(adm)
-	delete(s.st.attempts, adm.a.id)
-}
-
+// unuse gives back the daily count an admission took, on its day.
 func (st *state) unuse(adm *admission) {
 	if adm.g.day == adm.day && adm.g.count > 0 {
 		adm.g.count--
@@ -179,12 +165,12 @@ func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 // commitReserve checks the admission again (recheck) and journals the
 // reservation and mark-send of the attempt, in one step under s.mu so that
 // no freeze or revoke applied before it is missed. When it returns a
-// refusal the admission is dropped; when it returns neither a refusal nor
-// an error, delivery may begin.
+// refusal the admission still holds its place, and the caller ends it with
+// commitRefused; when it returns neither a refusal nor an error, delivery
+// may begin.
 func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte) (*msg.Refusal, error) {
 	s.mu.Lock()
 	if ref := s.recheck(adm, d); ref != nil {
-		s.dropLocked(adm)
 		s.mu.Unlock()
 		return ref, nil
 	}
@@ -217,27 +203,6 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	return nil, nil
 }
 
-// commitNotSent releases the reservation of an attempt whose delivery
-// failed before its first byte was written.
-func (s *Store) commitNotSent(adm *admission, detail string) error {
-	s.mu.Lock()
-	adm.ctrl.purse.charged -= adm.charge
-	s.st.unuse(adm)
-	s.st.ledger++
-	rec := recNotSent{Attempt: adm.a.id, Detail: detail, Ledger: s.st.ledger}
-	adm.a.state, adm.a.detail = msg.StateNotSent, detail
-	s.mu.Unlock()
-	if _, err := s.append(kindNotSent, rec); err != nil {
-		s.mu.Lock()
-		adm.ctrl.purse.charged += adm.charge
-		adm.g.use(adm.day)
-		adm.a.state, adm.a.detail = msg.StateUncertain, "the release could not be journaled: "+err.Error()
-		s.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
 // commitUncertain marks an attempt uncertain: sending began and no answer
 // was recorded. It keeps its reservation. The record only adds the detail;
 // a reserve without an outcome is uncertain after a restart anyway.
@@ -252,45 +217,6 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 	s.mu.Lock()
 	adm.a.state, adm.a.detail = msg.StateUncertain, detail
 	s.mu.Unlock()
-}
-
-// commitOutcome signs the receipt (chained to the last one) and journals it
-// with the application's answer in one record.
-func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte, status int, body []byte) ([]byte, error) {
-	respSum := sha256.Sum256(body)
-	s.mu.Lock()
-	st := s.st
-	r := msg.Receipt{
-		Attempt: d.attempt, Controller: adm.ctrl.name,
-		Application: d.application, Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:],
-		ResponseSHA256: respSum[:], Status: status, Charge: adm.charge, BalanceAfter: adm.ctrl.purse.balance(),
-		Consent: consent, Outcome: msg.StateDefinite, PriceApplied: priceApplied(adm.charge, msg.PriceAnswer),
-	}
-	signed, seq, head, err := s.signReceiptLocked(r)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	rec := recOutcome{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Ledger: st.ledger}
-	s.mu.Unlock()
-	jseq, err := s.appendReceipt(kindOutcome, rec)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
-	s.mu.Unlock()
-	s.receiptDurable(seq, head)
-	return signed, nil
-}
-
-// priceApplied names the price a receipt charging charge applied: which,
-// or none when nothing is charged.
-func priceApplied(charge uint64, which string) string {
-	if charge == 0 {
-		return msg.PriceNone
-	}
-	return which
 }
 
 var errStop = errors.New("stop")
@@ -308,25 +234,47 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.inspectDetail()}
 	seq := a.outcomeSeq
 	s.mu.Unlock()
-	if res.State == msg.StateReleased || res.State == msg.StatePerformed {
-		return s.inspectResolved(res, seq)
-	}
-	if res.State != msg.StateDefinite {
+	if seq == 0 {
 		return res, nil
 	}
-	var out recOutcome
-	err := s.j.Iterate(seq, func(r journal.Record) error {
-		if r.Kind != kindOutcome {
-			return fmt.Errorf("journal record %d is %s, not the outcome of attempt %s", r.Seq, r.Kind, id)
-		}
-		if err := decode(r, &out); err != nil {
-			return err
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
+	out, err := s.endRecord(seq, id)
+	if err != nil {
 		return msg.InspectResult{}, err
 	}
 	res.Status, res.Body, res.Receipt = out.Status, out.Body, out.Receipt
 	return res, nil
+}
+
+// endRecord reads the record at journal seq that ended attempt id with a
+// receipt, of any kind that carries one; an outcome's answer too.
+func (s *Store) endRecord(seq uint64, id string) (recOutcomeV2, error) {
+	var out recOutcomeV2
+	err := s.j.Iterate(seq, func(r journal.Record) error {
+		k, body, err := decodeRecord(r)
+		if err != nil {
+			return err
+		}
+		switch b := body.(type) {
+		case *recOutcome:
+			out = *b.upgrade(0)
+		case *recOutcomeV2:
+			out = *b
+		case *recNotSentV2:
+			out = recOutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
+		case *recRefused:
+			out = recOutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
+		case *recResolve:
+			out = recOutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
+		default:
+			return fmt.Errorf("journal record %d is %s, not the end of attempt %s", r.Seq, k.kind, id)
+		}
+		if out.Attempt != id {
+			return fmt.Errorf("journal record %d ends attempt %s, not %s", r.Seq, out.Attempt, id)
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return recOutcomeV2{}, err
+	}
+	return out, nil
 }

@@ -178,16 +178,6 @@ func resolvedLine(state msg.State, by, reason string) string {
 }
 
 // inspectResolved completes an inspect of an attempt the operator
-// released or charged: the receipt of its resolve record at seq.
-func (s *Store) inspectResolved(res msg.InspectResult, seq uint64) (msg.InspectResult, error) {
-	var rec recResolve
-	if err := s.readRecord(seq, kindResolve, res.Attempt, &rec); err != nil {
-		return msg.InspectResult{}, err
-	}
-	res.Receipt = rec.Receipt
-	return res, nil
-}
-
 // readRecord decodes the journal record at seq, which must be of kind
 // and for attempt id, into v.
 func (s *Store) readRecord(seq uint64, kind, id string, v any) error {

@@ -206,7 +206,7 @@ func (a *journalAudit) resolve(r journal.Record, b *recResolve) error {
 			return err
 		}
 		res.released = true
-		a.events[res.rec.Controller] = append(a.events[res.rec.Controller], purseEvent{b.Ledger, int64(res.rec.Charge)})
+		a.events[res.rec.Controller] = append(a.events[res.rec.Controller], purseEvent{b.Ledger, int64(res.rec.Charge), eventRelease})
 	} else {
 		res.outcome = true
 	}

@@ -1,8 +1,6 @@
 package operator
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"sort"
 
@@ -25,6 +23,7 @@ type journalAudit struct {
 	events      map[string][]purseEvent  // controller -> every change to its balance
 	checks      map[string][]balanceCheck
 	ledgers     map[uint64]uint64 // ledger number -> journal seq
+	refusedIDs  map[string]bool   // attempts refused before anything was reserved
 	receipts    []chainReceipt    // in journal order
 	checkpoints []chainCheckpoint // in journal order
 	findings    []string          // consents that do not hold, in journal order
@@ -43,7 +42,18 @@ type auditReserve struct {
 type purseEvent struct {
 	ledger uint64
 	delta  int64
+	kind   purseEventKind
 }
+
+// purseEventKind is what moved a balance: a fund, a reservation, or the
+// release of a reservation or of its part an outcome did not charge.
+type purseEventKind int
+
+const (
+	eventFund purseEventKind = iota
+	eventReserve
+	eventRelease
+)
 
 // balanceCheck is a receipt's BalanceAfter, to be checked against the
 // purse's history up to its outcome's ledger number.
@@ -60,6 +70,7 @@ func newJournalAudit(hostRing *wire.Keyring) *journalAudit {
 		dispatch:    map[string]*wire.Keyring{},
 		dispatchKID: map[string]string{},
 		reserves:    map[string]*auditReserve{},
+		refusedIDs:  map[string]bool{},
 		events:      map[string][]purseEvent{},
 		checks:      map[string][]balanceCheck{},
 		ledgers:     map[uint64]uint64{},
@@ -117,7 +128,7 @@ func (a *journalAudit) purseFund(r journal.Record, b *recPurseFund) error {
 	if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
 		return err
 	}
-	a.events[b.Controller] = append(a.events[b.Controller], purseEvent{b.Ledger, int64(b.Amount)})
+	a.events[b.Controller] = append(a.events[b.Controller], purseEvent{b.Ledger, int64(b.Amount), eventFund})
 	return nil
 }
 
@@ -125,7 +136,7 @@ func (a *journalAudit) reserve(r journal.Record, b *recReserve) error {
 	if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
 		return err
 	}
-	if a.reserves[b.Attempt] != nil {
+	if a.reserves[b.Attempt] != nil || a.refusedIDs[b.Attempt] {
 		return faultf("%s: attempt %s reserved twice", recordWhere(r), b.Attempt)
 	}
 	dk := a.dispatch[b.Controller]
@@ -133,7 +144,7 @@ func (a *journalAudit) reserve(r journal.Record, b *recReserve) error {
 		return faultf("%s: attempt %s reserves from unknown controller %s", recordWhere(r), b.Attempt, b.Controller)
 	}
 	a.reserves[b.Attempt] = &auditReserve{rec: *b, seq: r.Seq}
-	a.events[b.Controller] = append(a.events[b.Controller], purseEvent{b.Ledger, -int64(b.Charge)})
+	a.events[b.Controller] = append(a.events[b.Controller], purseEvent{b.Ledger, -int64(b.Charge), eventReserve})
 	if err := checkReserveConsent(b, dk); err != nil {
 		a.findings = append(a.findings, fmt.Sprintf("reservation of attempt %s (%s): %v", b.Attempt, recordWhere(r), err))
 	}
@@ -207,67 +218,6 @@ func (a *journalAudit) consentReports() []ConsentReport {
 	return out
 }
 
-func (a *journalAudit) notSent(r journal.Record, b *recNotSent) error {
-	res := a.reserves[b.Attempt]
-	if res == nil || res.released || res.outcome {
-		return faultf("%s: releases attempt %s, which holds no reservation", recordWhere(r), b.Attempt)
-	}
-	if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
-		return err
-	}
-	res.released = true
-	a.events[res.rec.Controller] = append(a.events[res.rec.Controller], purseEvent{b.Ledger, int64(res.rec.Charge)})
-	return nil
-}
-
-// outcome checks the receipt of an outcome against its reservation, the
-// recorded answer and the payer's consent, and keeps it for the chain and
-// the purse arithmetic.
-func (a *journalAudit) outcome(r journal.Record, b *recOutcome) error {
-	where := recordWhere(r)
-	rc, err := msg.VerifyReceipt(b.Receipt, a.hostRing)
-	if err != nil {
-		return faultf("receipt in %s: %v", where, err)
-	}
-	if err := a.matchReservation(rc, b, where); err != nil {
-		return err
-	}
-	if sum := sha256.Sum256(b.Body); !bytes.Equal(rc.ResponseSHA256, sum[:]) {
-		return faultf("receipt %d (%s): the response hash does not match the recorded answer", rc.Seq, where)
-	}
-	if rc.Charge == 0 && rc.Consent != nil {
-		return faultf("receipt %d (%s): a free request carries a consent", rc.Seq, where)
-	}
-	a.reserves[b.Attempt].outcome = true
-	a.receipts = append(a.receipts, chainReceipt{signed: b.Receipt, r: rc, where: where, order: int(r.Seq)})
-	a.checks[rc.Controller] = append(a.checks[rc.Controller], balanceCheck{b.Ledger, rc.BalanceAfter, rc.Seq, where})
-	return nil
-}
-
-// matchReservation checks that a receipt names its outcome record and
-// says what the attempt's reservation and recorded answer say.
-func (a *journalAudit) matchReservation(rc msg.Receipt, b *recOutcome, where string) error {
-	res := a.reserves[b.Attempt]
-	switch {
-	case res == nil || res.released:
-		return faultf("receipt %d (%s): attempt %s has no reservation", rc.Seq, where, b.Attempt)
-	case res.outcome:
-		return faultf("receipt %d (%s): attempt %s already has an outcome", rc.Seq, where, b.Attempt)
-	case rc.Attempt != b.Attempt || rc.Seq != b.Seq:
-		return faultf("receipt %d (%s): names attempt %s, receipt %d; the record says %s, %d", rc.Seq, where, rc.Attempt, rc.Seq, b.Attempt, b.Seq)
-	case rc.Controller != res.rec.Controller || rc.Application != res.rec.Application ||
-		rc.Operation != res.rec.Operation || rc.Kind != res.rec.Kind || !bytes.Equal(rc.RequestSHA256, res.rec.RequestSHA256):
-		return faultf("receipt %d (%s): does not match the reservation of attempt %s", rc.Seq, where, b.Attempt)
-	case rc.Charge != res.rec.Charge:
-		return faultf("receipt %d (%s): charges %d, the reservation was %d", rc.Seq, where, rc.Charge, res.rec.Charge)
-	case rc.Status != b.Status:
-		return faultf("receipt %d (%s): status %d, the recorded answer is %d", rc.Seq, where, rc.Status, b.Status)
-	case !bytes.Equal(rc.Consent, res.rec.Consent):
-		return faultf("receipt %d (%s): its payer consent is not the reserved one", rc.Seq, where)
-	}
-	return nil
-}
-
 func (a *journalAudit) checkpoint(r journal.Record, b *recCheckpoint) error {
 	a.checkpoints = append(a.checkpoints, chainCheckpoint{signed: b.Checkpoint, where: recordWhere(r), order: int(r.Seq)})
 	return nil
@@ -293,28 +243,53 @@ func (a *journalAudit) purses() ([]PurseReport, error) {
 				return out, faultf("receipt %d (%s): balance after is %d, but the purse history of %s gives %d", ck.seq, ck.where, ck.balance, name, bal)
 			}
 		}
-		out = append(out, a.purseTotals(name, evs, len(cks)))
+		pr := a.purseTotals(name, evs, len(cks))
+		if err := a.checkCharged(pr); err != nil {
+			return out, err
+		}
+		out = append(out, pr)
 	}
 	return out, nil
 }
 
-// purseTotals sums one controller's purse history into its report.
+// purseTotals sums one controller's purse history into its report:
+// funded is every fund, charged every reservation less what was released
+// of it.
 func (a *journalAudit) purseTotals(name string, evs []purseEvent, receipts int) PurseReport {
 	pr := PurseReport{Controller: name, Receipts: receipts}
 	for _, ev := range evs {
-		if ev.delta > 0 {
+		switch ev.kind {
+		case eventFund:
 			pr.Funded += uint64(ev.delta)
-		} else {
+		case eventReserve:
 			pr.Charged += uint64(-ev.delta)
-		}
-	}
-	for _, res := range a.reserves {
-		if res.released && res.rec.Controller == name {
-			// a release is a positive event: count it back out of Funded
-			pr.Funded -= res.rec.Charge
-			pr.Charged -= res.rec.Charge
+		case eventRelease:
+			pr.Charged -= uint64(ev.delta)
 		}
 	}
 	pr.Balance = int64(pr.Funded) - int64(pr.Charged)
 	return pr
+}
+
+// checkCharged holds a controller's charges to its receipts: what the
+// purse history charged is what its receipts charge plus what its open
+// reservations still hold. A reservation released or settled without a
+// receipt saying so, or a receipt charging what no reservation took,
+// breaks it.
+func (a *journalAudit) checkCharged(pr PurseReport) error {
+	var receipted, held uint64
+	for _, c := range a.receipts {
+		if c.r.Controller == pr.Controller {
+			receipted += c.r.Charge
+		}
+	}
+	for _, res := range a.reserves {
+		if res.rec.Controller == pr.Controller && !res.released && !res.outcome {
+			held += res.rec.Charge
+		}
+	}
+	if receipted+held != pr.Charged {
+		return faultf("purse of %s: its history charges %d, but its receipts charge %d and its open reservations hold %d", pr.Controller, pr.Charged, receipted, held)
+	}
+	return nil
 }

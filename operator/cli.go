@@ -52,7 +52,7 @@ func commands() map[string]command {
 		"purse show":       {"purse show NAME --store DIR [--json]", (*CLI).cmdPurseShow},
 		"purse freeze":     {"purse freeze NAME --store DIR", (*CLI).cmdPurseFreeze},
 		"purse thaw":       {"purse thaw NAME --store DIR", (*CLI).cmdPurseThaw},
-		"grant issue":      {"grant issue --controller C --application A [--operations PATTERN]... --price N [--discovery-price N] --per-day N --not-after TIME --store DIR", (*CLI).cmdGrantIssue},
+		"grant issue":      {"grant issue --controller C --application A [--operations PATTERN]... --price N [--discovery-price N] [--refusal-price N] --per-day N --not-after TIME --store DIR", (*CLI).cmdGrantIssue},
 		"grant revoke":     {"grant revoke ID --store DIR", (*CLI).cmdGrantRevoke},
 		"grant list":       {"grant list --store DIR [--json]", (*CLI).cmdGrantList},
 		"route register":   {"route register ROUTE APP REQUEST.json --store DIR", (*CLI).cmdRouteRegister},

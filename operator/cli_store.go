@@ -142,6 +142,7 @@ func (c *CLI) cmdGrantIssue(args []string) error {
 	fs.Var(&ops, "operations", "operation id `PATTERN` (path.Match; repeatable or comma-separated; none means all)")
 	price := fs.Uint64("price", 0, "credits per invocation")
 	dprice := fs.Uint64("discovery-price", 0, "credits per discovery (0: free, no payer callback)")
+	rprice := fs.Uint64("refusal-price", 0, "credits an application's answer other than 2xx costs (at most --price; 0: free)")
 	perDay := fs.Uint64("per-day", 0, "admitted requests per UTC day (at least 1)")
 	notAfter := fs.String("not-after", "", "expiry `TIME`: RFC 3339, or +DURATION from now")
 	if _, err := c.parse(fs, args, 0); err != nil {
@@ -156,7 +157,7 @@ func (c *CLI) cmdGrantIssue(args []string) error {
 	}
 	rep, err := c.admin(*store, AdminRequest{Op: OpGrantIssue, Grant: &AdminGrant{
 		Controller: *ctrl, Application: *app, Operations: ops, Price: *price, DiscoveryPrice: *dprice,
-		PerDay: *perDay, NotAfter: na.UnixMilli(),
+		RefusalPrice: *rprice, PerDay: *perDay, NotAfter: na.UnixMilli(),
 	}})
 	if err != nil {
 		return err
@@ -190,8 +191,8 @@ func (c *CLI) cmdGrantList(args []string) error {
 				if ops == "" {
 					ops = "*"
 				}
-				fmt.Fprintf(c.Stdout, "%s\t%s -> %s [%s]\tprice %d, discovery %d, %d/%d today, until %s, %s\n",
-					g.ID, g.Controller, g.Application, ops, g.Price, g.DiscoveryPrice, g.UsedToday, g.PerDay, g.NotAfter, state)
+				fmt.Fprintf(c.Stdout, "%s\t%s -> %s [%s]\tprice %d, discovery %d, refusal %d, %d/%d today, until %s, %s\n",
+					g.ID, g.Controller, g.Application, ops, g.Price, g.DiscoveryPrice, g.RefusalPrice, g.UsedToday, g.PerDay, g.NotAfter, state)
 			}
 		})
 }

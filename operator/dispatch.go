@@ -18,6 +18,8 @@ const (
 	FailAfterMarkSend = "host-after-mark-send"
 	FailAfterSend     = "host-after-send"
 	FailAfterOutcome  = "host-after-outcome"
+	FailAfterNotSent  = "host-after-not-sent"
+	FailAfterRefused  = "host-after-refused"
 )
 
 // maxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
@@ -44,30 +46,33 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	if ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
-	// From here on the attempt holds its place: every exit either journals
-	// a reserve record or drops the admission.
+	// From here on the attempt holds its place: every exit journals either
+	// a reserve record or a refused one, with its receipt.
 	var consent []byte
 	if adm.charge > 0 {
 		consent, err = h.consent(ctx, rt, c, adm)
 		if errors.Is(err, errConsentDeadline) {
-			h.s.drop(adm)
 			h.s.logRefusal(c, "the deadline passed during the consent wait", "deadline", time.UnixMilli(c.deadline).UTC().Format(time.RFC3339Nano))
-			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused,
-				Refusal: &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}}
+			ref := &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}
+			return h.refuseAdmitted(adm, c, nil, ref, "refused before consent: the call's deadline passed during the consent wait")
 		}
 		if err != nil {
-			h.s.drop(adm)
 			// The refusal may go out on a channel that is already dead: log
 			// it, so that an attempt refused here is never dropped silently.
 			h.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", d.Attempt, "err", err)
-			return refused(d, msg.CodeNoConsent, "%s; nothing was sent or charged", noConsentReason(err))
+			ref := &msg.Refusal{Code: msg.CodeNoConsent, Reason: noConsentReason(err) + "; nothing was sent or charged"}
+			return h.refuseAdmitted(adm, c, nil, ref, noConsentReceiptReason(err))
 		}
 	}
 	// Admission again at the last moment, then journal first: the
 	// reservation and mark-send, one record.
 	ref, err = h.s.commitReserve(adm, c, consent)
 	if ref != nil {
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
+		why := "refused after the payer's consent, before anything was sent: "
+		if consent == nil {
+			why = "refused before sending (a free request needs no consent): "
+		}
+		return h.refuseAdmitted(adm, c, consent, ref, why+ref.Reason)
 	}
 	if err != nil {
 		return reserveFailed(d, err, h.log)
@@ -88,12 +93,16 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	switch {
 	case !dl.sent:
 		h.log.Warn("steward-operator: not sent", "attempt", d.Attempt, "upstream", rt.Upstream, "err", dl.cause)
-		if err := h.s.commitNotSent(adm, dl.detail); err != nil {
+		receipt, err := h.s.commitNotSent(adm, c, consent, dl.detail)
+		if err != nil {
+			// The reservation is durable and its release is not (or not
+			// known to be): charged until the operator resolves it.
 			h.log.Error("steward-operator: not-sent record", "attempt", d.Attempt, "err", err)
 			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
 				Detail: "delivery failed before sending (" + dl.detail + ") but the host could not journal the release"}
 		}
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateNotSent, Detail: dl.detail}
+		failpoint.Hit(FailAfterNotSent)
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateNotSent, Detail: dl.detail, Receipt: receipt}
 	case dl.err != "":
 		h.log.Warn("steward-operator: uncertain", "attempt", d.Attempt, "upstream", rt.Upstream, "err", dl.cause)
 		h.s.commitUncertain(adm, dl.err, h.log)
@@ -120,6 +129,46 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 // errConsentDeadline wraps a consent wait that the dispatch's deadline
 // (plus msg.DeadlineTolerance) ended: the call is refused as past its deadline.
 var errConsentDeadline = errors.New("the dispatch's deadline passed during the consent wait")
+
+// refuseAdmitted ends an admitted attempt refused before anything was
+// reserved: a refused record with its receipt (reason says how it ended),
+// and ref answered with the receipt. Nothing was reserved, so nothing is
+// charged whatever became of the record; when it failed the agent is told
+// what is known of it: a record the journal removed is not there (nothing
+// of the attempt is recorded), one whose fdatasync failed is known only
+// once the host has restarted.
+func (h *Host) refuseAdmitted(adm *admission, c *checkedDispatch, consent []byte, ref *msg.Refusal, reason string) msg.DispatchResult {
+	receipt, err := h.s.commitRefused(adm, c, consent, reason)
+	if err != nil {
+		h.log.Error("steward-operator: refused record; nothing sent or charged", "attempt", c.attempt, "err", err)
+		ref.Reason += refusalUnrecorded(err)
+		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateRefused, Refusal: ref}
+	}
+	failpoint.Hit(FailAfterRefused)
+	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateRefused, Refusal: ref, Receipt: receipt}
+}
+
+// refusalUnrecorded is what a refusal after admission adds when its
+// record failed: nothing was reserved, so nothing is charged either way,
+// but a record the journal removed is not there, and one whose fdatasync
+// failed is known only once the host has restarted.
+func refusalUnrecorded(err error) string {
+	if errors.Is(err, journal.ErrNotWritten) {
+		return "; the host could not record this refusal's receipt, so nothing of the attempt is recorded"
+	}
+	return "; the host journal failed while recording this refusal's receipt: whether it is recorded is known only once the host has restarted"
+}
+
+// noConsentReceiptReason is the receipt's reason for an attempt whose
+// consent did not come: the payer's own refusal, or that it could not be
+// obtained (the cause, which may name a host path, stays in the log).
+func noConsentReceiptReason(err error) string {
+	var pr *payerRefusal
+	if errors.As(err, &pr) {
+		return "the payer refused: " + quoteLine(pr.ref.Error(), maxPayerReason)
+	}
+	return "refused before consent: the payer's consent could not be obtained"
+}
 
 // payerRefusal is the controller's own refusal to consent, as the reverse
 // channel answered it.
@@ -186,7 +235,8 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 	// (a grant's signed bytes never change once stored).
 	r := msg.Reserve{
 		V: msg.CustodyV2, Attempt: c.attempt, Controller: adm.ctrl.name, Application: c.application,
-		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge, Grant: adm.g.signed,
+		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge, RefusalPrice: adm.refusalPrice(),
+		Grant: adm.g.signed,
 	}
 	env, err := cl.Call(ctx, msg.TypeReserve, r)
 	if err != nil {

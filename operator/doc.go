@@ -45,16 +45,34 @@
 //	                 hash to requestSha256, so that an operator can redeliver the
 //	                 attempt. A first-version reserve reads as one with no request:
 //	                 such an attempt can be released or charged, not redelivered.
-//	not-sent        {attempt, detail, ledger}    delivery failed before the
-//	                 first byte was written: the reservation is released.
+//	not-sent        {attempt, detail, ledger}    version 1 of not-sent.v2,
+//	                 with no receipt; still read.
+//	not-sent.v2     {attempt, detail, receipt, receiptSeq, ledger}
+//	                 delivery failed before the first byte was written: the
+//	                 reservation is released, and the receipt says so
+//	                 (not-sent, charge 0, reason the detail).
 //	uncertain       {attempt, detail}            delivery failed after the first
 //	                 byte: the attempt keeps its reservation. (A reserve with no
 //	                 later not-sent or outcome record is uncertain too: that is
 //	                 what a crash leaves.)
 //	outcome         {attempt, status, body, receipt, receiptSeq, ledger}
-//	                 the application's answer and the signed receipt, one record
-//	                 (the receipt is signed before the append, so outcome and
-//	                 receipt share one fdatasync).
+//	                 version 1 of outcome.v2: it charged the whole reservation,
+//	                 and its ledger is the one current when it was signed; still
+//	                 read.
+//	outcome.v2      {attempt, status, body, receipt, receiptSeq, charge, ledger}
+//	                 the application's answer, the charge it settled (the
+//	                 reservation for a 2xx, the grant's refusal price or 0
+//	                 otherwise; the rest is released, at its own ledger number)
+//	                 and the signed receipt, one record (the receipt is signed
+//	                 before the append, so outcome and receipt share one
+//	                 fdatasync).
+//	refused         {attempt, controller, reason, receipt, receiptSeq, ledger}
+//	                 an admitted attempt refused before anything was reserved
+//	                 (the payer refused, its consent could not be obtained, or
+//	                 the last-moment check refused): nothing sent or charged;
+//	                 the receipt (refused, charge 0, reason) carries the
+//	                 payer's consent when it had one. Its ledger is the one
+//	                 current when it was signed; the attempt id stays taken.
 //	checkpoint      {checkpoint, seq}            signed msg.Checkpoint over the
 //	                 durable receipt chain head (seq: the receipt it covers).
 //	redeliver       {attempt, by, reason}        an operator's redelivery of an
@@ -76,11 +94,14 @@
 //
 // # The ledger
 //
-// A purse's balance is its funds minus the charges of reserve records that
-// no not-sent record released. Every record that moves a balance (purse-fund,
-// reserve, not-sent) carries a store-wide ledger number, assigned when the
-// change is applied in memory, just before its append; an outcome carries
-// the ledger number current when its receipt was signed. Concurrent appends
+// A purse's balance is its funds minus the charges of reserve records,
+// less what not-sent records released and what outcome.v2 records did not
+// charge of them. Every record that moves a balance (purse-fund, reserve,
+// not-sent, outcome.v2) carries a store-wide ledger number, assigned when
+// the change is applied in memory, just before its append; a version 1
+// outcome and a refused record carry the ledger number current when their
+// receipt was signed. `receipts verify` also checks that what the history
+// charges is what the receipts charge plus what open reservations hold. Concurrent appends
 // are group-committed, so journal order and ledger order may differ within a
 // batch: `receipts verify` replays balance changes in ledger order, and
 // checks that each receipt's BalanceAfter equals the controller's balance
@@ -95,7 +116,8 @@
 //
 //	not-seen            no reserve record
 //	delivery-requested  reserve record durable, delivery in progress now
-//	not-sent            not-sent record
+//	not-sent            not-sent record (its receipt answered, version 2)
+//	refused             refused record: refused after admission (its receipt answered)
 //	definite            outcome record (status, body and receipt answered),
 //	                    also after an operator's redelivery (the detail names who)
 //	uncertain           reserve with an uncertain record, or with neither an
@@ -124,6 +146,11 @@
 //	host-after-resolve    the resolve record is durable, the command not
 //	                      answered: released (charge given back once) or
 //	                      performed (charged once), with its receipt.
+//	host-after-not-sent   the not-sent.v2 record is durable, the dispatch not
+//	                      answered: not-sent with its receipt, nothing charged.
+//	host-after-refused    the refused record is durable, the dispatch not
+//	                      answered: refused with its receipt, nothing charged,
+//	                      the attempt id never admitted again.
 //
 // # Delivery
 //

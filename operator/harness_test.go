@@ -261,6 +261,7 @@ type world struct {
 type worldOpts struct {
 	fund           uint64
 	price, dprice  uint64
+	refusalPrice   uint64
 	perDay         uint64
 	ops            []string
 	noGrant, noApp bool
@@ -302,7 +303,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	}
 	if !o.noGrant {
 		g, err := s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", Operations: o.ops, Price: o.price,
-			DiscoveryPrice: o.dprice, PerDay: o.perDay, NotAfter: time.Now().Add(time.Hour)})
+			DiscoveryPrice: o.dprice, RefusalPrice: o.refusalPrice, PerDay: o.perDay, NotAfter: time.Now().Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,22 +43,29 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 	if w.app.calls.Load() != calls {
 		t.Fatal("duplicate delivered")
 	}
-	// the application's own refusal stays a refusal, and is charged
+	// the application's own refusal stays a refusal, and is not charged
 	res = call(t, cl, invokeDispatch(t, "a2", "calc.evaluate", `{"expression":"1/0"}`))
 	if res.Outcome != msg.StateDefinite || res.Status != 422 || !bytes.Contains(res.Body, []byte("division by zero")) {
 		t.Fatalf("app refusal: %+v", res)
 	}
+	r, err = msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.pub.Ed25519()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != msg.StateDefinite || r.Status != 422 || r.Charge != 0 || r.PriceApplied != msg.PriceNone || r.BalanceAfter != 93 || r.Consent == nil {
+		t.Fatalf("receipt of a 422: %+v", r)
+	}
 	w.stop()
 	w.withStore(t, func(s *Store) {
 		p, _ := s.PurseShow("ctl")
-		if p.Balance != 86 || p.Charged != 14 {
+		if p.Balance != 93 || p.Charged != 7 {
 			t.Fatalf("purse %+v", p)
 		}
 		rep, err := s.VerifyReceipts(1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Receipts != 2 || rep.CoveredThrough != 2 || rep.Uncovered != 0 || rep.Purses[0].Balance != 86 {
+		if rep.Receipts != 2 || rep.CoveredThrough != 2 || rep.Uncovered != 0 || rep.Purses[0].Balance != 93 {
 			t.Fatalf("report %+v", rep)
 		}
 	})
@@ -183,8 +190,15 @@ func TestForgedConsent(t *testing.T) {
 	if w.app.calls.Load() != 0 {
 		t.Fatal("a request without consent was delivered")
 	}
-	if in := inspect(t, cl, "f1"); in.State != msg.StateNotSeen {
-		t.Fatalf("inspect f1: %+v", in)
+	for id, reason := range map[string]string{
+		"f1": "refused before consent: the payer's consent could not be obtained",
+		"f2": "the payer refused: no-consent: not journaled",
+	} {
+		in := inspect(t, cl, id)
+		r, err := msg.VerifyReceipt(in.Receipt, wire.NewKeyring(w.pub.Ed25519()))
+		if in.State != msg.StateRefused || err != nil || r.Outcome != msg.StateRefused || r.Reason != reason || r.Charge != 0 || r.Consent != nil {
+			t.Fatalf("inspect %s: %+v, receipt %+v, %v", id, in, r, err)
+		}
 	}
 	w.stop()
 	w.withStore(t, func(s *Store) {

@@ -18,8 +18,11 @@ const (
 	kindRouteRegister = "route-register"
 	kindReserve       = "reserve"
 	kindNotSent       = "not-sent"
+	kindNotSentV2     = "not-sent.v2"
 	kindUncertain     = "uncertain"
 	kindOutcome       = "outcome"
+	kindOutcomeV2     = "outcome.v2"
+	kindRefused       = "refused"
 	kindCheckpoint    = "checkpoint"
 )
 
@@ -56,9 +59,12 @@ var hostRecords = []recordKind{
 	hostRecord(kindRouteRegister, (*replayer).routeRegister, nil),
 	hostRecord(kindReserve, (*replayer).reserveV1, (*journalAudit).reserve),
 	hostRecord(kindReserveV2, (*replayer).reserveV2, (*journalAudit).reserveV2),
-	hostRecord(kindNotSent, (*replayer).notSent, (*journalAudit).notSent),
+	hostRecord(kindNotSent, (*replayer).notSentV1, (*journalAudit).notSentV1),
+	hostRecord(kindNotSentV2, (*replayer).notSent, (*journalAudit).notSent),
 	hostRecord(kindUncertain, (*replayer).uncertain, (*journalAudit).uncertain),
-	hostRecord(kindOutcome, (*replayer).outcome, (*journalAudit).outcome),
+	hostRecord(kindOutcome, (*replayer).outcomeV1, (*journalAudit).outcomeV1),
+	hostRecord(kindOutcomeV2, (*replayer).outcome, (*journalAudit).outcome),
+	hostRecord(kindRefused, (*replayer).refused, (*journalAudit).refused),
 	hostRecord(kindCheckpoint, (*replayer).checkpoint, (*journalAudit).checkpoint),
 	hostRecord(kindRedeliver, (*replayer).redeliver, (*journalAudit).redeliver),
 	hostRecord(kindResolve, (*replayer).resolve, (*journalAudit).resolve),
@@ -174,6 +180,23 @@ type recNotSent struct {
 	Ledger  uint64 `cbor:"ledger"`
 }
 
+// upgrade reads a version 1 not-sent record as version 2: it carries no
+// receipt (the hosts that wrote it signed none for this end).
+func (b *recNotSent) upgrade() *recNotSentV2 {
+	return &recNotSentV2{Attempt: b.Attempt, Detail: b.Detail, Ledger: b.Ledger}
+}
+
+// recNotSentV2 releases the reservation of an attempt whose delivery
+// failed before its first byte and carries the receipt of that end
+// (Outcome not-sent, charge 0, Reason the detail).
+type recNotSentV2 struct {
+	Attempt string `cbor:"attempt"`
+	Detail  string `cbor:"detail"`
+	Receipt []byte `cbor:"receipt"`
+	Seq     uint64 `cbor:"receiptSeq"`
+	Ledger  uint64 `cbor:"ledger"`
+}
+
 type recUncertain struct {
 	Attempt string `cbor:"attempt"`
 	Detail  string `cbor:"detail"`
@@ -186,6 +209,43 @@ type recOutcome struct {
 	Receipt []byte `cbor:"receipt"`
 	Seq     uint64 `cbor:"receiptSeq"` // the receipt's Seq, so Open need not parse it
 	Ledger  uint64 `cbor:"ledger"`
+}
+
+// upgrade reads a version 1 outcome as version 2: it charged the whole
+// reservation (charge) and moved no balance, so its ledger number is the
+// one current when its receipt was signed, not one of its own.
+func (b *recOutcome) upgrade(charge uint64) *recOutcomeV2 {
+	return &recOutcomeV2{Attempt: b.Attempt, Status: b.Status, Body: b.Body, Receipt: b.Receipt,
+		Seq: b.Seq, Charge: charge, Ledger: b.Ledger}
+}
+
+// recOutcomeV2 is an application's answer, the charge it settled (the
+// reservation for a 2xx, the refusal price or nothing otherwise: the rest
+// of the reservation is released) and the signed receipt, one record. Its
+// ledger number is its own: the release moves the balance (by 0 when the
+// whole reservation is charged).
+type recOutcomeV2 struct {
+	Attempt string `cbor:"attempt"`
+	Status  int    `cbor:"status"`
+	Body    []byte `cbor:"body"`
+	Receipt []byte `cbor:"receipt"`
+	Seq     uint64 `cbor:"receiptSeq"`
+	Charge  uint64 `cbor:"charge"`
+	Ledger  uint64 `cbor:"ledger"`
+}
+
+// recRefused ends an admitted attempt that was refused before anything
+// was reserved (the payer refused, its consent could not be obtained, or
+// the last-moment check refused): nothing was sent or charged. It carries
+// the receipt (Outcome refused, charge 0, Reason) and the ledger number
+// current when it was signed (it moves no balance).
+type recRefused struct {
+	Attempt    string `cbor:"attempt"`
+	Controller string `cbor:"controller"`
+	Reason     string `cbor:"reason"`
+	Receipt    []byte `cbor:"receipt"`
+	Seq        uint64 `cbor:"receiptSeq"`
+	Ledger     uint64 `cbor:"ledger"`
 }
 
 type recCheckpoint struct {

@@ -133,7 +133,12 @@ func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 	return nil
 }
 
-func (rp *replayer) notSent(_ journal.Record, b *recNotSent) error {
+// notSentV1 applies a version 1 not-sent record (no receipt).
+func (rp *replayer) notSentV1(r journal.Record, b *recNotSent) error {
+	return rp.notSent(r, b.upgrade())
+}
+
+func (rp *replayer) notSent(r journal.Record, b *recNotSentV2) error {
 	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
 	if err != nil {
 		return err
@@ -141,6 +146,10 @@ func (rp *replayer) notSent(_ journal.Record, b *recNotSent) error {
 	rp.st.release(a)
 	a.state, a.detail = msg.StateNotSent, b.Detail
 	rp.st.seeLedger(b.Ledger)
+	if b.Receipt != nil {
+		a.outcomeSeq = r.Seq
+		return rp.receipt(b.Seq, b.Receipt)
+	}
 	return nil
 }
 
@@ -153,18 +162,56 @@ func (rp *replayer) uncertain(_ journal.Record, b *recUncertain) error {
 	return nil
 }
 
-func (rp *replayer) outcome(r journal.Record, b *recOutcome) error {
+// outcomeV1 applies a version 1 outcome: it charged the whole reservation.
+func (rp *replayer) outcomeV1(r journal.Record, b *recOutcome) error {
+	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
+	if err != nil {
+		return err
+	}
+	return rp.outcome(r, b.upgrade(a.charge))
+}
+
+// outcome settles an answered attempt: its charge stays taken from the
+// purse, the rest of its reservation is released.
+func (rp *replayer) outcome(r journal.Record, b *recOutcomeV2) error {
 	st := rp.st
 	a, err := st.attemptIn(b.Attempt, msg.StateUncertain)
 	if err != nil {
 		return err
 	}
-	a.state, a.outcomeSeq, a.detail = msg.StateDefinite, r.Seq, ""
-	if b.Seq <= st.durableSeq || st.pending[b.Seq] != nil {
-		return fmt.Errorf("receipt %d appears twice", b.Seq)
+	if b.Charge > a.charge {
+		return fmt.Errorf("attempt %s: the outcome charges %d, more than its reservation of %d", b.Attempt, b.Charge, a.charge)
 	}
-	st.markDurable(b.Seq, msg.ReceiptHash(b.Receipt))
+	if c := st.controllers[a.controller]; c != nil {
+		c.purse.charged -= a.charge - b.Charge
+	}
+	a.state, a.outcomeSeq, a.detail = msg.StateDefinite, r.Seq, ""
 	st.seeLedger(b.Ledger)
+	return rp.receipt(b.Seq, b.Receipt)
+}
+
+// refused records an admitted attempt refused before anything was
+// reserved: its id is taken (never dispatched again), nothing charged.
+func (rp *replayer) refused(r journal.Record, b *recRefused) error {
+	st := rp.st
+	if _, dup := st.attempts[b.Attempt]; dup {
+		return fmt.Errorf("attempt %s refused after it was recorded", b.Attempt)
+	}
+	if _, err := st.controller(b.Controller); err != nil {
+		return err
+	}
+	st.attempts[b.Attempt] = &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq}
+	st.seeLedger(b.Ledger)
+	return rp.receipt(b.Seq, b.Receipt)
+}
+
+// receipt marks receipt seq durable, refusing one seen before.
+func (rp *replayer) receipt(seq uint64, signed []byte) error {
+	st := rp.st
+	if seq <= st.durableSeq || st.pending[seq] != nil {
+		return fmt.Errorf("receipt %d appears twice", seq)
+	}
+	st.markDurable(seq, msg.ReceiptHash(signed))
 	return nil
 }
 

@@ -196,6 +196,9 @@ func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant
 	if g.PerDay == 0 {
 		return g, refusedf("grant %s: per-day count must be at least 1", g.ID)
 	}
+	if g.RefusalPrice > g.Price {
+		return g, refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
+	}
 	if g.NotAfter <= g.NotBefore {
 		return g, refusedf("grant %s: not-after is not after not-before", g.ID)
 	}

@@ -271,6 +271,9 @@ func VerifyReceiptsFileKeys(b []byte, k FileKeys) (ReceiptReport, error) {
 		if err != nil {
 			return ReceiptReport{}, faultf("receipt (%s): %v", where, err)
 		}
+		if err := checkReceiptTerms(r); err != nil {
+			return ReceiptReport{}, faultf("receipt %d (%s): %v", r.Seq, where, err)
+		}
 		rs = append(rs, chainReceipt{signed: signed, r: r, where: where, order: i})
 	}
 	if k.Dispatch != nil && k.Controller == "" {
@@ -362,6 +365,9 @@ func checkReceiptConsent(r msg.Receipt, dispatch *wire.Keyring, usedBy map[strin
 	usedBy[byBytes] = r.Seq
 	c, err := checkConsent(r.Consent, dispatch, consentClaim{Attempt: r.Attempt, Controller: r.Controller,
 		Application: r.Application, Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: r.Charge})
+	if err == nil {
+		err = checkConsentTerms(r, c)
+	}
 	if err != nil {
 		return err
 	}
@@ -372,6 +378,14 @@ func checkReceiptConsent(r msg.Receipt, dispatch *wire.Keyring, usedBy map[strin
 	usedBy[byAttempt] = r.Seq
 	return nil
 }
+
+// checkReceiptTerms checks that a receipt's own fields agree
+// (msg.Receipt.CheckTerms).
+func checkReceiptTerms(r msg.Receipt) error { return r.CheckTerms() }
+
+// checkConsentTerms checks a receipt's charge against its payer consent
+// (msg.Receipt.CheckCharge).
+func checkConsentTerms(r msg.Receipt, c msg.Consent) error { return r.CheckCharge(c) }
 
 // consentClaim is what a receipt or a reservation says its consent agreed to.
 type consentClaim struct {

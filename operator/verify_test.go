@@ -171,8 +171,20 @@ func TestReceiptsFileForgeries(t *testing.T) {
 		want string // the finding; "" verifies
 	}{
 		{"a consented receipt appended verifies", func(*testing.T, *msg.Receipt) {}, ""},
-		{"a free receipt needs no consent", func(_ *testing.T, r *msg.Receipt) { r.Charge, r.Consent = 0, nil }, ""},
-		{"a charge below the consent's", func(_ *testing.T, r *msg.Receipt) { r.Charge = 9 }, ""},
+		{"a free receipt needs no consent", func(_ *testing.T, r *msg.Receipt) { r.Charge, r.Consent, r.PriceApplied = 0, nil, msg.PriceNone }, ""},
+		{"a version 1 charge below the consent's", func(_ *testing.T, r *msg.Receipt) {
+			r.V, r.Outcome, r.PriceApplied, r.Charge = 0, "", "", 9
+		}, ""},
+		{"a version 2 charge below the consent's answer price", func(_ *testing.T, r *msg.Receipt) { r.Charge = 9 },
+			`receipt 4 (file entry 4): charges 9 at the "answer" price; its payer consent allows 10 for an answer and 0 for a refusal`},
+		{"a 4xx at the consented refusal price verifies", func(t *testing.T, r *msg.Receipt) {
+			c := fx.consentFor(*r, 10)
+			c.RefusalPrice = 3
+			r.Consent, r.Status, r.Charge, r.PriceApplied = fx.consent(t, c), 422, 3, msg.PriceRefusal
+		}, ""},
+		{"a 4xx at a refusal price the payer did not consent to", func(t *testing.T, r *msg.Receipt) {
+			r.Status, r.Charge, r.PriceApplied = 422, 3, msg.PriceRefusal
+		}, `receipt 4 (file entry 4): charges 3 at the "refusal" price; its payer consent allows 10 for an answer and 0 for a refusal`},
 		{"no consent", func(_ *testing.T, r *msg.Receipt) { r.Consent = nil }, "receipt 4 (file entry 4): charges 10 with no payer consent"},
 		{"a consent reused from another attempt", func(_ *testing.T, r *msg.Receipt) { r.Consent = fx.receipts[2].Consent },
 			"receipt 4 (file entry 4): its payer consent already paid for receipt 3"},
@@ -358,7 +370,7 @@ func TestReceiptsFileRefusedInput(t *testing.T) {
 	t.Run("two controllers, keys for which unnamed", func(t *testing.T) {
 		f := fx.file(t)
 		r := fx.a4(t)
-		r.Controller, r.Charge, r.Consent = "c2", 0, nil
+		r.Controller, r.Charge, r.Consent, r.PriceApplied = "c2", 0, nil, msg.PriceNone
 		fx.appendSigned(t, &f, r, fx.host.Ed25519())
 		code, _, errs := fx.verifyFile(t, f, "--host-key", fx.hostPub, "--controller-keys", fx.ctlKeys)
 		if code != ExitRefused || !strings.Contains(errs, "the file holds receipts of 2 controllers ([ctl c2]): name the one whose keys were given") {
