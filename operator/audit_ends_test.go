@@ -125,7 +125,8 @@ func TestOutcomeV2Forgeries(t *testing.T) {
 				rec := recOutcomeV2{Attempt: "a4", Status: 422, Body: body, Seq: r.Seq, Charge: 4, Ledger: ledger + 1}
 				tc.e.r(&r, &rec)
 				rec.Receipt = f.sign(t, r)
-				if _, err := s.appendReceipt(kindOutcomeV2, rec); err != nil {
+				// A forged record: written as is, not signed through signReceiptLocked.
+				if _, err := s.append(kindOutcomeV2, rec); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -156,7 +157,7 @@ func TestRefusedRecordForgeries(t *testing.T) {
 			Application: "app", Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: make([]byte, 32), BalanceAfter: 70,
 			Outcome: msg.StateRefused, Reason: "the payer refused: x", PriceApplied: msg.PriceNone, At: time.Now().UnixMilli()}
 		edit(&r)
-		if _, err := s.appendReceipt(kindRefused, recRefused{Attempt: "a5", Controller: "ctl", Reason: "the payer refused: x",
+		if _, err := s.append(kindRefused, recRefused{Attempt: "a5", Controller: "ctl", Reason: "the payer refused: x",
 			Receipt: f.sign(t, r), Seq: r.Seq, Ledger: ledger - 1}); err != nil {
 			t.Fatal(err)
 		}

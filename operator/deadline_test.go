@@ -116,8 +116,9 @@ func TestDeadlineDuringConsentWait(t *testing.T) {
 	if waited >= reserveTimeout {
 		t.Fatalf("the host waited %v for the consent, past the deadline", waited)
 	}
+	// Each ended refused after admission, with a receipt that says so.
 	for _, id := range []string{"cw1", "cw2"} {
-		if in := inspect(t, cl, id); in.State != msg.StateNotSeen {
+		if in := inspect(t, cl, id); in.State != msg.StateRefused || in.Receipt == nil {
 			t.Fatalf("inspect %s: %+v", id, in)
 		}
 	}

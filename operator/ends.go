@@ -116,7 +116,7 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 	if err != nil {
 		s.mu.Lock()
 		if wasSigned {
-			}
+		}
 		p.charged += adm.charge
 		adm.g.use(adm.day)
 		adm.a.state, adm.a.detail = msg.StateUncertain, "the release could not be journaled: "+err.Error()
