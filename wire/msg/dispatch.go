@@ -25,6 +25,13 @@ type Dispatch struct {
 	// clock: the host refuses a dispatch past it before reserving anything
 	// and never delivers past it. Absent from controllers before it.
 	Deadline int64 `cbor:"deadline,omitempty"`
+	// Agent is the principal that made the call, as the controller knows
+	// it from the kernel (SO_PEERCRED of the MCP session, mapped to the
+	// agent's configured name; "foreground" for the foreground socket).
+	// The host counts the operator's limits for that agent by it, refuses
+	// a dispatch whose payer consent names another principal, and signs it
+	// into the receipt. Absent from controllers before agents.
+	Agent string `cbor:"agent,omitempty"`
 	DispatchV1
 }
 

@@ -59,6 +59,10 @@ type Receipt struct {
 	PriceApplied string `cbor:"priceApplied,omitempty"` // PriceAnswer, PriceRefusal or PriceNone
 	ResolvedBy   string `cbor:"resolvedBy,omitempty"`   // the account that resolved the attempt, e.g. "uid:1001"
 	Deadline     int64  `cbor:"deadline,omitempty"`     // the dispatch's deadline, unix ms, when it carried one
+	// Agent is the dispatch's agent (Dispatch.Agent), Conversation the
+	// invocation's conversationId: who spent, and in which conversation.
+	Agent        string `cbor:"agent,omitempty"`
+	Conversation string `cbor:"conversation,omitempty"`
 }
 
 // ReceiptHash is the chain link of a signed receipt: SHA-256 of its COSE bytes.

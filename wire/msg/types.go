@@ -10,6 +10,10 @@ const (
 	TypeReserve        = "reserve"
 	TypeConsent        = "consent"
 	TypeRefused        = "refused"
+	// TypeAllowance asks the host what an agent may still spend under the
+	// operator's limits (Allowance, answered by TypeAllowanceResult).
+	TypeAllowance       = "allowance"
+	TypeAllowanceResult = "allowance-result"
 )
 
 // Roles announced in the wire hello and bound into the channel id.
@@ -51,6 +55,9 @@ const (
 	// CodeDeadlinePassed: the dispatch's deadline passed before the host
 	// could deliver it; nothing was reserved or charged.
 	CodeDeadlinePassed = "deadline-passed"
+	// CodeAgentLimit: an operator's limit for this agent refused the call
+	// (an operation it may not call, a daily, conversation or rate limit).
+	CodeAgentLimit = "agent-limit"
 )
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
