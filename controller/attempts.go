@@ -173,13 +173,16 @@ func (c *Controller) resolution(b ledger.Begin, ir msg.InspectResult, by string)
 	case msg.StateDefinite:
 		rc, err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status)
 		if err == nil {
+			err = checkRedeliveredBy(rc, ir.Detail)
+		}
+		if err == nil {
 			err = c.checkReceiptConsent(rc, b)
 		}
 		if err != nil {
 			c.log.Error("RECEIPT REFUSED: the host's record of an uncertain attempt carries a receipt that does not verify", "attempt", id, "err", err)
 			return rec, fmt.Errorf("%w: attempt %s: the host's receipt does not verify: %w", ErrNotResolvable, id, err)
 		}
-		rec.State, rec.Status, rec.Body, rec.Receipt, rec.Charge = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt, rc.Charge
+		rec.State, rec.Status, rec.Body, rec.Receipt, rec.Charge, rec.ResolvedBy = msg.StateDefinite, ir.Status, ir.Body, ir.Receipt, rc.Charge, rc.ResolvedBy
 	case msg.StateReleased, msg.StatePerformed:
 		rc, err := c.verifyResolutionReceipt(ir, b)
 		if err != nil {

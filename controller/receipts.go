@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire/msg"
@@ -29,6 +30,9 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 	if err := receiptSays(rc, r.Outcome); err != nil {
 		return rc, err
 	}
+	if err := checkRedeliveredBy(rc, ""); err != nil {
+		return rc, err // a dispatch's own answer is a first delivery
+	}
 	if r.Outcome == msg.StateRefused && rc.Consent == nil {
 		// A consent this controller signed may never have reached the host
 		// (its reverse channel failed, or its wait ended first): a refusal
@@ -38,6 +42,22 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 	err = c.checkReceiptConsent(rc, ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
 		RequestSHA256: p.sha[:], Principal: p.principal})
 	return rc, err
+}
+
+// checkRedeliveredBy checks the resolver a receipt of an answer names
+// against detail, the host's inspect detail of its attempt: an operator's
+// redelivery is answered with "redelivered by uid:N: reason" (the host's
+// redeliver record) and its receipt names that uid:N; any other answer
+// (a first delivery) names no resolver.
+func checkRedeliveredBy(rc msg.Receipt, detail string) error {
+	want := ""
+	if rest, ok := strings.CutPrefix(detail, "redelivered by "); ok {
+		want, _, _ = strings.Cut(rest, ": ")
+	}
+	if rc.ResolvedBy != want {
+		return fmt.Errorf("receipt %d names resolver %q; the host says the attempt was redelivered by %q", rc.Seq, rc.ResolvedBy, want)
+	}
+	return nil
 }
 
 // receiptSays checks that a receipt's outcome is want and its terms hold.

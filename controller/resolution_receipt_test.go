@@ -2,6 +2,7 @@ package controller
 
 import (
 	"crypto/sha256"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,6 +65,59 @@ func TestResolutionReceiptChecked(t *testing.T) {
 			}
 			_, err = c.verifyResolutionReceipt(msg.InspectResult{Attempt: "a1", State: tc.state, Receipt: signed}, b)
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRedeliveredReceiptResolverChecked: the controller records the answer
+// to an operator's redelivery only when its receipt names the resolver the
+// host's inspect says redelivered it, and keeps that resolver; an answer
+// the host says nothing of a redelivery for names none.
+func TestRedeliveredReceiptResolverChecked(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	c, err := open(s.cfgPath, nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.j.Close()
+	hostKey, err := wire.ReadHybridKey(filepath.Join(s.store, "operator.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sha256.Sum256([]byte("request"))
+	body := []byte(`{"text":"once"}`)
+	resp := sha256.Sum256(body)
+	b := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: req[:]}
+	for _, tc := range []struct {
+		name, resolvedBy, detail, want string
+	}{
+		{"a redelivery names its resolver", "uid:7", "redelivered by uid:7: the application is back", ""},
+		{"an answer the host found", "", "", ""},
+		{"a redelivery's receipt names none", "", "redelivered by uid:7: the application is back",
+			`names resolver ""; the host says the attempt was redelivered by "uid:7"`},
+		{"another resolver", "uid:8", "redelivered by uid:7: the application is back",
+			`names resolver "uid:8"; the host says the attempt was redelivered by "uid:7"`},
+		{"a resolver with no redelivery", "uid:7", "",
+			`names resolver "uid:7"; the host says the attempt was redelivered by ""`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			signed, err := msg.SignReceipt(hostKey.Ed25519(), msg.Receipt{V: msg.ReceiptV2, Seq: 1, Prev: make([]byte, 32), Attempt: "a1",
+				Controller: c.cfg.Name, Application: "appliance", Operation: "op", Kind: msg.KindInvoke, RequestSHA256: req[:],
+				ResponseSHA256: resp[:], Status: 200, Outcome: msg.StateDefinite, PriceApplied: msg.PriceNone, ResolvedBy: tc.resolvedBy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := c.resolution(b, msg.InspectResult{Attempt: "a1", State: msg.StateDefinite, Status: 200, Body: body,
+				Receipt: signed, Detail: tc.detail}, "agent call")
+			if tc.want == "" {
+				if err != nil || rec.State != msg.StateDefinite || rec.ResolvedBy != tc.resolvedBy || rec.ByOperator() {
+					t.Fatalf("%+v %v", rec, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotResolvable) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})

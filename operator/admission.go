@@ -18,6 +18,10 @@ type admission struct {
 	grant  msg.Grant // a copy, read without the lock
 	charge uint64
 	day    int64
+	// resolvedBy is the operator whose redelivery this admission delivers
+	// (the redeliver record's By); its receipt names them. Empty for a
+	// first delivery.
+	resolvedBy string
 }
 
 // admit checks the grant and the purse for one dispatch and, when both

@@ -156,12 +156,14 @@ func (a *journalAudit) reserveV2(r journal.Record, b *recReserveV2) error {
 	return a.reserve(r, b.v1())
 }
 
-// redeliver checks that a redelivery names an open reservation.
+// redeliver checks that a redelivery names an open reservation, and keeps
+// its resolver for the receipt that ends it (endReceipt).
 func (a *journalAudit) redeliver(r journal.Record, b *recRedeliver) error {
 	res := a.reserves[b.Attempt]
 	if res == nil || res.released || res.outcome {
 		return faultf("%s: redelivers attempt %s, which holds no open reservation", recordWhere(r), b.Attempt)
 	}
+	res.redeliveredBy = b.By
 	return nil
 }
 

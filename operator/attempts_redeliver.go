@@ -74,6 +74,7 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 	s.mu.Lock()
 	a.resolution = redeliveredLine(req.By, req.Reason)
 	s.mu.Unlock()
+	adm.resolvedBy = req.By // its receipt names the redeliver record's resolver
 	failpoint.Hit(FailAfterRedeliverRecord)
 
 	var dl delivered

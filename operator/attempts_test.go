@@ -92,12 +92,9 @@ func checkResolved(t *testing.T, w *world, want msg.State, charge uint64, reason
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every resolution's receipt names its resolver: a redelivery's answer
+	// the redeliver record's, a release or charge the resolve record's.
 	uid := fmt.Sprintf("uid:%d", os.Geteuid())
-	// A redelivery's answer is receipted as a first delivery's: the
-	// redeliver record, not the receipt, names who asked for it.
-	if want == msg.StateDefinite {
-		uid = ""
-	}
 	if rc.V != msg.ReceiptV2 || rc.Attempt != "u1" || rc.Charge != charge || rc.BalanceAfter != 100-charge || rc.ResolvedBy != uid || !strings.Contains(rc.Reason, reason) {
 		t.Fatalf("receipt %+v; want charge %d, balance %d, resolved by %s, reason %q", rc, charge, 100-charge, uid, reason)
 	}

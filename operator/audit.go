@@ -36,6 +36,9 @@ type auditReserve struct {
 	released bool   // a not-sent record gave the charge back
 	outcome  bool   // an outcome record receipted it
 	detail   string // the last uncertain record's detail
+	// redeliveredBy is the last redeliver record's resolver: the receipt
+	// that ends a redelivery names it, a first delivery's names none.
+	redeliveredBy string
 }
 
 // purseEvent is one change to a purse's balance, at its ledger number.

@@ -140,7 +140,9 @@ func (a *journalAudit) refused(r journal.Record, b *recRefused) error {
 
 // endReceipt verifies the receipt of a record that ends reservation res
 // and checks that it names that record and says what the reservation
-// says, and that its terms hold under the reservation's consent.
+// says (a redelivery's receipt names the redeliver record's resolver, a
+// first delivery's none), and that its terms hold under the reservation's
+// consent.
 func (a *journalAudit) endReceipt(signed []byte, res *auditReserve, attempt string, seq uint64, where string) (msg.Receipt, error) {
 	rc, err := msg.VerifyReceipt(signed, a.hostRing)
 	if err != nil {
@@ -156,6 +158,10 @@ func (a *journalAudit) endReceipt(signed []byte, res *auditReserve, attempt stri
 		return rc, faultf("receipt %d (%s): does not match the reservation of attempt %s", rc.Seq, where, attempt)
 	case !bytes.Equal(rc.Consent, res.rec.Consent):
 		return rc, faultf("receipt %d (%s): its payer consent is not the reserved one", rc.Seq, where)
+	case rc.ResolvedBy != "" && res.redeliveredBy == "":
+		return rc, faultf("receipt %d (%s): resolved by %q, but attempt %s was never redelivered", rc.Seq, where, rc.ResolvedBy, attempt)
+	case rc.ResolvedBy != res.redeliveredBy:
+		return rc, faultf("receipt %d (%s): resolved by %q; the last redeliver record of attempt %s says %q", rc.Seq, where, rc.ResolvedBy, attempt, res.redeliveredBy)
 	}
 	if err := checkReceiptTerms(rc); err != nil {
 		return rc, faultf("receipt %d (%s): %v", rc.Seq, where, err)

@@ -80,7 +80,8 @@
 //	                 command, journaled before its first byte is sent; by is the
 //	                 admin peer's account ("uid:N", from SO_PEERCRED). Its outcome
 //	                 is an outcome record (or an uncertain one), as for a first
-//	                 delivery: no second reservation, no second charge.
+//	                 delivery, its receipt's resolvedBy this by: no second
+//	                 reservation, no second charge.
 //	resolve         {attempt, state, by, reason, receipt, receiptSeq, ledger}
 //	                 an operator's word on an uncertain attempt, with its signed
 //	                 version 2 receipt: state "released" (not performed: the

@@ -46,7 +46,7 @@ func priceApplied(charge uint64, which string) string { return msg.PriceFor(char
 func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
 	return msg.Receipt{
 		Attempt: d.attempt, Controller: adm.ctrl.name, Application: d.application, Operation: d.operation,
-		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent,
+		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent, ResolvedBy: adm.resolvedBy,
 	}
 }
 
