@@ -23,6 +23,11 @@
 //	           receipts unchanged, new calls work
 //	uncertain  the host killed at host-after-mark-send and host-after-outcome: the attempt is
 //	           uncertain, its requestId refused, attempts inspect and resolve, charged once
+//	resolve    the host killed after mark-send three times; the operator lists, inspects and
+//	           resolves each attempt (redeliver, release, charge) with steward-operator; the
+//	           controller learns it (the agent's next call, its attempts resolve) and the
+//	           requestId answers it; receipts verify after each; a 4xx charged 0; a timeoutMs
+//	           one past the controller's maximum refused with nothing reserved
 //	accounts   (root) each daemon under its own account; the controller cannot read the
 //	           operator store; the wrong account is refused on every socket; the call
 //	           journey as an agent account
