@@ -16,7 +16,11 @@
 // transient unit (systemd-run) → an agent account's paid call through
 // `steward-controller mcp` on /run/steward/controller/mcp.sock: definite,
 // replayed with the same requestId, a conflict refused, an account not on
-// the allow-list refused → socket activation (the controller stopped, an
+// the allow-list refused → the host's attempts listed as the operator, none
+// uncertain → a route revision naming another account as the application's
+// (replacing the selected one), the next call not sent with one line and no
+// path, then a third revision with the application's account selected again
+// → socket activation (the controller stopped, an
 // agent's connection starts it) → the watchdog (a WatchdogSec=2s drop-in
 // and a SIGSTOPped controller: killed, restarted, its state intact) →
 // every operator verb through sudo as the operator, and the root-only
