@@ -173,7 +173,7 @@ func (c *Controller) resolution(b ledger.Begin, ir msg.InspectResult, by string)
 	case msg.StateDefinite:
 		rc, err := c.verifyReceipt(ir.Receipt, id, b.RequestSHA256, ir.Body, ir.Status)
 		if err == nil {
-			err = checkRedeliveredBy(rc, ir.Detail)
+			err = checkRedeliveredBy(rc, ir.RedeliveredBy)
 		}
 		if err == nil {
 			err = c.checkReceiptConsent(rc, b)

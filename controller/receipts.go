@@ -3,7 +3,6 @@ package controller
 import (
 	"bytes"
 	"fmt"
-	"strings"
 
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire/msg"
@@ -45,17 +44,12 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 }
 
 // checkRedeliveredBy checks the resolver a receipt of an answer names
-// against detail, the host's inspect detail of its attempt: an operator's
-// redelivery is answered with "redelivered by uid:N: reason" (the host's
-// redeliver record) and its receipt names that uid:N; any other answer
-// (a first delivery) names no resolver.
-func checkRedeliveredBy(rc msg.Receipt, detail string) error {
-	want := ""
-	if rest, ok := strings.CutPrefix(detail, "redelivered by "); ok {
-		want, _, _ = strings.Cut(rest, ": ")
-	}
-	if rc.ResolvedBy != want {
-		return fmt.Errorf("receipt %d names resolver %q; the host says the attempt was redelivered by %q", rc.Seq, rc.ResolvedBy, want)
+// against redeliveredBy, what the host's inspect says of the attempt
+// (msg.InspectResult.RedeliveredBy): an answer to an operator's
+// redelivery names its resolver, a first delivery names none.
+func checkRedeliveredBy(rc msg.Receipt, redeliveredBy string) error {
+	if rc.ResolvedBy != redeliveredBy {
+		return fmt.Errorf("receipt %d names resolver %q; the host says the attempt was redelivered by %q", rc.Seq, rc.ResolvedBy, redeliveredBy)
 	}
 	return nil
 }

@@ -91,13 +91,13 @@ func TestRedeliveredReceiptResolverChecked(t *testing.T) {
 	resp := sha256.Sum256(body)
 	b := ledger.Begin{Attempt: "a1", Application: "appliance", Operation: "op", RequestSHA256: req[:]}
 	for _, tc := range []struct {
-		name, resolvedBy, detail, want string
+		name, resolvedBy, redeliveredBy, want string
 	}{
-		{"a redelivery names its resolver", "uid:7", "redelivered by uid:7: the application is back", ""},
+		{"a redelivery names its resolver", "uid:7", "uid:7", ""},
 		{"an answer the host found", "", "", ""},
-		{"a redelivery's receipt names none", "", "redelivered by uid:7: the application is back",
+		{"a redelivery's receipt names none", "", "uid:7",
 			`names resolver ""; the host says the attempt was redelivered by "uid:7"`},
-		{"another resolver", "uid:8", "redelivered by uid:7: the application is back",
+		{"another resolver", "uid:8", "uid:7",
 			`names resolver "uid:8"; the host says the attempt was redelivered by "uid:7"`},
 		{"a resolver with no redelivery", "uid:7", "",
 			`names resolver "uid:7"; the host says the attempt was redelivered by ""`},
@@ -110,7 +110,7 @@ func TestRedeliveredReceiptResolverChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec, err := c.resolution(b, msg.InspectResult{Attempt: "a1", State: msg.StateDefinite, Status: 200, Body: body,
-				Receipt: signed, Detail: tc.detail}, "agent call")
+				Receipt: signed, RedeliveredBy: tc.redeliveredBy}, "agent call")
 			if tc.want == "" {
 				if err != nil || rec.State != msg.StateDefinite || rec.ResolvedBy != tc.resolvedBy || rec.ByOperator() {
 					t.Fatalf("%+v %v", rec, err)

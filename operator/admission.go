@@ -235,7 +235,7 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
 	}
-	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.inspectDetail()}
+	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.inspectDetail(), RedeliveredBy: a.redeliveredBy}
 	seq := a.outcomeSeq
 	s.mu.Unlock()
 	if seq == 0 {

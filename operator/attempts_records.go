@@ -121,7 +121,7 @@ func (rp *replayer) redeliver(_ journal.Record, b *recRedeliver) error {
 	if err != nil {
 		return err
 	}
-	a.resolution = redeliveredLine(b.By, b.Reason)
+	a.resolution, a.redeliveredBy = redeliveredLine(b.By, b.Reason), b.By
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 		return AttemptView{}, fmt.Errorf("attempt %s: journaling the redelivery: %w; nothing was sent", a.id, err)
 	}
 	s.mu.Lock()
-	a.resolution = redeliveredLine(req.By, req.Reason)
+	a.resolution, a.redeliveredBy = redeliveredLine(req.By, req.Reason), req.By
 	s.mu.Unlock()
 	adm.resolvedBy = req.By // its receipt names the redeliver record's resolver
 	failpoint.Hit(FailAfterRedeliverRecord)

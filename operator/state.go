@@ -122,6 +122,9 @@ type attempt struct {
 	reserveSeq uint64
 	resolving  bool
 	resolution string
+	// redeliveredBy is the account of the last redeliver record ("uid:N"):
+	// the resolver an answer to a redelivery names in its receipt.
+	redeliveredBy string
 }
 
 // stateAdmitting marks an attempt being admitted: nothing durable yet, so

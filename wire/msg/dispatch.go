@@ -130,4 +130,8 @@ type InspectResult struct {
 	Body    []byte `cbor:"body"`
 	Receipt []byte `cbor:"receipt"`
 	Detail  string `cbor:"detail"`
+	// RedeliveredBy, after an operator's redelivery, is who asked for it
+	// ("uid:N", the host's last redeliver record): the resolver the
+	// answer's receipt names. Omitted otherwise.
+	RedeliveredBy string `cbor:"redeliveredBy,omitempty"`
 }
