@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"net"
-	"net/http"
+	"github.com/stewardrt/steward/internal/heldapp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,7 +126,7 @@ func TestDispatchTimeoutsConfig(t *testing.T) {
 // on a channel; nothing here sleeps).
 func TestDeadlineEndsHeldCall(t *testing.T) {
 	s := newStack(t, stackOpts{noApp: true})
-	got := holdRequests(t, s.appSock)
+	got := heldapp.Serve(t, s.appSock)
 	s.startController()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -145,35 +143,6 @@ func TestDeadlineEndsHeldCall(t *testing.T) {
 	if n := len(got); n != 1 {
 		t.Fatalf("the application read %d requests, want 1", n)
 	}
-}
-
-// holdRequests serves sock with an application that reads each request,
-// counts it on got and never answers until the test ends.
-func holdRequests(t *testing.T, sock string) (got chan struct{}) {
-	got = make(chan struct{}, 8)
-	release := make(chan struct{})
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { close(release); l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				got <- struct{}{}
-				<-release
-			}()
-		}
-	}()
-	return got
 }
 
 // TestControllerStopsWaitingAtDeadline: a host that takes the dispatch

@@ -1,10 +1,8 @@
 package operator
 
 import (
-	"bufio"
+	"github.com/stewardrt/steward/internal/heldapp"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,35 +131,6 @@ func TestDeadlineDuringConsentWait(t *testing.T) {
 	})
 }
 
-// holdingApp is an application that reads a request and never answers it
-// until the test ends: got receives once per request read.
-func holdingApp(t *testing.T, sock string) (got chan struct{}) {
-	got = make(chan struct{}, 4)
-	release := make(chan struct{})
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { close(release); l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				got <- struct{}{}
-				<-release
-			}()
-		}
-	}()
-	return got
-}
-
 // TestDeliveryCutAtDeadline: an application that holds the request is
 // waited for until the dispatch's deadline plus the tolerance, not for the
 // route's response timeout (5 s here): the attempt ends uncertain then,
@@ -169,7 +138,7 @@ func holdingApp(t *testing.T, sock string) (got chan struct{}) {
 // no time left when delivery begins is not sent and is released.
 func TestDeliveryCutAtDeadline(t *testing.T) {
 	w := newWorld(t, worldOpts{fund: 10, price: 5, noApp: true})
-	got := holdingApp(t, w.route.Upstream)
+	got := heldapp.Serve(t, w.route.Upstream)
 	clk := newTestClock(time.Now())
 	w.now = clk.now
 	w.serve(t)
