@@ -10,14 +10,24 @@
 //	{"name": "dev", "stateDir": "/var/lib/steward-controller", "keyDir": "/etc/steward-controller/keys",
 //	 "bundle": "/etc/steward-controller/host.bundle",
 //	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "..."},
-//	 "agents": {"uids": [1000], "gids": [995]},
+//	 "agents": {"uids": [1000], "gids": [995],
+//	            "named": [{"name": "alice", "account": "alice"}, {"group": "steward-bots"}]},
 //	 "foregroundUids": [0],
 //	 "allowedApplicationLifetimeRoutes": ["appliance"],
 //	 "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]},
 //	 "payer": {"maxPerCall": 10, "perDay": 1000, "principals": {"uid:1000": {"maxPerCall": 5, "perDay": 100}}}}
 //
+// agents says who may use the MCP socket and as which agent (DESIGN.md
+// section 5, "Agents"): a {name, account} entry makes that account's uid
+// the agent name, a {group} entry each member of the group an agent named
+// after its account (resolved in the account database when the config is
+// parsed, so at every start); a peer the legacy uids or gids admit is the
+// agent "uid:N". A uid two entries match is refused when the config is
+// parsed. The agent of a call is its MCP peer's SO_PEERCRED uid mapped so,
+// never anything the agent writes.
+//
 // payer is the payer policy (DESIGN.md section 5): the controller consents
-// to a charge only within the call's principal's limits ("uid:N" for the
+// to a charge only within the call's principal's limits (the agent of the
 // MCP peer, "foreground" for the foreground socket), and without a policy
 // to none. At most ctlconf.MaxPayerPrincipals overrides.
 //
