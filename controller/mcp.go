@@ -40,6 +40,9 @@ const Version = "0.1.0"
 type Overview struct {
 	Applications []OverviewApplication `json:"applications"`
 	Payer        OverviewPayer         `json:"payer"`
+	// Limits is what the operator's limits for this agent still allow
+	// today, as the host reports them (allowance.go).
+	Limits OverviewLimits `json:"limits"`
 }
 
 // OverviewPayer is what the payer will still consent to for the caller
@@ -168,22 +171,33 @@ func toolError(text string) *mcp.CallToolResult {
 }
 
 func (c *Controller) overview(ctx context.Context, principal string) Overview {
-	var o Overview
+	o := Overview{Applications: []OverviewApplication{}}
 	if principal != "" {
 		day := c.pay.today(c.now())
 		if lim, left, _, ok := c.pay.budget(principal); ok {
 			o.Payer = OverviewPayer{Policy: true, MaxPerCall: lim.MaxPerCall, PerDay: lim.PerDay, RemainingToday: left, Day: dayString(day)}
 		}
 	}
+	var asked bool
 	for _, svc := range c.cfg.ToolTask.ApplicationServices {
 		avail := "unreachable"
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if c.fwd[svc.Application].reachable(dctx) {
+		f := c.fwd[svc.Application]
+		if f.reachable(dctx) {
 			avail = "reachable"
+			if !asked && principal != "" {
+				// The operator's limits span the controller's applications:
+				// any one route's host answers for all of them.
+				o.Limits, asked = c.allowance(dctx, f, principal), true
+			}
 		}
 		cancel()
 		o.Applications = append(o.Applications, OverviewApplication{Application: svc.Application, Protocol: svc.Protocol, Availability: avail})
 	}
+	if !asked {
+		o.Limits = OverviewLimits{Note: limitsUnasked}
+	}
+	o.Applications = slices.DeleteFunc(o.Applications, func(a OverviewApplication) bool { return !o.Limits.allows(a.Application) })
 	return o
 }
 
