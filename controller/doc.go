@@ -55,8 +55,9 @@
 // beside the invoke body that contains them; begins written before that
 // keep the field and still read.
 //
-// begin is durable before anything is sent, and names the call's principal
-// and the payer day it counts against; result is durable before the agent
+// begin is durable before anything is sent, and names the call's agent
+// (its principal), the agent's requestId and the scoped one, and the payer
+// day it counts against; result is durable before the agent
 // is answered, with the verified receipt's charge and what was consented.
 // A payer consent gets no fsync of its own: the consents signed live in
 // memory (with the bytes, to check the receipt against), and after a
@@ -76,7 +77,10 @@
 //
 // # Idempotence
 //
-// For oracle_call, the requestId of an application decides: the same
+// For oracle_call, an agent's requestId of an application decides (the
+// index is keyed by agent, application and requestId: another agent's
+// attempts decide nothing of it), and the application sees it scoped to
+// the agent (ScopedRequestID, built into the invoke body): the same
 // request hash with a definite earlier answer replays it (nothing
 // dispatched or charged, replayed: true); a different hash is a conflict;
 // an uncertain earlier attempt makes the call ask the host (inspect):
@@ -94,8 +98,9 @@
 //
 // # Sockets
 //
-// The MCP socket (0660) admits a peer whose SO_PEERCRED UID or GID is on the
-// agent allow-list; another gets one JSON-RPC error line and is closed.
+// The MCP socket (0660) admits a peer the config names as an agent
+// (Config.AgentOf of its SO_PEERCRED uid and gid); another gets one
+// JSON-RPC error line answering its first request and is closed.
 // The reverse socket admits only the host's UID (from the bundle) and
 // speaks signed frames (package wire). The foreground socket (0600)
 // admits foregroundUids by SO_PEERCRED alone and speaks unsigned frames:
