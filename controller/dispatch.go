@@ -381,8 +381,12 @@ func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body [
 // consent carries the consent this process signed for the attempt (the
 // same bytes), or, for an attempt begun before a restart, a consent that
 // the controller's own dispatch key signed for this attempt, request and
-// principal; and it charges one of the consent's prices, or 0.
+// principal; and it charges one of the consent's prices, or 0. The agent
+// and conversation it names, if any, are the begin's.
 func (c *Controller) checkReceiptConsent(rc msg.Receipt, b ledger.Begin) error {
+	if err := receiptNamesCaller(rc, b); err != nil {
+		return err
+	}
 	h, held := c.pay.held(b.Attempt)
 	switch {
 	case rc.Consent == nil && held:
