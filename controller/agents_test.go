@@ -460,3 +460,10 @@ func TestSameUnscoped(t *testing.T) {
 		t.Fatal("other arguments are the same request as the call before agents")
 	}
 }
+
+// BenchmarkScopedRequestID is what scoping adds to planning a call.
+func BenchmarkScopedRequestID(b *testing.B) {
+	for range b.N {
+		ScopedRequestID("alpha", "request-0123456789")
+	}
+}
