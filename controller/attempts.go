@@ -59,7 +59,7 @@ func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
 		return Attempt{}, b, fmt.Errorf("attempt %s: not in the controller journal", id)
 	}
 	return Attempt{ID: b.Attempt, Tool: b.Tool, Application: b.Application, Operation: b.Operation,
-		RequestID: b.RequestID, Route: b.Route, Kind: b.Kind, State: stateEnded, BeginSeq: seq}, b, nil
+		RequestID: b.RequestID, Agent: b.Owner(), Route: b.Route, Kind: b.Kind, State: stateEnded, BeginSeq: seq}, b, nil
 }
 
 // Inspect asks the host, over the attempt's forward channel, what it

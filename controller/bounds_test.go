@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/foreground"
 	"os"
 	"strings"
@@ -101,9 +102,10 @@ func TestForegroundBounds(t *testing.T) {
 	sock := s.cfg.Sockets.Foreground
 
 	// An invocation body of exactly n bytes: the canonical body is
-	// {"arguments":{"text":"..."},"conversationId":"c","operationId":"text.sha256","requestId":"ID"}
+	// {"arguments":{"text":"..."},"conversationId":"c","operationId":"text.sha256","requestId":"SCOPED"}
+	// with the foreground's scoped requestId (ScopedRequestID, 44 bytes).
 	bodyArgs := func(reqID string, n int) []byte {
-		fixed := len(`{"arguments":{"text":""},"conversationId":"c","operationId":"text.sha256","requestId":""}`) + len(reqID)
+		fixed := len(`{"arguments":{"text":""},"conversationId":"c","operationId":"text.sha256","requestId":""}`) + len(ScopedRequestID(ctlconf.PrincipalForeground, reqID))
 		b, _ := json.Marshal(map[string]any{"application": "appliance", "requestId": reqID, "conversationId": "c",
 			"operationId": "text.sha256", "arguments": map[string]any{"text": strings.Repeat("t", n-fixed)}})
 		return b

@@ -30,6 +30,18 @@ func ListAttempts(cfgPath string) ([]Attempt, error) {
 	return ledger.Uncertain(j)
 }
 
+// AttemptsOf is the attempts of list that agent made (Attempt.Agent:
+// "uid:N" or "foreground" for attempts begun before agents had names).
+func AttemptsOf(list []Attempt, agent string) []Attempt {
+	out := []Attempt{}
+	for _, a := range list {
+		if a.Agent == agent {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // InspectAttempt asks the host what it recorded of an attempt. While the
 // daemon runs (it holds the journal lock) the request goes through its
 // foreground socket; otherwise the journal is opened here.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 	"io"
 	"log/slog"
@@ -28,7 +29,7 @@ const Usage = `usage:
   steward-controller keys init --dir DIR
   steward-controller serve --config FILE
   steward-controller mcp --socket PATH
-  steward-controller attempts list --config FILE [--json]
+  steward-controller attempts list --config FILE [--agent NAME] [--json]
   steward-controller attempts inspect ID --config FILE
   steward-controller attempts resolve ID --config FILE
   steward-controller journal inspect --config FILE
@@ -191,12 +192,22 @@ func (c *CLI) attempts(ctx context.Context, args []string) error {
 	switch sub {
 	case "list":
 		asJSON := fs.Bool("json", false, "print JSON")
+		var agent optionalString
+		fs.Var(&agent, "agent", "only the attempts of this agent (its name, uid:N or foreground)")
 		if err := c.parse(fs, args[1:], 0); err != nil {
 			return err
+		}
+		if agent.set {
+			if err := ctlconf.ValidatePrincipal(agent.s); err != nil {
+				return fmt.Errorf("%w: --agent: %w", errUsage, err)
+			}
 		}
 		list, err := ListAttempts(*cfg)
 		if err != nil {
 			return err
+		}
+		if agent.set {
+			list = AttemptsOf(list, agent.s)
 		}
 		if *asJSON {
 			return c.printJSON(list)
@@ -205,7 +216,7 @@ func (c *CLI) attempts(ctx context.Context, args []string) error {
 			fmt.Fprintln(c.Stdout, "no uncertain attempts")
 		}
 		for _, a := range list {
-			fmt.Fprintf(c.Stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tool, a.Application, a.RequestID, a.Detail)
+			fmt.Fprintf(c.Stdout, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tool, a.Application, a.RequestID, a.Agent, a.Detail)
 		}
 		return nil
 	case "inspect", "resolve":
@@ -232,6 +243,16 @@ func (c *CLI) attempts(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: attempts list|inspect|resolve", errUsage)
 	}
 }
+
+// optionalString is a string flag that may be absent (parse requires
+// every flag.Getter string flag): set says whether it was given.
+type optionalString struct {
+	s   string
+	set bool
+}
+
+func (o *optionalString) String() string     { return o.s }
+func (o *optionalString) Set(v string) error { o.s, o.set = v, true; return nil }
 
 // logger is the log of serve and of the attempt commands: text on stderr.
 func (c *CLI) logger() *slog.Logger { return slog.New(slog.NewTextHandler(c.Stderr, nil)) }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf8"
 
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -105,13 +107,12 @@ func withReceipt(t *ToolResult, res ledger.Result) *ToolResult {
 }
 
 // runTool validates, journals, dispatches and journals the result of one
-// tool call of principal (ctlconf.UIDPrincipal of the MCP peer).
-func (c *Controller) runTool(ctx context.Context, tool string, raw []byte, principal string) *ToolResult {
-	p, err := c.plan(tool, raw)
+// tool call of agent (Config.AgentOf of the MCP peer).
+func (c *Controller) runTool(ctx context.Context, tool string, raw []byte, agent string) *ToolResult {
+	p, err := c.plan(tool, raw, agent)
 	if err != nil {
 		return refused(msg.CodeBadRequest, err.Error(), "")
 	}
-	p.principal = principal
 	return c.dispatch(ctx, p, "")
 }
 
@@ -132,17 +133,22 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	deadline := now.Add(p.timeout).UnixMilli()
 	b := ledger.Begin{
 		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
-		RequestID: p.requestID, ConversationID: p.conversationID,
+		RequestID: p.requestID, ScopedRequestID: p.scopedID, ConversationID: p.conversationID,
 		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
 		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
-		Principal: p.principal, Day: c.pay.today(now), Deadline: deadline,
+		Principal: p.principal, Agent: p.principal, Day: c.pay.today(now), Deadline: deadline,
 	}
+	// Only this agent's earlier attempts are looked up (ledger.Begin keys
+	// them by agent), and only those are inspected or resolved here.
 	prior, ok := c.led.Begin(b)
 	if !ok && prior.State == msg.StateUncertain && c.learnResolution(ctx, prior.Attempt) {
 		// The host knew what became of it: decide the call afresh.
 		prior, ok = c.led.Begin(b)
 	}
 	if !ok {
+		if prior.Unscoped {
+			prior.SameRequest = c.sameUnscoped(p, prior.RequestSHA256)
+		}
 		return c.decidedBy(p, prior)
 	}
 	seq, err := c.j.Append(ledger.KindBegin, b)
@@ -169,6 +175,19 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		c.learnLimits(p.application, res.Body)
 	}
 	return fromResult(res)
+}
+
+// sameUnscoped reports whether an attempt begun before agents, whose
+// request hash is sha, asked what p asks: the same request built with the
+// agent's requestId itself, as bodies were then.
+func (c *Controller) sameUnscoped(p *plan, sha [32]byte) bool {
+	var body oracleops.InvokeBody
+	if p.kind != msg.KindInvoke || json.Unmarshal(p.req.Body, &body) != nil {
+		return false
+	}
+	body.RequestID = p.requestID
+	req, err := oracleops.BuildInvoke(p.route.Prefix, body)
+	return err == nil && req.SHA256() == sha
 }
 
 // decidedBy answers a call that an earlier attempt with the same
@@ -249,7 +268,7 @@ func waitUntil(deadline int64, now time.Time) time.Time {
 // uncertain: the host may still have delivered it.
 func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) ledger.Result {
 	f := c.fwd[p.application]
-	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline}
+	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal}
 	// The dispatch outlives the agent's request: once sent, its answer is
 	// journaled whether or not anyone is still waiting.
 	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), waitUntil(deadline, c.now()))
@@ -362,8 +381,12 @@ func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body [
 // consent carries the consent this process signed for the attempt (the
 // same bytes), or, for an attempt begun before a restart, a consent that
 // the controller's own dispatch key signed for this attempt, request and
-// principal; and it charges one of the consent's prices, or 0.
+// principal; and it charges one of the consent's prices, or 0. The agent
+// and conversation it names, if any, are the begin's.
 func (c *Controller) checkReceiptConsent(rc msg.Receipt, b ledger.Begin) error {
+	if err := receiptNamesCaller(rc, b); err != nil {
+		return err
+	}
 	h, held := c.pay.held(b.Attempt)
 	switch {
 	case rc.Consent == nil && held:

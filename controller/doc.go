@@ -10,14 +10,24 @@
 //	{"name": "dev", "stateDir": "/var/lib/steward-controller", "keyDir": "/etc/steward-controller/keys",
 //	 "bundle": "/etc/steward-controller/host.bundle",
 //	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "..."},
-//	 "agents": {"uids": [1000], "gids": [995]},
+//	 "agents": {"uids": [1000], "gids": [995],
+//	            "named": [{"name": "alice", "account": "alice"}, {"group": "steward-bots"}]},
 //	 "foregroundUids": [0],
 //	 "allowedApplicationLifetimeRoutes": ["appliance"],
 //	 "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]},
 //	 "payer": {"maxPerCall": 10, "perDay": 1000, "principals": {"uid:1000": {"maxPerCall": 5, "perDay": 100}}}}
 //
+// agents says who may use the MCP socket and as which agent (DESIGN.md
+// section 5, "Agents"): a {name, account} entry makes that account's uid
+// the agent name, a {group} entry each member of the group an agent named
+// after its account (resolved in the account database when the config is
+// parsed, so at every start); a peer the legacy uids or gids admit is the
+// agent "uid:N". A uid two entries match is refused when the config is
+// parsed. The agent of a call is its MCP peer's SO_PEERCRED uid mapped so,
+// never anything the agent writes.
+//
 // payer is the payer policy (DESIGN.md section 5): the controller consents
-// to a charge only within the call's principal's limits ("uid:N" for the
+// to a charge only within the call's principal's limits (the agent of the
 // MCP peer, "foreground" for the foreground socket), and without a policy
 // to none. At most ctlconf.MaxPayerPrincipals overrides.
 //
@@ -45,8 +55,9 @@
 // beside the invoke body that contains them; begins written before that
 // keep the field and still read.
 //
-// begin is durable before anything is sent, and names the call's principal
-// and the payer day it counts against; result is durable before the agent
+// begin is durable before anything is sent, and names the call's agent
+// (its principal), the agent's requestId and the scoped one, and the payer
+// day it counts against; result is durable before the agent
 // is answered, with the verified receipt's charge and what was consented.
 // A payer consent gets no fsync of its own: the consents signed live in
 // memory (with the bytes, to check the receipt against), and after a
@@ -66,7 +77,10 @@
 //
 // # Idempotence
 //
-// For oracle_call, the requestId of an application decides: the same
+// For oracle_call, an agent's requestId of an application decides (the
+// index is keyed by agent, application and requestId: another agent's
+// attempts decide nothing of it), and the application sees it scoped to
+// the agent (ScopedRequestID, built into the invoke body): the same
 // request hash with a definite earlier answer replays it (nothing
 // dispatched or charged, replayed: true); a different hash is a conflict;
 // an uncertain earlier attempt makes the call ask the host (inspect):
@@ -84,8 +98,9 @@
 //
 // # Sockets
 //
-// The MCP socket (0660) admits a peer whose SO_PEERCRED UID or GID is on the
-// agent allow-list; another gets one JSON-RPC error line and is closed.
+// The MCP socket (0660) admits a peer the config names as an agent
+// (Config.AgentOf of its SO_PEERCRED uid and gid); another gets one
+// JSON-RPC error line answering its first request and is closed.
 // The reverse socket admits only the host's UID (from the bundle) and
 // speaks signed frames (package wire). The foreground socket (0600)
 // admits foregroundUids by SO_PEERCRED alone and speaks unsigned frames:

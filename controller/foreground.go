@@ -108,11 +108,10 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request) for
 		if req.Tool != ToolCall && req.Tool != ToolDiscover {
 			return fail(fmt.Errorf("tool %q cannot run on the foreground socket (only %s and %s)", req.Tool, ToolDiscover, ToolCall))
 		}
-		p, err := c.plan(req.Tool, req.Arguments)
+		p, err := c.plan(req.Tool, req.Arguments, ctlconf.PrincipalForeground)
 		if err != nil {
 			return fail(err)
 		}
-		p.principal = ctlconf.PrincipalForeground
 		id := newID()
 		c.led.FgStart(id, req.Tool)
 		if _, err := c.j.Append(ledger.KindFgSubmit, ledger.FgSubmit{ID: id, Tool: req.Tool, Arguments: p.args}); err != nil {

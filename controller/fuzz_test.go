@@ -27,14 +27,14 @@ func FuzzPlanArgs(f *testing.F) {
 		if discover {
 			tool = ToolDiscover
 		}
-		p, err := c.plan(tool, raw)
+		p, err := c.plan(tool, raw, "fuzz")
 		if err != nil {
 			if !errors.Is(err, ErrArguments) {
 				t.Fatalf("error does not wrap ErrArguments: %v", err)
 			}
 			return
 		}
-		if len(p.req.Body) > 65536 || len(p.requestID) > 80 || len(p.operation) > 160 || len(p.query) > 256 {
+		if len(p.req.Body) > 65536 || len(p.requestID) > 80 || len(p.scopedID) > 80 || len(p.operation) > 160 || len(p.query) > 256 {
 			t.Fatalf("accepted past a bound: %+v", p)
 		}
 	})

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
@@ -41,6 +40,9 @@ const Version = "0.1.0"
 type Overview struct {
 	Applications []OverviewApplication `json:"applications"`
 	Payer        OverviewPayer         `json:"payer"`
+	// Limits is what the operator's limits for this agent still allow
+	// today, as the host reports them (allowance.go).
+	Limits OverviewLimits `json:"limits"`
 }
 
 // OverviewPayer is what the payer will still consent to for the caller
@@ -147,8 +149,9 @@ func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 	}
 }
 
-// principalKey is the context key of an MCP session's principal: the
-// context a session is connected with is the parent of its handlers'.
+// principalKey is the context key of an MCP session's agent (its
+// principal): the context a session is connected with is the parent of
+// its handlers'.
 type principalKey struct{}
 
 func structured(v any, isErr bool) (*mcp.CallToolResult, error) {
@@ -168,22 +171,33 @@ func toolError(text string) *mcp.CallToolResult {
 }
 
 func (c *Controller) overview(ctx context.Context, principal string) Overview {
-	var o Overview
+	o := Overview{Applications: []OverviewApplication{}}
 	if principal != "" {
 		day := c.pay.today(c.now())
 		if lim, left, _, ok := c.pay.budget(principal); ok {
 			o.Payer = OverviewPayer{Policy: true, MaxPerCall: lim.MaxPerCall, PerDay: lim.PerDay, RemainingToday: left, Day: dayString(day)}
 		}
 	}
+	var asked bool
 	for _, svc := range c.cfg.ToolTask.ApplicationServices {
 		avail := "unreachable"
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if c.fwd[svc.Application].reachable(dctx) {
+		f := c.fwd[svc.Application]
+		if f.reachable(dctx) {
 			avail = "reachable"
+			if !asked && principal != "" {
+				// The operator's limits span the controller's applications:
+				// any one route's host answers for all of them.
+				o.Limits, asked = c.allowance(dctx, f, principal), true
+			}
 		}
 		cancel()
 		o.Applications = append(o.Applications, OverviewApplication{Application: svc.Application, Protocol: svc.Protocol, Availability: avail})
 	}
+	if !asked {
+		o.Limits = OverviewLimits{Note: limitsUnasked}
+	}
+	o.Applications = slices.DeleteFunc(o.Applications, func(a OverviewApplication) bool { return !o.Limits.allows(a.Application) })
 	return o
 }
 
@@ -231,16 +245,16 @@ func firstRequestID(r io.Reader) json.RawMessage {
 	return nullID
 }
 
-// listenMCP binds the MCP socket: a peer whose UID or GID is on the agent
-// allow-list is admitted; any other, and any past a cap, is answered with
-// one JSON-RPC error to its first request, then closed.
+// listenMCP binds the MCP socket: a peer the config names as an agent
+// (Config.AgentOf of its SO_PEERCRED uid and gid) is admitted; any other,
+// and any past a cap, is answered with one JSON-RPC error to its first
+// request, then closed.
 func (c *Controller) listenMCP(pre *net.UnixListener) (*wire.Listener, error) {
-	uids, gids := c.cfg.Agents.UIDs, c.cfg.Agents.GIDs
 	return bindOrAdopt(pre, wire.ListenConfig{
 		Path: c.cfg.Sockets.MCP,
 		Mode: 0o660,
 		Allow: func(p wire.PeerCred) error {
-			if slices.Contains(uids, p.UID) || slices.Contains(gids, p.GID) {
+			if _, ok := c.cfg.AgentOf(p.UID, p.GID); ok {
 				return nil
 			}
 			return fmt.Errorf("peer uid %d is not on the agent allow-list", p.UID)
@@ -296,8 +310,15 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			}
 			return
 		}
+		// The session's agent is the kernel's word (SO_PEERCRED), mapped
+		// by the config: nothing the agent sends can change it.
+		agent, ok := c.cfg.AgentOf(pc.Cred.UID, pc.Cred.GID)
+		if !ok {
+			pc.Close() // the listener admitted it; the config cannot have changed since
+			continue
+		}
 		go func() {
-			sctx := context.WithValue(ctx, principalKey{}, ctlconf.UIDPrincipal(pc.Cred.UID))
+			sctx := context.WithValue(ctx, principalKey{}, agent)
 			pc.SetReadDeadline(time.Now().Add(c.firstRequest))
 			first := &firstRequestConn{PeerConn: pc, c: c}
 			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: first, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)

@@ -32,15 +32,32 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 	if err := checkRedeliveredBy(rc, ""); err != nil {
 		return rc, err // a dispatch's own answer is a first delivery
 	}
+	b := ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
+		RequestSHA256: p.sha[:], Principal: p.principal, Agent: p.principal, ConversationID: p.conversationID}
+	if err := receiptNamesCaller(rc, b); err != nil {
+		return rc, err
+	}
 	if r.Outcome == msg.StateRefused && rc.Consent == nil {
 		// A consent this controller signed may never have reached the host
 		// (its reverse channel failed, or its wait ended first): a refusal
 		// that charges nothing needs none.
 		return rc, nil
 	}
-	err = c.checkReceiptConsent(rc, ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
-		RequestSHA256: p.sha[:], Principal: p.principal})
-	return rc, err
+	return rc, c.checkReceiptConsent(rc, b)
+}
+
+// receiptNamesCaller checks the agent and conversation a receipt names
+// against the attempt's begin: the host signs the dispatch's agent and the
+// invocation's conversationId into it (a host before agents names
+// neither, and its receipt still verifies).
+func receiptNamesCaller(rc msg.Receipt, b ledger.Begin) error {
+	switch {
+	case rc.Agent != "" && rc.Agent != b.Owner():
+		return fmt.Errorf("receipt names agent %q, the attempt's is %q", rc.Agent, b.Owner())
+	case rc.Conversation != "" && rc.Conversation != b.ConversationID:
+		return fmt.Errorf("receipt names conversation %q, the attempt's is %q", rc.Conversation, b.ConversationID)
+	}
+	return nil
 }
 
 // checkRedeliveredBy checks the resolver a receipt of an answer names

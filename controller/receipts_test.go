@@ -236,7 +236,7 @@ func TestCheckEndReceiptAfterConsent(t *testing.T) {
 		t.Fatalf("consent: %s %+v", typ, body)
 	}
 	consent := body.(msg.ConsentReply).Consent
-	p := &plan{application: "appliance", operation: "op", kind: msg.KindInvoke, principal: "uid:1000"}
+	p := &plan{application: "appliance", operation: "op", kind: msg.KindInvoke, principal: "uid:1000", conversationID: "c1"}
 	copy(p.sha[:], r.RequestSHA256)
 	good := msg.Receipt{V: msg.ReceiptV2, Seq: 7, Prev: make([]byte, 32), Attempt: "a1", Controller: "dev", Application: "appliance",
 		Operation: "op", Kind: msg.KindInvoke, RequestSHA256: r.RequestSHA256, BalanceAfter: 50, Consent: consent,
@@ -252,6 +252,13 @@ func TestCheckEndReceiptAfterConsent(t *testing.T) {
 	res := rig.c.checkResult(p, msg.DispatchResult{Attempt: "a1", Outcome: msg.StateRefused, Refusal: refusal, Receipt: sign(good)})
 	if res.Outcome != msg.StateRefused || res.Receipt == nil || res.Charge != 0 || res.Spent() != 0 {
 		t.Fatalf("the good receipt: %+v", res)
+	}
+	// A host that signs the agent and conversation into it names the
+	// attempt's.
+	named := good
+	named.Agent, named.Conversation = "uid:1000", "c1"
+	if res := rig.c.checkResult(p, msg.DispatchResult{Attempt: "a1", Outcome: msg.StateRefused, Refusal: refusal, Receipt: sign(named)}); res.Outcome != msg.StateRefused {
+		t.Fatalf("a receipt naming the attempt's agent and conversation: %+v", res)
 	}
 	// A consent signed here may never have reached the host: a refusal
 	// without it, charging nothing, is one too.
@@ -272,6 +279,9 @@ func TestCheckEndReceiptAfterConsent(t *testing.T) {
 		{"a charge", func(rc *msg.Receipt) { rc.Charge, rc.PriceApplied = 5, msg.PriceAnswer },
 			`receipt 7: a receipt of refused charges 5 at the "answer" price: it charges nothing`},
 		{"another attempt", func(rc *msg.Receipt) { rc.Attempt = "a2" }, "receipt is for attempt a2"},
+		{"another agent", func(rc *msg.Receipt) { rc.Agent = "uid:1001" }, `receipt names agent "uid:1001", the attempt's is "uid:1000"`},
+		{"another conversation", func(rc *msg.Receipt) { rc.Conversation = "c2" }, `receipt names conversation "c2", the attempt's is "c1"`},
+		{"another agent, no consent", func(rc *msg.Receipt) { rc.Consent, rc.Agent = nil, "beta" }, `receipt names agent "beta", the attempt's is "uid:1000"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := good

@@ -55,12 +55,13 @@ type plan struct {
 	kind           string
 	operation      string
 	query          string
-	requestID      string
+	requestID      string // the agent's
+	scopedID       string // the application's (ScopedRequestID), for an invoke
 	conversationID string
 	req            oracleops.Request
 	sha            [32]byte
 	route          msg.RouteRecord
-	principal      string // who makes the call (ctlconf.UIDPrincipal, ctlconf.PrincipalForeground)
+	principal      string // the agent that makes the call, and the payer's principal (Config.AgentOf, ctlconf.PrincipalForeground)
 	// timeout is how long the call may take: its dispatch's deadline is
 	// this long after the controller took it.
 	timeout time.Duration
@@ -103,9 +104,11 @@ func decodeArgs(raw []byte, v any) ([]byte, error) {
 	return canon, nil
 }
 
-// plan validates a tool call against the bounds of DESIGN.md section 8 and
-// builds the exact request. Nothing is journaled before it succeeds.
-func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
+// plan validates a tool call of agent against the bounds of DESIGN.md
+// section 8 and builds the exact request: an invoke carries the agent's
+// scoped requestId (ScopedRequestID). Nothing is journaled before it
+// succeeds.
+func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) {
 	switch tool {
 	case ToolCall:
 		var a CallArgs
@@ -124,9 +127,15 @@ func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
 		if a.Arguments == nil {
 			return nil, argErr("arguments: missing, must be a JSON object")
 		}
+		// The agent's requestId is checked as the protocol's id before it
+		// is hashed into the scoped one, which always passes.
+		if err := oracleops.ValidateRequestID(a.RequestID); err != nil {
+			return nil, argErr("%v", err)
+		}
+		scoped := ScopedRequestID(agent, a.RequestID)
 		req, err := oracleops.BuildInvoke(route.Prefix, oracleops.InvokeBody{
 			Arguments: a.Arguments, ConversationID: a.ConversationID,
-			OperationID: a.OperationID, RequestID: a.RequestID,
+			OperationID: a.OperationID, RequestID: scoped,
 		})
 		if err != nil {
 			return nil, argErr("%v", err)
@@ -135,8 +144,8 @@ func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
 			return nil, argErr("%v", err)
 		}
 		return &plan{tool: tool, args: canon, application: a.Application, kind: msg.KindInvoke,
-			operation: a.OperationID, requestID: a.RequestID, conversationID: a.ConversationID,
-			req: req, sha: req.SHA256(), route: route, timeout: timeout}, nil
+			operation: a.OperationID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID,
+			req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent}, nil
 	case ToolDiscover:
 		var a DiscoverArgs
 		canon, err := decodeArgs(raw, &a)
@@ -151,7 +160,7 @@ func (c *Controller) plan(tool string, raw []byte) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &plan{tool: tool, args: canon, application: a.Application, route: route, timeout: timeout}
+		p := &plan{tool: tool, args: canon, application: a.Application, route: route, timeout: timeout, principal: agent}
 		if a.OperationID != nil {
 			if a.Query != nil || a.Availability != nil || a.Limit != nil || a.Offset != nil {
 				return nil, argErr("operationId names one operation: query, availability, limit and offset must be absent")

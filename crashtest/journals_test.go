@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,7 +29,8 @@ type journals struct {
 	verify      operator.ReceiptReport
 	purse       operator.PurseView
 	exportError string // what receipts export said when it failed
-	// The application's: answers recorded, by requestId.
+	// The application's: answers recorded, by the agent's requestId (the
+	// application sees the scoped one, which the begins map back).
 	answers map[string]int
 }
 
@@ -40,6 +42,7 @@ func (s *stack) readJournals() journals {
 	t.Helper()
 	js := journals{attemptRequest: map[string]string{}, attemptEnd: map[string]msg.State{},
 		begins: map[string]int{}, answers: map[string]int{}}
+	agentsID := map[string]string{} // the application's requestId -> the agent's
 	cfg, _, err := controller.LoadConfig(s.ctlConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +57,7 @@ func (s *stack) readJournals() journals {
 			if b.Kind == "invoke" {
 				js.attemptRequest[b.Attempt] = b.RequestID
 				js.begins[b.RequestID]++
+				agentsID[cmp.Or(b.ScopedRequestID, b.RequestID)] = b.RequestID
 			}
 		case ledger.KindResult:
 			var res ledger.Result
@@ -97,7 +101,9 @@ func (s *stack) readJournals() journals {
 		if err := cbor.Unmarshal(r.Body, &a); err != nil {
 			return err
 		}
-		js.answers[a.RequestID]++
+		// An id no begin scoped stays as the application saw it, and
+		// is reported as one no client issued.
+		js.answers[cmp.Or(agentsID[a.RequestID], a.RequestID)]++
 		return nil
 	})
 	return js

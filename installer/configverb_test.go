@@ -120,6 +120,10 @@ func TestControllerConfigRefusals(t *testing.T) {
 			"keyDir: controller.key is missing (run `steward-controller keys init --dir " + filepath.Join(f.dir, "nokeys") + "` as the controller's account)"},
 		{"no bundle", edit(func(m map[string]any) { m["bundle"] = filepath.Join(f.dir, "none.bundle") }),
 			"install the operator's bundle first: steward-installer bundle-install"},
+		{"a uid two agent entries match", edit(func(m map[string]any) {
+			m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
+				map[string]string{"name": "ops", "account": "root"}, map[string]string{"name": "ops2", "account": "root"}}}
+		}), `controller config refused: agents.named[1] {name "ops2", account "root"} maps uid 0, which agents.named[0] {name "ops", account "root"} already maps: a uid may match one entry only`},
 		{"a service the bundle has no route for", edit(func(m map[string]any) {
 			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "other", "protocol": "oracle-operations-v1"}}}
 		}), `service "other" has no matching route`},

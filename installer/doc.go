@@ -131,10 +131,13 @@
 // # controller-config CONFIG (root only)
 //
 // Installs the controller's config. It is in no sudo column: the config
-// says whom the controller admits (and, with the payer's policy, what it
-// pays), which the operator account must not be able to change. CONFIG is
-// read as a private file of root (or SUDO_UID when root ran it through
-// sudo), parsed strictly (ctlconf.Parse), and must name the installed
+// says whom the controller admits and as which agent (and, with the
+// payer's policy, what it pays), which the operator account must not be
+// able to change: adding an agent is this verb, then controller-enroll,
+// then a controller restart. CONFIG is read as a private file of root (or
+// SUDO_UID when root ran it through sudo), parsed strictly (ctlconf.Parse,
+// which resolves the named agents' accounts and groups and refuses a uid
+// two entries match), and must name the installed
 // state directory and the installed socket paths; then, as the
 // controller's account, its key directory must hold the four role keys
 // and its bundle must be installed and match its services

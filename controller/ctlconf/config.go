@@ -52,6 +52,10 @@ type Config struct {
 	// defaults (DefaultDispatchTimeoutMs, DefaultMaxDispatchTimeoutMs).
 	// Omitted when absent, so a config from before it binds the same.
 	Dispatch *DispatchTimeouts `json:"dispatch,omitempty"`
+
+	// agentNames maps the uid of each named agent to its name: what Parse
+	// resolved of Agents.Named (AgentOf).
+	agentNames map[uint32]string
 }
 
 // Sockets are the controller's listening sockets.
@@ -59,13 +63,6 @@ type Sockets struct {
 	MCP        string `json:"mcp"`
 	Reverse    string `json:"reverse"`
 	Foreground string `json:"foreground"`
-}
-
-// Agents is the allow-list of the MCP socket: a peer is admitted when its
-// UID or its GID is listed.
-type Agents struct {
-	UIDs []uint32 `json:"uids"`
-	GIDs []uint32 `json:"gids"`
 }
 
 // ToolTask is what the agent-facing tools may reach.
@@ -81,7 +78,8 @@ type Service struct {
 }
 
 // Parse decodes and validates a config (everything that can be checked
-// without the bundle). Unknown fields, trailing data, an unknown protocol,
+// without the bundle), resolving its named agents' accounts and groups in
+// the system's account database (see Agents). Unknown fields, trailing data, an unknown protocol,
 // a duplicate application and more than MaxServices services are refused,
 // each with one line that wraps ErrConfig.
 func Parse(raw []byte) (*Config, error) {
@@ -179,6 +177,11 @@ func (c *Config) validate() error {
 	if err := c.validateDispatch(); err != nil {
 		return err
 	}
+	names, err := c.Agents.resolveAgents()
+	if err != nil {
+		return err
+	}
+	c.agentNames = names
 	if c.Payer != nil {
 		return c.Payer.validate()
 	}

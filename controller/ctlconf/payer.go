@@ -16,7 +16,8 @@ const MaxPayerPrincipals = 256
 const PrincipalForeground = "foreground"
 
 // UIDPrincipal is the principal of a call made on the MCP socket by a peer
-// with this uid (SO_PEERCRED): "uid:N".
+// with this uid (SO_PEERCRED) that agents.uids or agents.gids admits, not a
+// named agent: "uid:N".
 func UIDPrincipal(uid uint32) string { return "uid:" + strconv.FormatUint(uint64(uid), 10) }
 
 // Payer is the controller's own word on what it pays: the limits it
@@ -55,10 +56,13 @@ func (p *Payer) validate() error {
 	return nil
 }
 
-// ValidatePrincipal checks a principal's name: "foreground", or "uid:N"
-// with N a uid in canonical decimal.
+// ValidatePrincipal checks a principal's name: "foreground", "uid:N" with
+// N a uid in canonical decimal (a peer the legacy agents.uids or gids
+// admit), or an agent's name (ValidateAgentName). Whether a named agent is
+// configured is not checked: an account may leave a group between starts,
+// and a policy naming it then limits nobody.
 func ValidatePrincipal(s string) error {
-	if s == PrincipalForeground {
+	if s == PrincipalForeground || ValidateAgentName(s) == nil {
 		return nil
 	}
 	n, ok := strings.CutPrefix(s, "uid:")
@@ -67,7 +71,7 @@ func ValidatePrincipal(s string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%q is not a principal (%q or \"uid:N\")", s, PrincipalForeground)
+	return fmt.Errorf("%q is not a principal (%q, \"uid:N\" or an agent name)", s, PrincipalForeground)
 }
 
 // ErrNoPayerPolicy is the refusal of a charge when the config has no

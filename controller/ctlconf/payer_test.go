@@ -3,6 +3,7 @@ package ctlconf
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -31,10 +32,15 @@ func TestPayerPrincipals(t *testing.T) {
 	if err := (&Payer{Principals: many}).validate(); err == nil || err.Error() != fmt.Sprintf("payer.principals: %d principals exceeds the bound of %d", MaxPayerPrincipals+1, MaxPayerPrincipals) {
 		t.Fatalf("one past the bound: %v", err)
 	}
-	for _, bad := range []string{"uid:", "uid:01", "uid:4294967296", "uid:-1", "root", "Foreground"} {
+	for _, bad := range []string{"uid:", "uid:01", "uid:4294967296", "uid:-1", "Root", "Foreground", "1agent", "a.b", strings.Repeat("a", MaxAgentName+1)} {
 		err := ValidatePrincipal(bad)
-		if err == nil || err.Error() != fmt.Sprintf("%q is not a principal (\"foreground\" or \"uid:N\")", bad) {
+		if err == nil || err.Error() != fmt.Sprintf("%q is not a principal (\"foreground\", \"uid:N\" or an agent name)", bad) {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"alice", "a", strings.Repeat("a", MaxAgentName), "ci-bot_2"} {
+		if err := ValidatePrincipal(good); err != nil {
+			t.Errorf("agent name %q: %v", good, err)
 		}
 	}
 	_, err := Parse([]byte(`{"payer": {"maxPerCall": 1, "perDay": 1, "ceiling": 3}}`))

@@ -17,7 +17,9 @@
 //
 // Records (kind: body):
 //
-//	begin       Begin: journaled before anything of a call is sent
+//	begin       Begin: journaled before anything of a call is sent, naming
+//	            its agent (fields added in place, omitted when empty, as
+//	            a begin's always have been: older begins still read)
 //	result      Result: the dispatch's outcome, with the host's receipt
 //	resolve     Resolve: an uncertain attempt settled from the host's word
 //	            (first version, still read)
@@ -27,6 +29,10 @@
 //	fg-submit   FgSubmit: a foreground request accepted
 //	fg-result   FgResult: its result, kept until acknowledged
 //	fg-ack      FgAck: the result forgotten
+//
+// The index finds an earlier attempt by (agent, application, requestId),
+// the agent being Begin.Owner: one agent's attempts decide nothing of
+// another's.
 //
 // Every begin without a result or resolution is uncertain after a restart:
 // whether it was consented to or sent cannot be known, so it is never

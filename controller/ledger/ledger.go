@@ -17,6 +17,7 @@ type Attempt struct {
 	Application string    `json:"application"`
 	Operation   string    `json:"operation,omitempty"`
 	RequestID   string    `json:"requestId,omitempty"`
+	Agent       string    `json:"agent,omitempty"` // Begin.Owner: the agent that made the call
 	Route       string    `json:"route"`
 	Kind        string    `json:"kind"`
 	State       msg.State `json:"state"`
@@ -24,13 +25,20 @@ type Attempt struct {
 	BeginSeq    uint64    `json:"beginSeq"`
 }
 
-// Prior is what the ledger knows of the latest earlier attempt with the same
-// application requestId, when it decides a new call (see Begin).
+// Prior is what the ledger knows of the latest earlier attempt of the same
+// agent with the same application requestId, when it decides a new call
+// (see Begin).
 type Prior struct {
 	Attempt     string
 	State       msg.State // StateDefinite, StatePending, StateUncertain, or the operator's StateReleased or StatePerformed
 	SameRequest bool      // the same request hash as the new call
 	AnswerSeq   uint64    // the record holding the definite answer
+	// Unscoped: the earlier attempt was begun before agents, its body
+	// carrying the agent's requestId itself, so SameRequest compares
+	// bodies that differ in the id; RequestSHA256 is its hash, for the
+	// caller to compare with the new call's request built the old way.
+	Unscoped      bool
+	RequestSHA256 [32]byte
 }
 
 // Ledger is the in-memory index of the controller journal: the attempts
@@ -43,7 +51,7 @@ type Ledger struct {
 	// it orders nothing but these maps.
 	mu    sync.Mutex
 	open  map[string]*entry    // by attempt id: pending or uncertain
-	byReq map[reqKey]*reqEntry // by (application, requestId)
+	byReq map[reqKey]*reqEntry // by (agent, application, requestId)
 	fg    map[string]*fgEntry  // by foreground request id
 	// day is the latest Begin.Day recorded, and spent what the ended
 	// attempts of that day count against each principal (Result.Spent,
@@ -63,12 +71,18 @@ type entry struct {
 	replaced  *reqEntry // the requestId entry this begin replaced, for Abort
 }
 
-type reqKey struct{ application, requestID string }
+// reqKey is what an attempt is found by: its agent (Begin.Owner), its
+// application and the agent's requestId. The same requestId from two
+// agents is two attempts, and nothing of one agent's decides another's.
+type reqKey struct{ agent, application, requestID string }
 
-// reqEntry is the latest attempt for one application requestId.
+func keyOf(b *Begin) reqKey { return reqKey{b.Owner(), b.Application, b.RequestID} }
+
+// reqEntry is the latest attempt for one agent's application requestId.
 type reqEntry struct {
 	attempt   string
 	sha       [32]byte
+	unscoped  bool // begun before agents: its body carries the requestId itself
 	state     msg.State
 	answerSeq uint64 // the record (result or resolve) holding the definite answer, or the operator's resolution
 	// byOperator: the host's operator resolved it (released or performed),
@@ -84,7 +98,7 @@ func New() *Ledger {
 func (e *entry) public() Attempt {
 	return Attempt{
 		ID: e.begin.Attempt, Tool: e.begin.Tool, Application: e.begin.Application,
-		Operation: e.begin.Operation, RequestID: e.begin.RequestID, Route: e.begin.Route,
+		Operation: e.begin.Operation, RequestID: e.begin.RequestID, Agent: e.begin.Owner(), Route: e.begin.Route,
 		Kind: e.begin.Kind, State: e.state, Detail: e.detail, BeginSeq: e.beginSeq,
 	}
 }
@@ -217,11 +231,11 @@ func (l *Ledger) begin(b Begin, seq uint64, live bool) {
 	}
 	l.open[b.Attempt] = e
 	if b.RequestID != "" {
-		key := reqKey{b.Application, b.RequestID}
+		key := keyOf(&b)
 		e.replaced = l.byReq[key]
 		var sha [32]byte
 		copy(sha[:], b.RequestSHA256)
-		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, state: e.state}
+		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, unscoped: b.ScopedRequestID == "", state: e.state}
 	}
 	if b.Foreground != "" {
 		if f := l.fg[b.Foreground]; f != nil {
@@ -242,7 +256,7 @@ func (l *Ledger) end(id string, state msg.State, detail string, seq uint64) {
 		delete(l.open, id)
 	}
 	if e.begin.RequestID != "" {
-		if q := l.byReq[reqKey{e.begin.Application, e.begin.RequestID}]; q != nil && q.attempt == id {
+		if q := l.byReq[keyOf(&e.begin)]; q != nil && q.attempt == id {
 			q.state = state
 			if state == msg.StateDefinite {
 				q.answerSeq = seq
@@ -252,8 +266,8 @@ func (l *Ledger) end(id string, state msg.State, detail string, seq uint64) {
 }
 
 // Begin registers b, about to be journaled by this process, unless the
-// latest earlier attempt with the same application requestId decides the
-// call instead: definite (replay it, or a conflict), pending (in flight),
+// latest earlier attempt of the same agent (Begin.Owner) with the same
+// application requestId decides the call instead: definite (replay it, or a conflict), pending (in flight),
 // uncertain (refused until resolved), or resolved by the host's operator
 // (released or performed: answered from the resolution). Then it returns
 // that attempt and false, and registers nothing. An attempt that ended
@@ -263,9 +277,10 @@ func (l *Ledger) Begin(b Begin) (Prior, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if b.RequestID != "" {
-		if q := l.byReq[reqKey{b.Application, b.RequestID}]; q != nil {
+		if q := l.byReq[keyOf(&b)]; q != nil {
 			if q.state == msg.StateDefinite || q.state == msg.StatePending || q.state == msg.StateUncertain || q.byOperator {
-				return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), AnswerSeq: q.answerSeq}, false
+				return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), AnswerSeq: q.answerSeq,
+					Unscoped: q.unscoped, RequestSHA256: q.sha}, false
 			}
 		}
 	}
@@ -286,7 +301,7 @@ func (l *Ledger) Abort(id string) {
 	if e.begin.RequestID == "" {
 		return
 	}
-	key := reqKey{e.begin.Application, e.begin.RequestID}
+	key := keyOf(&e.begin)
 	if q := l.byReq[key]; q != nil && q.attempt == id {
 		if e.replaced != nil {
 			l.byReq[key] = e.replaced
@@ -337,7 +352,7 @@ func (l *Ledger) resolved(r ResolveV2, seq uint64) {
 	if e == nil || e.begin.RequestID == "" || !r.ByOperator() {
 		return
 	}
-	if q := l.byReq[reqKey{e.begin.Application, e.begin.RequestID}]; q != nil && q.attempt == r.Attempt {
+	if q := l.byReq[keyOf(&e.begin)]; q != nil && q.attempt == r.Attempt {
 		q.answerSeq, q.byOperator = seq, true
 	}
 }

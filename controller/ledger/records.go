@@ -31,10 +31,12 @@ const (
 // Body are the exact request; everything the host admits it by (operation,
 // requestId, the arguments inside an invoke body) is derived from them.
 type Begin struct {
-	Attempt        string `cbor:"attempt"`
-	Tool           string `cbor:"tool"`
-	Application    string `cbor:"application"`
-	Operation      string `cbor:"operation"`
+	Attempt     string `cbor:"attempt"`
+	Tool        string `cbor:"tool"`
+	Application string `cbor:"application"`
+	Operation   string `cbor:"operation"`
+	// RequestID is the agent's requestId, as it wrote it: what its later
+	// calls are matched by, with its agent and the application.
 	RequestID      string `cbor:"requestId"`
 	ConversationID string `cbor:"conversationId"`
 	// Arguments is present only in begins written before the body became
@@ -60,6 +62,30 @@ type Begin struct {
 	// clock): when the agent stops waiting and the host stops delivering.
 	// Absent in begins written before deadlines.
 	Deadline int64 `cbor:"deadline,omitempty"`
+	// Agent is the agent that made the call (its configured name, "uid:N"
+	// for a peer the legacy allow-list admits, "foreground"), from the
+	// kernel: the dispatch carries it and the consent names it (Principal
+	// is the same name, the payer's). Absent in begins written before
+	// agents: those belong to the principal they recorded (Owner).
+	Agent string `cbor:"agent,omitempty"`
+	// ScopedRequestID is the requestId the application sees, derived from
+	// the agent and RequestID (the invoke body carries it): absent for a
+	// discovery and in begins written before agents, whose body carries
+	// RequestID itself.
+	ScopedRequestID string `cbor:"scopedRequestId,omitempty"`
+}
+
+// Owner is the agent a begin belongs to, whose later calls it decides:
+// its Agent, or for a begin written before agents the principal it
+// recorded ("uid:N" or "foreground"), or "" for one written before
+// principals, which belongs to no agent and decides no later call (its
+// requestId reached the application unscoped, and every later call sends
+// a scoped one, so the application cannot confuse them either).
+func (b *Begin) Owner() string {
+	if b.Agent != "" {
+		return b.Agent
+	}
+	return b.Principal
 }
 
 // Result is journaled when a dispatch ends with an answer or a refusal.
