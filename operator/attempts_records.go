@@ -36,6 +36,11 @@ type recReserveV2 struct {
 	Method        string `cbor:"method"`
 	Path          string `cbor:"path"`
 	Body          []byte `cbor:"body"`
+	// Agent is the dispatch's agent and Conversation its invoke body's
+	// conversationId, omitted when empty (added in place: no host wrote
+	// reserve.v2 before them). Replay counts the agent's limits by them.
+	Agent        string `cbor:"agent,omitempty"`
+	Conversation string `cbor:"conversation,omitempty"`
 }
 
 // v1 is the reservation without its request: what replay and the audit
