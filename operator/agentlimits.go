@@ -59,11 +59,7 @@ func (st *state) agentHold(ctrl, agent, conv string, d int64, charge uint64) {
 		return
 	}
 	k := agentKey{ctrl, agent}
-	u := st.agentUse[k]
-	if u == nil {
-		u = &agentUse{day: d}
-		st.agentUse[k] = u
-	}
+	u := st.useOf(k, d)
 	u.roll(d)
 	u.calls++
 	u.credits += charge
@@ -76,6 +72,16 @@ func (st *state) agentHold(ctrl, agent, conv string, d int64, charge uint64) {
 		cu.calls++
 		cu.credits += charge
 	}
+}
+
+// useOf is agent k's counts, made (on day d) when it has none yet.
+func (st *state) useOf(k agentKey, d int64) *agentUse {
+	u := st.agentUse[k]
+	if u == nil {
+		u = &agentUse{day: d}
+		st.agentUse[k] = u
+	}
+	return u
 }
 
 // agentUnhold gives back what agentHold counted, when its day is still
@@ -110,6 +116,11 @@ func (st *state) countsOn(k agentKey, d int64, conv string, own bool, charge uin
 	u := st.agentUse[k]
 	if u == nil || u.day < d || u.convs == nil {
 		return agentCounts{}
+	}
+	if u.day > d {
+		// The day turned since the call was held: it counts on the
+		// latest day, which its own hold is not part of.
+		own = false
 	}
 	n := agentCounts{calls: u.calls, credits: u.credits, convs: len(u.convs)}
 	if cu := u.convs[conv]; conv != "" && cu != nil {
@@ -195,7 +206,7 @@ func (s *Store) agentRefusal(c *controller, d *checkedDispatch, charge uint64, d
 	if l.RatePerMinute == nil || own {
 		return nil
 	}
-	if at, ok := s.st.agentUse[k].takeToken(l, nowMs); !ok {
+	if at, ok := s.st.useOf(k, day).takeToken(l, nowMs); !ok {
 		return refusal("the agent's rate limit is reached", "the rate limit for this agent is reached: it refills at "+
 			time.UnixMilli((at+999)/1000*1000).UTC().Format(time.RFC3339))
 	}

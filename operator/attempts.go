@@ -337,12 +337,14 @@ func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) 
 			if counted {
 				g.count++
 			}
+			st.agentHold(a.controller, a.agent, a.conversation, a.day, a.charge)
 		}
 	}
 	r := msg.Receipt{
 		Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
 		RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
 		Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
+		Agent: rr.Agent, Conversation: rr.Conversation,
 	}
 	signed, rseq, head, err := s.signReceiptLocked(r)
 	if err != nil {

@@ -130,7 +130,7 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 	if !found {
 		return rt, nil, nil, nil, refusedf("attempt %s: no selected route delivers to application %s for controller %s: it can be released or charged, not redelivered", a.id, rr.Application, rr.Controller)
 	}
-	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body})
+	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
 	if err == nil && !bytes.Equal(c.sha[:], rr.RequestSHA256) {
 		err = fmt.Errorf("it does not hash to the reserved request")
 	}

@@ -91,6 +91,11 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	if c.req.Method != d.Method || c.req.Path != d.Path || string(c.req.Body) != string(d.Body) {
 		return nil, fmt.Errorf("%s: the request is not in its one canonical form", c.kind)
 	}
+	if c.agent == "" {
+		// Only an agent's conversations are counted and signed into the
+		// receipt: a controller before agents keeps its receipts' bytes.
+		c.conversation = ""
+	}
 	c.sha = c.req.SHA256()
 	return c, nil
 }
