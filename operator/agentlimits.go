@@ -3,6 +3,7 @@ package operator
 import (
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -276,4 +277,36 @@ func (s *Store) Allowance(ctrl, agent string) msg.AllowanceResult {
 		res.CreditsLeft = &left
 	}
 	return res
+}
+
+// principalMismatch is a payer's consent that names another principal
+// than the dispatch's agent: the host neither invents nor changes who made
+// a call, so the call is refused with nothing reserved, its receipt
+// carrying the consent as evidence.
+type principalMismatch struct {
+	principal string
+	consent   []byte
+}
+
+func (e *principalMismatch) Error() string {
+	return "the payer's consent names principal " + strconv.Quote(trunc(e.principal, 80)) + ", not the dispatch's agent"
+}
+
+func (e *principalMismatch) refusal() *msg.Refusal {
+	return &msg.Refusal{Code: msg.CodeNoConsent, Reason: "the payer's consent names another principal than the agent that made the call; nothing was sent or charged"}
+}
+
+func (e *principalMismatch) receiptReason() string {
+	return "refused after the payer's consent, before anything was reserved: the consent names another principal than the dispatch's agent"
+}
+
+// checkPrincipal refuses a consent for a dispatch that names an agent when
+// the consent's principal is another (msg.Consent.Principal must equal
+// msg.Dispatch.Agent). A dispatch naming no agent (a controller before
+// agents) is checked by the grant and the payer alone.
+func checkPrincipal(d *checkedDispatch, c msg.Consent, signed []byte) error {
+	if d.agent == "" || c.Principal == d.agent {
+		return nil
+	}
+	return &principalMismatch{principal: c.Principal, consent: signed}
 }
