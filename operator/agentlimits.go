@@ -144,11 +144,14 @@ func (st *state) countsOn(k agentKey, d int64, conv string, own bool, charge uin
 // application app: a pattern "APP/OP" matches both sides (path.Match); a
 // listing (op "") is allowed when a pattern's application matches. No
 // patterns allow everything the grant covers.
-func agentAllows(l *msg.AgentLimits, app, op string) bool {
-	if len(l.Operations) == 0 {
+func agentAllows(l *msg.AgentLimits, app, op string) bool { return patternsAllow(l.Operations, app, op) }
+
+// patternsAllow is agentAllows over the patterns ps.
+func patternsAllow(ps []string, app, op string) bool {
+	if len(ps) == 0 {
 		return true
 	}
-	for _, p := range l.Operations {
+	for _, p := range ps {
 		ap, opp, _ := strings.Cut(p, "/")
 		if ok, err := path.Match(ap, app); err != nil || !ok {
 			continue
@@ -310,3 +313,17 @@ func checkPrincipal(d *checkedDispatch, c msg.Consent, signed []byte) error {
 	}
 	return &principalMismatch{principal: c.Principal, consent: signed}
 }
+
+// listFilter is what a filtered listing keeps: the operations grant g
+// covers that its agent's patterns (none: every one) allow too.
+type listFilter struct {
+	g        *msg.Grant
+	agentOps []string
+}
+
+func (f listFilter) keeps(op string) bool {
+	return f.g.Covers(f.g.Application, op) && patternsAllow(f.agentOps, f.g.Application, op)
+}
+
+// listFilter is what a listing of adm is filtered by.
+func (adm *admission) listFilter() listFilter { return listFilter{g: &adm.grant, agentOps: adm.agentOps} }

@@ -77,8 +77,8 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 	failpoint.Hit(FailAfterRedeliverRecord)
 
 	var dl delivered
-	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
-		dl = deliverFiltered(&rt, c.list, &adm.grant, time.Time{}) // no deadline: the operator's explicit decision
+	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
+		dl = deliverFiltered(&rt, c.list, adm.listFilter(), time.Time{}) // no deadline: the operator's explicit decision
 	} else {
 		dl = deliver(&rt, c.req, time.Time{})
 	}
@@ -141,6 +141,6 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 	if ctrl == nil || g == nil {
 		return rt, nil, nil, nil, fmt.Errorf("attempt %s: its controller or grant is not in the store", a.id)
 	}
-	adm := &admission{a: a, ctrl: ctrl, g: g, grant: g.g, charge: a.charge, day: a.day}
+	adm := &admission{a: a, ctrl: ctrl, g: g, grant: g.g, charge: a.charge, day: a.day, agentOps: s.agentOps(a.controller, c)}
 	return rt, adm, c, rr.Consent, nil
 }

@@ -86,8 +86,8 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 
 	var dl delivered
 	cutoff := c.cutoff(h.s.deadlineClock())
-	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
-		dl = deliverFiltered(rt, c.list, &adm.grant, cutoff)
+	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
+		dl = deliverFiltered(rt, c.list, adm.listFilter(), cutoff)
 	} else {
 		dl = deliver(rt, c.req, cutoff)
 	}
