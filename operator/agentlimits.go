@@ -144,7 +144,9 @@ func (st *state) countsOn(k agentKey, d int64, conv string, own bool, charge uin
 // application app: a pattern "APP/OP" matches both sides (path.Match); a
 // listing (op "") is allowed when a pattern's application matches. No
 // patterns allow everything the grant covers.
-func agentAllows(l *msg.AgentLimits, app, op string) bool { return patternsAllow(l.Operations, app, op) }
+func agentAllows(l *msg.AgentLimits, app, op string) bool {
+	return patternsAllow(l.Operations, app, op)
+}
 
 // patternsAllow is agentAllows over the patterns ps.
 func patternsAllow(ps []string, app, op string) bool {
@@ -326,4 +328,6 @@ func (f listFilter) keeps(op string) bool {
 }
 
 // listFilter is what a listing of adm is filtered by.
-func (adm *admission) listFilter() listFilter { return listFilter{g: &adm.grant, agentOps: adm.agentOps} }
+func (adm *admission) listFilter() listFilter {
+	return listFilter{g: &adm.grant, agentOps: adm.agentOps}
+}
