@@ -2,6 +2,8 @@ package operator
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,4 +264,29 @@ func TestAgentHoldAndLastMoment(t *testing.T) {
 			t.Fatalf("purse %+v", p)
 		}
 	})
+}
+
+// TestAgentDefaultConversations: limits that do not bound conversations
+// count msg.DefaultConversationsPerDay of them; the next new one is
+// refused. A dispatch whose agent is no principal's name is malformed.
+func TestAgentDefaultConversations(t *testing.T) {
+	w, clk := agentWorld(t, worldOpts{fund: 100}, &AgentSpec{CallsPerDay: u64(1000)})
+	w.serve(t)
+	cl := w.dial(t)
+	for i := range msg.DefaultConversationsPerDay {
+		wantAnswer(t, call(t, cl, calc(t, fmt.Sprintf("a%d", i), "alice", fmt.Sprintf("c%d", i))))
+	}
+	wantExactRefusal(t, call(t, cl, calc(t, "past", "alice", "c-new")), msg.CodeAgentLimit,
+		"the daily limit of conversations for this agent is reached: a new conversation can start at "+nextUTCDay(utcDay(clk.now())))
+	wantAnswer(t, call(t, cl, calc(t, "known", "alice", "c0")))
+	wantExactRefusal(t, call(t, cl, calc(t, "bad", "Alice", "c0")), msg.CodeBadRequest,
+		`agent "Alice" is none of a configured agent's name, foreground and uid:N`)
+	w.peer.principal.Store(nil)
+	for _, ok := range []string{"foreground", "uid:1000"} {
+		pr := ok
+		w.peer.principal.Store(&pr)
+		wantAnswer(t, call(t, cl, calc(t, "p-"+strings.ReplaceAll(ok, ":", ""), ok, "c0")))
+	}
+	wantExactRefusal(t, call(t, cl, calc(t, "bad2", "uid:01", "c0")), msg.CodeBadRequest,
+		`agent "uid:01" is none of a configured agent's name, foreground and uid:N`)
 }
