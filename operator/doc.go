@@ -196,10 +196,18 @@
 // no daily count and revives no expired grant, and is logged. A refusal
 // names the limit and when it refills; its detail goes to the log.
 //
+// A dispatch naming an agent is checked against the operator's limits for
+// that agent of its controller (agent-limits records; agentlimits.go) at
+// both points, after the grant and the purse; its daily counts come from
+// the reserve.v2 records that name it, its rate from a bucket in memory.
+// A route's forward channel also answers allowance (what an agent may
+// still spend today), besides dispatch and inspect.
+//
 // # Admin socket
 //
 // While `serve` runs it holds the journal lock, and administrative commands
-// (fund, freeze, thaw, grant issue/revoke, controller add, route register)
+// (fund, freeze, thaw, grant issue/revoke, controller add, route register,
+// agent set)
 // reach it over STORE/admin.sock: a wire listener (mode 0600 in the 0700
 // store) that admits only the daemon's own UID, speaking signed frames (the
 // operator key's Ed25519 half on both sides, roles "operator-admin-client"
