@@ -98,11 +98,15 @@ func TestAgentSetBounds(t *testing.T) {
 		{[]string{"1a"}, `agent name "1a": must be 1 to 32 of a-z0-9_-, first a letter`},
 		{append([]string{"alice"}, ops(65)...), `agent alice: 65 operation patterns, the bound is 64`},
 		{[]string{"alice", "--operations", "calc.add"}, `agent alice: operation pattern "calc.add": must be APPLICATION/OPERATION, at most 160 bytes`},
+		{[]string{"alice", "--operations", "app/" + strings.Repeat("o", 157)},
+			`agent alice: operation pattern "app/` + strings.Repeat("o", 76) + `...": must be APPLICATION/OPERATION, at most 160 bytes`},
 		{[]string{"alice", "--operations", "app/a/b"}, `agent alice: operation pattern "app/a/b": must be APPLICATION/OPERATION, at most 160 bytes`},
 		{[]string{"alice", "--operations", "app/[x"}, `agent alice: operation pattern "app/[x": syntax error in pattern`},
 		{[]string{"alice", "--conversations-per-day", "10001"}, `agent alice: 10001 conversations per day, the bound is 10000`},
 		{[]string{"alice", "--rate", "0"}, `agent alice: a rate of 0 calls per minute admits nothing: give --calls-per-day 0 to stop the agent`},
 		{[]string{"alice", "--burst", "2"}, `agent alice: a burst needs a rate (--rate)`},
+		{[]string{"alice", "--rate", "1000001"}, `agent alice: a rate of 1000001 calls per minute, the bound is 1000000`},
+		{[]string{"alice", "--rate", "5", "--burst", "10001"}, `agent alice: a burst of 10001 calls, the bound is 10000`},
 		{[]string{"alice", "--controller", "nope"}, `agent alice: no controller named nope`},
 	} {
 		args := append([]string{"agent", "set"}, c.args...)
@@ -114,9 +118,10 @@ func TestAgentSetBounds(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errs, want)
 		}
 	}
-	// At the bounds: accepted.
+	// At the bounds (64 patterns, one of 160 bytes, a 32-byte name): accepted.
 	if code, _, errs := runCLI(t, append(append([]string{"agent", "set", strings.Repeat("a", 32), "--controller", "ctl",
-		"--conversations-per-day", "10000", "--rate", "1"}, ops(64)...), "--store", store)...); code != 0 {
+		"--operations", "app/" + strings.Repeat("o", 156),
+		"--conversations-per-day", "10000", "--rate", "1000000", "--burst", "10000"}, ops(63)...), "--store", store)...); code != 0 {
 		t.Fatal(errs)
 	}
 	if code, _, errs := runCLI(t, "agent", "show", "bob", "--controller", "ctl", "--store", store); code != ExitRefused ||

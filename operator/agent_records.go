@@ -32,6 +32,13 @@ type recAgentLimits struct {
 // Agent name bounds (P1.6): 1 to 32 of a-z0-9_-, first a letter.
 const maxAgentName = 32
 
+// Rate bounds of an agent's limits: the bucket is kept in exact integers
+// (tokenUnit a call), which these keep far from overflow.
+const (
+	maxAgentRate  = 1_000_000 // calls per minute
+	maxAgentBurst = 10_000    // calls at once
+)
+
 // agentForeground is the principal of the controller's foreground socket:
 // reserved, so that no configured agent is named like it.
 const agentForeground = "foreground"
@@ -103,6 +110,12 @@ func validAgentLimits(l *msg.AgentLimits) error {
 	}
 	if l.RatePerMinute != nil && *l.RatePerMinute == 0 {
 		return refusedf("agent %s: a rate of 0 calls per minute admits nothing: give --calls-per-day 0 to stop the agent", l.Agent)
+	}
+	if l.RatePerMinute != nil && *l.RatePerMinute > maxAgentRate {
+		return refusedf("agent %s: a rate of %d calls per minute, the bound is %d", l.Agent, *l.RatePerMinute, maxAgentRate)
+	}
+	if l.Burst > maxAgentBurst {
+		return refusedf("agent %s: a burst of %d calls, the bound is %d", l.Agent, l.Burst, maxAgentBurst)
 	}
 	if l.RatePerMinute == nil && l.Burst != 0 {
 		return refusedf("agent %s: a burst needs a rate (--rate)", l.Agent)
