@@ -120,3 +120,28 @@ func TestResolvedAgentAttempt(t *testing.T) {
 		t.Fatalf("after restart: %+v", res)
 	}
 }
+
+// TestNotSentGivesBackAgentCount: a call that is not sent (the
+// application unreachable) gives back the agent's count and credits, its
+// receipt naming the agent; the count stays given back after a restart.
+func TestNotSentGivesBackAgentCount(t *testing.T) {
+	w, _ := agentWorld(t, worldOpts{fund: 100, price: 3, noApp: true}, &AgentSpec{CallsPerDay: u64(1), CreditsPerDay: u64(3)})
+	w.serve(t)
+	cl := w.dial(t)
+	for _, id := range []string{"n1", "n2"} {
+		res := call(t, cl, calc(t, id, "alice", "c1"))
+		if res.Outcome != msg.StateNotSent {
+			t.Fatalf("%s: %s %+v", id, res.Outcome, res.Refusal)
+		}
+		r, err := msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.pub.Ed25519()))
+		if err != nil || r.Agent != "alice" || r.Conversation != "c1" || r.Charge != 0 {
+			t.Fatalf("%s: receipt %+v %v", id, r, err)
+		}
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if v, _ := s.AgentShow("ctl", "alice"); v.CallsToday != 0 || v.CreditsToday != 0 || v.ConversationsToday != 0 {
+			t.Fatalf("after restart: %+v", v)
+		}
+	})
+}
