@@ -290,3 +290,40 @@ func TestAgentDefaultConversations(t *testing.T) {
 	wantExactRefusal(t, call(t, cl, calc(t, "bad2", "uid:01", "c0")), msg.CodeBadRequest,
 		`agent "uid:01" is none of a configured agent's name, foreground and uid:N`)
 }
+
+// BenchmarkHostCallAgent is BenchmarkHostCall's one dispatcher with the
+// dispatch naming an agent that has every limit set (none reached): what
+// the agent's checks and counts add to a call.
+func BenchmarkHostCallAgent(b *testing.B) {
+	w := newWorld(b, worldOpts{fund: 1 << 40, price: 1, perDay: 1 << 40})
+	w.withStore(b, func(s *Store) {
+		big := u64(1 << 40)
+		if _, err := s.SetAgentLimits(AgentSpec{Controller: "ctl", Agent: "alice", Operations: []string{"app/calc.*"}, CallsPerDay: big,
+			CreditsPerDay: big, CreditsPerConversation: big, RatePerMinute: u64(maxAgentRate), Burst: maxAgentBurst}); err != nil {
+			b.Fatal(err)
+		}
+	})
+	alice := "alice"
+	w.peer.principal.Store(&alice)
+	w.serve(b)
+	cl := w.dial(b)
+	run := benchRun.Add(1)
+	runDispatchers(b, 1, func(i int64) error {
+		d := invokeDispatch(b, fmt.Sprintf("g%d-%d", run, i), "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
+		d.Agent = "alice"
+		ctx, cancel := testCtx()
+		defer cancel()
+		env, err := cl.Call(ctx, msg.TypeDispatch, d)
+		if err != nil {
+			return err
+		}
+		var res msg.DispatchResult
+		if err := env.Decode(&res); err != nil {
+			return err
+		}
+		if res.Outcome != msg.StateDefinite || res.Status != 200 {
+			return fmt.Errorf("%+v", res)
+		}
+		return nil
+	})
+}
