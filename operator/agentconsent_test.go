@@ -102,7 +102,9 @@ func TestResolvedAgentAttempt(t *testing.T) {
 	if res := call(t, cl, calc(t, "u2", "alice", "c1")); res.Refusal == nil || res.Refusal.Code != msg.CodeAgentLimit {
 		t.Fatalf("the uncertain attempt holds the agent's one call: %+v", res)
 	}
-	resolveJSON(t, w.store, "u1", "release", "never reached the application")
+	if v := resolveJSON(t, w.store, "u1", "release", "never reached the application"); v.Agent != "alice" {
+		t.Fatalf("attempts resolve shows agent %q", v.Agent)
+	}
 	in := inspect(t, cl, "u1")
 	r, err := msg.VerifyReceipt(in.Receipt, wire.NewKeyring(w.pub.Ed25519()))
 	if err != nil {
