@@ -52,6 +52,8 @@ type AdminRequest struct {
 	Route  *RouteRequest `cbor:"route"`
 	// Resolve is an attempt resolve's decision.
 	Resolve *ResolveRequest `cbor:"resolve"`
+	// Agent is an agent set's limits (agent_admin.go).
+	Agent *AgentSpec `cbor:"agent"`
 }
 
 // AdminGrant is a GrantSpec with times in unix ms (for CBOR).
@@ -77,6 +79,7 @@ type AdminReply struct {
 	// AttemptsLeftOff counts the earlier attempts a list left off.
 	AttemptsLeftOff int          `cbor:"attemptsLeftOff"`
 	Attempt         *AttemptView `cbor:"attempt"`
+	Agent           *AgentView   `cbor:"agent"`
 }
 
 // Admin runs administrative requests: a *Store, or the daemon's admin socket.
@@ -140,6 +143,15 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 		rep.Route = &v
 	case OpAttemptList, OpAttemptInspect, OpAttemptResolve:
 		return s.doAttempt(req)
+	case OpAgentSet:
+		if req.Agent == nil {
+			return rep, refusedf("agent set without limits")
+		}
+		v, err := s.SetAgentLimits(*req.Agent)
+		if err != nil {
+			return rep, err
+		}
+		rep.Agent = &v
 	default:
 		return rep, refusedf("unknown admin operation %q", req.Op)
 	}

@@ -22,6 +22,9 @@ type admission struct {
 	// (the redeliver record's By); its receipt names them. Empty for a
 	// first delivery.
 	resolvedBy string
+	// agentOps are the operation patterns of the dispatch's agent when it
+	// was admitted (nil: none), which a listing is filtered by as well.
+	agentOps []string
 }
 
 // admit checks the grant and the purse for one dispatch and, when both
@@ -59,11 +62,17 @@ func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Ref
 	if ref := s.limits(c, chosen, d, charge, day, 0, 0); ref != nil {
 		return nil, ref
 	}
+	// The agent's limits last: the check takes a token of its rate.
+	if ref := s.agentRefusal(c, d, charge, day, now.UnixMilli(), false); ref != nil {
+		return nil, ref
+	}
 	c.purse.holds += charge
 	chosen.use(day)
-	a := &attempt{id: d.attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting}
+	st.agentHold(ctrlName, d.agent, d.conversation, day, charge)
+	a := &attempt{id: d.attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting,
+		agent: d.agent, conversation: d.conversation}
 	st.attempts[d.attempt] = a
-	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day}, nil
+	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day, agentOps: s.agentOps(ctrlName, d)}, nil
 }
 
 // chooseGrant picks the first grant of controller c in force that covers
@@ -123,11 +132,13 @@ func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint6
 	return nil
 }
 
-// unuse gives back the daily count an admission took, on its day.
+// unuse gives back the daily count an admission took, on its day, and
+// its agent's counts.
 func (st *state) unuse(adm *admission) {
 	if adm.g.day == adm.day && adm.g.count > 0 {
 		adm.g.count--
 	}
+	st.agentUnhold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
 }
 
 // stoppedBeforeSending ends a refusal of an admitted call checked again.
@@ -159,6 +170,9 @@ func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 			counted = 1
 		}
 		ref = s.limits(adm.ctrl, g, d, adm.charge, adm.day, adm.charge, counted)
+		if ref == nil {
+			ref = s.agentRefusal(adm.ctrl, d, adm.charge, adm.day, now.UnixMilli(), true)
+		}
 	}
 	if ref != nil {
 		ref.Reason += stoppedBeforeSending
@@ -186,7 +200,7 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 		Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
 		Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
 		Consent: consent, Day: adm.day, Ledger: s.st.ledger,
-		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body,
+		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body, Agent: d.agent, Conversation: d.conversation,
 	}
 	adm.a.state = msg.StateDeliveryRequested
 	s.mu.Unlock()

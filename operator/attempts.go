@@ -51,6 +51,7 @@ type AttemptView struct {
 	State      msg.State `json:"state" cbor:"state"`
 	Reserved   uint64    `json:"reserved" cbor:"reserved"` // the reservation's charge
 	Detail     string    `json:"detail,omitempty" cbor:"detail"`
+	Agent      string    `json:"agent,omitempty" cbor:"agent,omitempty"` // the dispatch's agent, when it named one
 
 	Application   string    `json:"application,omitempty" cbor:"application"`
 	Operation     string    `json:"operation,omitempty" cbor:"operation"`
@@ -96,7 +97,7 @@ func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
 		if a.state == stateAdmitting || state != "" && a.state != state {
 			continue
 		}
-		out = append(out, AttemptView{Attempt: a.id, Controller: a.controller, State: a.state, Reserved: a.charge, Detail: a.inspectDetail()})
+		out = append(out, AttemptView{Attempt: a.id, Controller: a.controller, State: a.state, Reserved: a.charge, Detail: a.inspectDetail(), Agent: a.agent})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return s.st.attempts[out[i].Attempt].reserveSeq < s.st.attempts[out[j].Attempt].reserveSeq
@@ -123,7 +124,7 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 		s.mu.Unlock()
 		return AttemptView{}, refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
 	}
-	v := AttemptView{Attempt: a.id, Controller: a.controller, Reserved: a.charge}
+	v := AttemptView{Attempt: a.id, Controller: a.controller, Reserved: a.charge, Agent: a.agent}
 	seq := a.reserveSeq
 	s.mu.Unlock()
 	ir, err := s.Inspect(v.Controller, id)
@@ -337,12 +338,14 @@ func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) 
 			if counted {
 				g.count++
 			}
+			st.agentHold(a.controller, a.agent, a.conversation, a.day, a.charge)
 		}
 	}
 	r := msg.Receipt{
 		Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
 		RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
 		Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
+		Agent: rr.Agent, Conversation: rr.Conversation,
 	}
 	signed, rseq, head, err := s.signReceiptLocked(r)
 	if err != nil {

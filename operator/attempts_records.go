@@ -36,6 +36,11 @@ type recReserveV2 struct {
 	Method        string `cbor:"method"`
 	Path          string `cbor:"path"`
 	Body          []byte `cbor:"body"`
+	// Agent is the dispatch's agent and Conversation its invoke body's
+	// conversationId, omitted when empty (added in place: no host wrote
+	// reserve.v2 before them). Replay counts the agent's limits by them.
+	Agent        string `cbor:"agent,omitempty"`
+	Conversation string `cbor:"conversation,omitempty"`
 }
 
 // v1 is the reservation without its request: what replay and the audit
@@ -101,7 +106,19 @@ func (rp *replayer) reserveV2(r journal.Record, b *recReserveV2) error {
 	if err := checkKeptRequest(b); err != nil {
 		return fmt.Errorf("attempt %s: %w", b.Attempt, err)
 	}
-	return rp.reserveV1(r, b.v1())
+	if b.Agent != "" {
+		if err := validDispatchAgent(b.Agent); err != nil {
+			return fmt.Errorf("attempt %s: %w", b.Attempt, err)
+		}
+	}
+	if err := rp.reserveV1(r, b.v1()); err != nil {
+		return err
+	}
+	// The agent's counts come from the journal: a restart refills none.
+	a := rp.st.attempts[b.Attempt]
+	a.agent, a.conversation = b.Agent, b.Conversation
+	rp.st.agentHold(b.Controller, b.Agent, b.Conversation, b.Day, b.Charge)
+	return nil
 }
 
 // checkKeptRequest checks that a reservation's request bytes are the

@@ -78,8 +78,8 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 	failpoint.Hit(FailAfterRedeliverRecord)
 
 	var dl delivered
-	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
-		dl = deliverFiltered(&rt, c.list, &adm.grant, time.Time{}) // no deadline: the operator's explicit decision
+	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
+		dl = deliverFiltered(&rt, c.list, adm.listFilter(), time.Time{}) // no deadline: the operator's explicit decision
 	} else {
 		dl = deliver(&rt, c.req, time.Time{})
 	}
@@ -131,7 +131,7 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 	if !found {
 		return rt, nil, nil, nil, refusedf("attempt %s: no selected route delivers to application %s for controller %s: it can be released or charged, not redelivered", a.id, rr.Application, rr.Controller)
 	}
-	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body})
+	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
 	if err == nil && !bytes.Equal(c.sha[:], rr.RequestSHA256) {
 		err = fmt.Errorf("it does not hash to the reserved request")
 	}
@@ -142,6 +142,6 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 	if ctrl == nil || g == nil {
 		return rt, nil, nil, nil, fmt.Errorf("attempt %s: its controller or grant is not in the store", a.id)
 	}
-	adm := &admission{a: a, ctrl: ctrl, g: g, grant: g.g, charge: a.charge, day: a.day}
+	adm := &admission{a: a, ctrl: ctrl, g: g, grant: g.g, charge: a.charge, day: a.day, agentOps: s.agentOps(a.controller, c)}
 	return rt, adm, c, rr.Consent, nil
 }

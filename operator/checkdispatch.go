@@ -25,6 +25,13 @@ type checkedDispatch struct {
 	// clock; 0 from a controller before deadlines): admission refuses past
 	// it and delivery never runs past it. The receipt carries it.
 	deadline int64
+	// agent is the dispatch's (msg.Dispatch.Agent; "" from a controller
+	// before agents: only the grant applies); conversation and requestID
+	// are an invoke's, read from its canonical body. The agent's limits
+	// count by them (agentlimits.go) and the receipt carries the first two.
+	agent        string
+	conversation string
+	requestID    string
 }
 
 // checkDispatch derives the checked dispatch from a dispatch on route rt: it parses
@@ -40,6 +47,12 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	if d.Deadline < 0 {
 		return nil, fmt.Errorf("deadline %d is before 1970", d.Deadline)
 	}
+	if d.Agent != "" {
+		if err := validDispatchAgent(d.Agent); err != nil {
+			return nil, err
+		}
+		c.agent = d.Agent
+	}
 	var err error
 	switch rest, ok := strings.CutPrefix(d.Path, rt.Prefix+"/"); {
 	case !ok:
@@ -50,7 +63,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 		if perr != nil {
 			return nil, perr
 		}
-		c.operation = b.OperationID
+		c.operation, c.conversation, c.requestID = b.OperationID, b.ConversationID, b.RequestID
 		c.req, err = oracleops.BuildInvoke(rt.Prefix, b)
 	case d.Method == "GET" && strings.HasPrefix(rest, "operations?"):
 		c.kind = msg.KindList
@@ -77,6 +90,11 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	}
 	if c.req.Method != d.Method || c.req.Path != d.Path || string(c.req.Body) != string(d.Body) {
 		return nil, fmt.Errorf("%s: the request is not in its one canonical form", c.kind)
+	}
+	if c.agent == "" {
+		// Only an agent's conversations are counted and signed into the
+		// receipt: a controller before agents keeps its receipts' bytes.
+		c.conversation = ""
 	}
 	c.sha = c.req.SHA256()
 	return c, nil

@@ -65,6 +65,10 @@ func commands() map[string]command {
 		"attempts list":    {"attempts list --store DIR [--state S] [--json]", (*CLI).cmdAttemptsList},
 		"attempts inspect": {"attempts inspect ID --store DIR [--json]", (*CLI).cmdAttemptsInspect},
 		"attempts resolve": {"attempts resolve ID (--redeliver|--release|--charge) --reason TEXT --store DIR [--json]", (*CLI).cmdAttemptsResolve},
+		"agent set": {"agent set NAME --controller C [--operations APP/OP]... [--calls-per-day N] [--credits-per-day N] [--credits-per-conversation N] " +
+			"[--conversations-per-day N] [--rate N] [--burst N] --store DIR", (*CLI).cmdAgentSet},
+		"agent show": {"agent show NAME --controller C --store DIR [--json]", (*CLI).cmdAgentShow},
+		"agent list": {"agent list --store DIR [--json]", (*CLI).cmdAgentList},
 	}
 }
 
@@ -110,7 +114,8 @@ func (c *CLI) usage(cmds map[string]command) {
 	fmt.Fprintln(c.Stderr, "usage: steward-operator COMMAND [flags]; commands:")
 	for _, n := range []string{"init", "serve", "controller add", "controller list", "purse fund", "purse show", "purse freeze", "purse thaw",
 		"grant issue", "grant revoke", "grant list", "route register", "route list", "route show", "bundle build",
-		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve"} {
+		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
+		"agent set", "agent show", "agent list"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }

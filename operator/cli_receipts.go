@@ -125,6 +125,13 @@ func (c *CLI) printReceiptReport(rep ReceiptReport) {
 			fmt.Fprintf(c.Stdout, "consents of controller %s NOT checked (no --controller-keys for it): %d receipts\n", cr.Controller, cr.Receipts)
 		}
 	}
+	for _, ar := range rep.Agents {
+		name := "agent " + ar.Agent
+		if ar.Agent == "" {
+			name = "no agent named"
+		}
+		fmt.Fprintf(c.Stdout, "%s: %d receipts, charged %d\n", name, ar.Receipts, ar.Charged)
+	}
 	for _, f := range rep.Findings {
 		fmt.Fprintf(c.Stdout, "finding: %s\n", f)
 	}

@@ -148,7 +148,7 @@ type listPage struct {
 }
 
 // deliverFiltered answers a listing through grant g, whose operation
-// patterns hide some operations, without revealing what they hid: it reads
+// patterns (or its agent's) hide some operations, without revealing what they hid: it reads
 // the application's listing from its start (the agent's search text and
 // availability, pages of oracleops.MaxLimit), keeps the covered operations,
 // and pages over those itself. The agent's offset and limit count covered
@@ -157,7 +157,7 @@ type listPage struct {
 // first page's delivery decides not-sent; every page's delivery ends by
 // cutoff (the dispatch's deadline plus msg.DeadlineTolerance); a later page that fails makes
 // the listing uncertain, and an answer other than 200 is passed on as it is.
-func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant, cutoff time.Time) delivered {
+func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g listFilter, cutoff time.Time) delivered {
 	if q.Limit == 0 {
 		q.Limit = oracleops.DefaultLimit
 	}
@@ -211,7 +211,7 @@ func deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g *msg.Grant, c
 
 // filterPage parses one page of an application's listing and keeps the
 // operations grant g covers.
-func filterPage(body []byte, g *msg.Grant) (listPage, []json.RawMessage, error) {
+func filterPage(body []byte, g listFilter) (listPage, []json.RawMessage, error) {
 	var p listPage
 	if err := json.Unmarshal(body, &p); err != nil {
 		return p, nil, err
@@ -224,7 +224,7 @@ func filterPage(body []byte, g *msg.Grant) (listPage, []json.RawMessage, error) 
 		if err := json.Unmarshal(op, &id); err != nil {
 			return p, nil, err
 		}
-		if id.ID != "" && g.Covers(g.Application, id.ID) {
+		if id.ID != "" && g.keeps(id.ID) {
 			kept = append(kept, op)
 		}
 	}

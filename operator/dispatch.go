@@ -56,6 +56,11 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 			ref := &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}
 			return h.refuseAdmitted(adm, c, nil, ref, "refused before consent: the call's deadline passed during the consent wait")
 		}
+		var pm *principalMismatch
+		if errors.As(err, &pm) {
+			h.s.logRefusal(c, "the payer's consent names another principal than the dispatch's agent", "agent", c.agent, "principal", pm.principal)
+			return h.refuseAdmitted(adm, c, pm.consent, pm.refusal(), pm.receiptReason())
+		}
 		if err != nil {
 			// The refusal may go out on a channel that is already dead: log
 			// it, so that an attempt refused here is never dropped silently.
@@ -81,8 +86,8 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 
 	var dl delivered
 	cutoff := c.cutoff(h.s.deadlineClock())
-	if c.kind == msg.KindList && len(adm.grant.Operations) > 0 {
-		dl = deliverFiltered(rt, c.list, &adm.grant, cutoff)
+	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
+		dl = deliverFiltered(rt, c.list, adm.listFilter(), cutoff)
 	} else {
 		dl = deliver(rt, c.req, cutoff)
 	}
@@ -248,7 +253,11 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 		if err := env.Decode(&rep); err != nil {
 			return nil, err
 		}
-		if _, err := msg.VerifyConsent(rep.Consent, adm.ctrl.dispRing, r); err != nil {
+		cons, err := msg.VerifyConsent(rep.Consent, adm.ctrl.dispRing, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPrincipal(c, cons, rep.Consent); err != nil {
 			return nil, err
 		}
 		return rep.Consent, nil

@@ -39,12 +39,16 @@
 //	                 signed msg.Consent (nil for a free request); day is the
 //	                 UTC day number (unix ms / 86,400,000) the daily count uses.
 //	reserve.v2      {attempt, controller, grant, application, operation, kind,
-//	                 requestSha256, charge, consent, day, ledger, method, path, body}
+//	                 requestSha256, charge, consent, day, ledger, method, path, body,
+//	                 agent, conversation}
 //	                 what hosts write now: reserve's fields and the exact request
 //	                 (method, path, body: at most the invocation bound), which must
 //	                 hash to requestSha256, so that an operator can redeliver the
 //	                 attempt. A first-version reserve reads as one with no request:
 //	                 such an attempt can be released or charged, not redelivered.
+//	                 agent and conversation (omitted when empty) are the
+//	                 dispatch's agent and the invoke body's conversationId: replay
+//	                 counts the agent's limits by them, so a restart refills none.
 //	not-sent        {attempt, detail, ledger}    version 1 of not-sent.v2,
 //	                 with no receipt; still read.
 //	not-sent.v2     {attempt, detail, receipt, receiptSeq, ledger}
@@ -88,6 +92,10 @@
 //	                 reservation is released, charge 0; ledger numbers the
 //	                 release) or "performed" (performed, no answer recorded: the
 //	                 reservation is settled and charged).
+//	agent-limits    {limits}                     limits: signed msg.AgentLimits
+//	                 (COSE_Sign): the operator's limits for one agent of one
+//	                 controller; revision 1 first, each later one the previous
+//	                 plus 1, which it replaces.
 //
 // The receipt chain is in receipt Seq order, which is signing order; journal
 // order may differ within a group-commit batch. A checkpoint covers a head
@@ -189,10 +197,18 @@
 // no daily count and revives no expired grant, and is logged. A refusal
 // names the limit and when it refills; its detail goes to the log.
 //
+// A dispatch naming an agent is checked against the operator's limits for
+// that agent of its controller (agent-limits records; agentlimits.go) at
+// both points, after the grant and the purse; its daily counts come from
+// the reserve.v2 records that name it, its rate from a bucket in memory.
+// A route's forward channel also answers allowance (what an agent may
+// still spend today), besides dispatch and inspect.
+//
 // # Admin socket
 //
 // While `serve` runs it holds the journal lock, and administrative commands
-// (fund, freeze, thaw, grant issue/revoke, controller add, route register)
+// (fund, freeze, thaw, grant issue/revoke, controller add, route register,
+// agent set)
 // reach it over STORE/admin.sock: a wire listener (mode 0600 in the 0700
 // store) that admits only the daemon's own UID, speaking signed frames (the
 // operator key's Ed25519 half on both sides, roles "operator-admin-client"

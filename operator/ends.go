@@ -47,6 +47,7 @@ func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
 	return msg.Receipt{
 		Attempt: d.attempt, Controller: adm.ctrl.name, Application: d.application, Operation: d.operation,
 		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent, ResolvedBy: adm.resolvedBy,
+		Agent: d.agent, Conversation: d.conversation,
 	}
 }
 
@@ -119,6 +120,7 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 		}
 		p.charged += adm.charge
 		adm.g.use(adm.day)
+		s.st.agentHold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
 		adm.a.state, adm.a.detail = msg.StateUncertain, "the release could not be journaled: "+err.Error()
 		s.mu.Unlock()
 		return nil, err

@@ -29,7 +29,7 @@ func FuzzFilterList(f *testing.F) {
 	f.Add([]byte(`[]`))
 	g := &msg.Grant{Application: "app", Operations: []string{"calc.*"}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, kept, err := filterPage(b, g)
+		_, kept, err := filterPage(b, listFilter{g: g})
 		if err != nil {
 			return
 		}

@@ -73,6 +73,7 @@ type peer struct {
 	forge                 atomic.Bool
 	refuseReserve         atomic.Bool
 	beforeConsent         atomic.Pointer[func()] // runs before a consent is answered
+	principal             atomic.Pointer[string] // the consent's principal when set; else uid:1000
 	reserves              atomic.Int64
 	mu                    sync.Mutex
 	revPath               string
@@ -150,8 +151,12 @@ func (p *peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, an
 		if p.forge.Load() {
 			key = p.forger
 		}
+		principal := "uid:1000"
+		if pr := p.principal.Load(); pr != nil {
+			principal = *pr
+		}
 		c, err := msg.SignConsent(key, msg.Consent{V: msg.CustodyV2, Attempt: r.Attempt, Controller: r.Controller,
-			Principal: "uid:1000", Application: r.Application, Operation: r.Operation, RequestSHA256: r.RequestSHA256,
+			Principal: principal, Application: r.Application, Operation: r.Operation, RequestSHA256: r.RequestSHA256,
 			GrantSHA256: msg.GrantHash(r.Grant), Charge: r.Charge, RefusalPrice: r.RefusalPrice, At: time.Now().UnixMilli()})
 		if err != nil {
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: err.Error()}

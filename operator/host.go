@@ -316,6 +316,15 @@ func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
 				return msg.TypeRefused, msg.Refusal{Code: msg.CodeJournal, Reason: inspectUnreadable}
 			}
 			return msg.TypeInspectResult, res
+		case msg.TypeAllowance:
+			var al msg.Allowance
+			if err := req.Decode(&al); err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
+			}
+			if err := validDispatchAgent(al.Agent); err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
+			}
+			return msg.TypeAllowanceResult, h.s.Allowance(rt.Controller, al.Agent)
 		default:
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a forward socket", req.T)}
 		}

@@ -68,6 +68,7 @@ var hostRecords = []recordKind{
 	hostRecord(kindCheckpoint, (*replayer).checkpoint, (*journalAudit).checkpoint),
 	hostRecord(kindRedeliver, (*replayer).redeliver, (*journalAudit).redeliver),
 	hostRecord(kindResolve, (*replayer).resolve, (*journalAudit).resolve),
+	hostRecord(kindAgentLimits, (*replayer).agentLimits, nil),
 }
 
 // recordKind is one entry of hostRecords. Its handlers take the body that

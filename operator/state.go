@@ -17,7 +17,10 @@ type state struct {
 	routeOrder  []string
 	forwards    map[string]string // forward socket path -> route name (selected revisions)
 	attempts    map[string]*attempt
-	ledger      uint64 // last ledger number used
+	agents      map[agentKey]*agentLimits // the operator's limits per agent (agent_records.go)
+	agentOrder  []agentKey
+	agentUse    map[agentKey]*agentUse // each agent's counts of its latest day (agentlimits.go)
+	ledger      uint64                 // last ledger number used
 
 	// latest is the latest wall time (unix ms) the store has recorded or
 	// read: replay raises it to every record's time and every reservation's
@@ -43,6 +46,8 @@ func newState() *state {
 		routes:      map[string]*route{},
 		forwards:    map[string]string{},
 		attempts:    map[string]*attempt{},
+		agents:      map[agentKey]*agentLimits{},
+		agentUse:    map[agentKey]*agentUse{},
 		signedHead:  make([]byte, 32),
 		durableHead: make([]byte, 32),
 		pending:     map[uint64][]byte{},
@@ -125,6 +130,10 @@ type attempt struct {
 	// redeliveredBy is the account of the last redeliver record ("uid:N"):
 	// the resolver an answer to a redelivery names in its receipt.
 	redeliveredBy string
+	// agent and conversation are the dispatch's (empty when it named
+	// none): a release gives back their counts (agentlimits.go).
+	agent        string
+	conversation string
 }
 
 // stateAdmitting marks an attempt being admitted: nothing durable yet, so

@@ -246,6 +246,7 @@ func (st *state) release(a *attempt) {
 	if g := st.grants[a.grant]; g != nil && g.day == a.day && g.count > 0 {
 		g.count--
 	}
+	st.agentUnhold(a.controller, a.agent, a.conversation, a.day, a.charge)
 }
 
 // use counts one admitted request on UTC day d. A day earlier than the

@@ -37,7 +37,9 @@ type ReceiptReport struct {
 	Covering *CheckpointView `json:"covering,omitempty"`
 	Purses   []PurseReport   `json:"purses,omitempty"`
 	Consents []ConsentReport `json:"consents,omitempty"`
-	Findings []string        `json:"findings,omitempty"`
+	// Agents groups the receipts by the agent they name (verify_agents.go).
+	Agents   []AgentReport `json:"agents,omitempty"`
+	Findings []string      `json:"findings,omitempty"`
 }
 
 // CheckpointView is one verified checkpoint: the receipt it covers, that
@@ -181,7 +183,9 @@ func (s *Store) auditReceipts(from uint64) (*journalAudit, ReceiptReport, error)
 		return nil, rep, err
 	}
 	rep.Consents = a.consentReports()
-	rep.Findings = append(append([]string(nil), a.findings...), a.heldFindings()...)
+	var agentFindings []string
+	rep.Agents, agentFindings = agentReports(chainOrder(a.receipts), func(c string) *wire.Keyring { return a.dispatch[c] })
+	rep.Findings = append(append(append([]string(nil), a.findings...), agentFindings...), a.heldFindings()...)
 	return a, rep, nil
 }
 
@@ -291,6 +295,14 @@ func VerifyReceiptsFileKeys(b []byte, k FileKeys) (ReceiptReport, error) {
 		return rep, err
 	}
 	rep.Consents, rep.Findings = fileConsents(rs, k)
+	var agentFindings []string
+	rep.Agents, agentFindings = agentReports(rs, func(c string) *wire.Keyring {
+		if k.Dispatch == nil || c != k.Controller {
+			return nil
+		}
+		return wire.NewKeyring(k.Dispatch)
+	})
+	rep.Findings = append(rep.Findings, agentFindings...)
 	return rep, findingsError(rep.Findings)
 }
 
