@@ -193,12 +193,13 @@ func TestTwoAgentAccounts(t *testing.T) {
 	}
 	s.checkConsentPrincipals(map[string]string{a1.AttemptID: "alpha", a3.AttemptID: "alpha", b1.AttemptID: "beta", b3.AttemptID: "beta"})
 
-	// The overview of a host before per-agent limits (it refuses the
-	// question) says so, and still lists the application.
+	// The real host answers the allowance: the operator set no limits for
+	// alpha, and the overview says so and still lists the application.
 	var ov Overview
 	_, res = call(t, ctx, ca, ToolOverview, map[string]any{})
 	json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &ov)
-	if ov.Limits.Reported || ov.Limits.Note != limitsNone || len(ov.Applications) != 1 {
+	if !ov.Limits.Reported || ov.Limits.Limited || ov.Limits.CallsLeft != nil || len(ov.Applications) != 1 ||
+		!strings.Contains(ov.Limits.Note, "the operator set no limits for you") {
 		t.Fatalf("overview: %+v", ov)
 	}
 

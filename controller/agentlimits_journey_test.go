@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/internal/testaccount"
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// TestAgentLimitsEndToEnd: two real agent accounts through the real
+// controller and host, the operator's limits set with the shipped
+// steward-operator command while the host runs. alpha may make one call a
+// day: its second is refused naming the limit and when it refills, with
+// nothing journaled by the host and nothing charged, while beta, without
+// limits, goes on; alpha's overview says it has no calls left; a restart
+// of the host refills nothing; and receipts verify groups the receipts by
+// the agent each names.
+func TestAgentLimitsEndToEnd(t *testing.T) {
+	group, gid := agentGroup(t)
+	alpha := testaccount.New(t, "alpha", group)
+	beta := testaccount.New(t, "beta", group)
+	s := newStack(t, stackOpts{edit: func(m map[string]any) {
+		m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
+			map[string]string{"name": "alpha", "account": alpha.Name},
+			map[string]string{"name": "beta", "account": beta.Name},
+		}}
+	}})
+	s.startController()
+	s.openMCPTo(gid)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	if code, out := s.operatorCmd("agent", "set", "alpha", "--controller", s.cfg.Name, "--calls-per-day", "1"); code != 0 {
+		t.Fatalf("agent set: exit %d: %s", code, out)
+	}
+
+	ca := s.agentClient(ctx, alpha.UID, alpha.GID, gid)
+	cb := s.agentClient(ctx, beta.UID, beta.GID, gid)
+	if r, res := call(t, ctx, ca, ToolCall, callArgs("a1", map[string]any{"text": "one"})); res.IsError || r.Status != 200 {
+		t.Fatalf("alpha's first call: %+v", r)
+	}
+	refusedSecond := func(when string) {
+		t.Helper()
+		before, seq := s.purse(), s.hostLastSeq()
+		r, res := call(t, ctx, ca, ToolCall, callArgs("a2-"+when, map[string]any{"text": "two"}))
+		if !res.IsError || r.Refusal == nil || r.Refusal.Code != msg.CodeAgentLimit ||
+			!strings.HasPrefix(r.Refusal.Reason, "the daily call limit for this agent is reached: it refills at ") {
+			t.Fatalf("%s: alpha's second call: %+v %+v", when, r, r.Refusal)
+		}
+		if p := s.purse(); p.Balance != before.Balance {
+			t.Fatalf("%s: the refused call was charged: %d -> %d", when, before.Balance, p.Balance)
+		}
+		if got := s.hostLastSeq(); got != seq {
+			t.Fatalf("%s: the host journaled %d records for a call refused at admission", when, got-seq)
+		}
+	}
+	refusedSecond("running")
+	for i, id := range []string{"b1", "b2"} {
+		if r, res := call(t, ctx, cb, ToolCall, callArgs(id, map[string]any{"text": "beta"})); res.IsError || r.Status != 200 {
+			t.Fatalf("beta's call %d: %+v", i+1, r)
+		}
+	}
+	var ov Overview
+	_, res := call(t, ctx, ca, ToolOverview, map[string]any{})
+	json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &ov)
+	if !ov.Limits.Reported || !ov.Limits.Limited || ov.Limits.CallsLeft == nil || *ov.Limits.CallsLeft != 0 {
+		t.Fatalf("alpha's overview: %+v", ov.Limits)
+	}
+
+	s.restartHost()
+	refusedSecond("after-restart")
+
+	code, out := s.operatorCmd("receipts", "verify", "--json")
+	var rep struct {
+		Agents []struct {
+			Agent    string `json:"agent"`
+			Receipts int    `json:"receipts"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("receipts verify: exit %d, %v: %s", code, err, out)
+	}
+	got := map[string]int{}
+	for _, a := range rep.Agents {
+		got[a.Agent] = a.Receipts
+	}
+	if got["alpha"] != 1 || got["beta"] != 2 {
+		t.Fatalf("receipts by agent: %+v, want alpha 1 and beta 2", rep.Agents)
+	}
+}
+
+// hostLastSeq is the host journal's last sequence, read-only.
+func (s *stack) hostLastSeq() uint64 {
+	s.t.Helper()
+	j, err := journal.Open(filepath.Join(s.store, "journal"), journal.Options{ReadOnly: true})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer j.Close()
+	return j.LastSeq()
+}
