@@ -45,6 +45,10 @@ func TestConsentOfAnotherPrincipal(t *testing.T) {
 		if rep, err := s.VerifyReceipts(1); err != nil || len(rep.Findings) != 0 {
 			t.Fatalf("verify: %+v %v", rep, err)
 		}
+		// The refused record names the agent, so the reopened store does.
+		if v, err := s.AttemptInspect("a1"); err != nil || v.State != msg.StateRefused || v.Agent != "alice" {
+			t.Fatalf("a1 after reopening: %+v %v, want refused by alice", v, err)
+		}
 	})
 }
 

@@ -131,12 +131,16 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 	if err != nil {
 		return AttemptView{}, err
 	}
-	rr, err := s.readReserve(id, seq)
-	if err != nil {
-		return AttemptView{}, err
-	}
 	v.State, v.Detail, v.Status = ir.State, ir.Detail, ir.Status
-	v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.hasRequest()
+	// An attempt refused after admission reserved nothing: it has no
+	// reserve record, and its receipt says what it was for.
+	if seq != 0 {
+		rr, err := s.readReserve(id, seq)
+		if err != nil {
+			return AttemptView{}, err
+		}
+		v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.hasRequest()
+	}
 	if utf8.Valid(ir.Body) {
 		v.BodyText = string(ir.Body)
 	}
@@ -148,6 +152,9 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 		}
 		charged := rc.Charge
 		v.Outcome, v.Charged, v.Reason, v.ResolvedBy = rc.Outcome, &charged, rc.Reason, rc.ResolvedBy
+		if seq == 0 {
+			v.Application, v.Operation, v.Kind = rc.Application, rc.Operation, rc.Kind
+		}
 		if rc.Outcome == "" {
 			v.Outcome = msg.StateDefinite // a version 1 receipt
 		}

@@ -70,13 +70,16 @@
 //	                 and the signed receipt, one record (the receipt is signed
 //	                 before the append, so outcome and receipt share one
 //	                 fdatasync).
-//	refused         {attempt, controller, reason, receipt, receiptSeq, ledger}
+//	refused         {attempt, controller, reason, receipt, receiptSeq, ledger,
+//	                 agent, conversation}
 //	                 an admitted attempt refused before anything was reserved
 //	                 (the payer refused, its consent could not be obtained, or
 //	                 the last-moment check refused): nothing sent or charged;
 //	                 the receipt (refused, charge 0, reason) carries the
 //	                 payer's consent when it had one. Its ledger is the one
-//	                 current when it was signed; the attempt id stays taken.
+//	                 current when it was signed; the attempt id stays taken. agent
+//	                 and conversation (omitted when the dispatch named no agent)
+//	                 are the dispatch's, as its receipt names them.
 //	checkpoint      {checkpoint, seq}            signed msg.Checkpoint over the
 //	                 durable receipt chain head (seq: the receipt it covers).
 //	redeliver       {attempt, by, reason}        an operator's redelivery of an

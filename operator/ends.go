@@ -150,7 +150,8 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 	r := receiptOf(adm, d, consent)
 	r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
 	signed, seq, head, err := s.signReceiptLocked(r)
-	rec := recRefused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+	rec := recRefused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+		Agent: d.agent, Conversation: d.conversation}
 	if err != nil {
 		delete(s.st.attempts, adm.a.id)
 		s.mu.Unlock()

@@ -247,6 +247,11 @@ type recRefused struct {
 	Receipt    []byte `cbor:"receipt"`
 	Seq        uint64 `cbor:"receiptSeq"`
 	Ledger     uint64 `cbor:"ledger"`
+	// Agent and Conversation are the dispatch's, when it named an agent
+	// (the receipt names them too): inspect and attempts list show them
+	// after a restart.
+	Agent        string `cbor:"agent,omitempty"`
+	Conversation string `cbor:"conversation,omitempty"`
 }
 
 type recCheckpoint struct {

@@ -200,7 +200,8 @@ func (rp *replayer) refused(r journal.Record, b *recRefused) error {
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
 	}
-	st.attempts[b.Attempt] = &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq}
+	st.attempts[b.Attempt] = &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq,
+		agent: b.Agent, conversation: b.Conversation}
 	st.seeLedger(b.Ledger)
 	return rp.receipt(b.Seq, b.Receipt)
 }
