@@ -28,9 +28,12 @@ type report struct {
 	Uncertain int `json:"uncertain"`
 	Errored   int `json:"errored"`
 	// Resolved is how many attempts `attempts resolve` settled at the
-	// end; HostUncertain how many it could not, because the host holds
-	// them uncertain (their reservations stay held).
+	// end, Redelivered how many of them the host's operator redelivered
+	// first (the host held them uncertain); HostUncertain how many it
+	// could not, because the host still holds them uncertain (their
+	// reservations stay held).
 	Resolved      int `json:"resolved"`
+	Redelivered   int `json:"redelivered"`
 	HostUncertain int `json:"hostUncertain"`
 	FinalDefinite int `json:"finalDefinite"`
 	// Unfinished: no definite answer even after the last retry, yet the

@@ -61,14 +61,14 @@ func TestCrash(t *testing.T) {
 	wg.Wait()
 
 	h.drainExits()
-	resolved, onHost := h.resolveUncertain()
+	resolved, redelivered, onHost := h.resolveUncertain()
 	h.retryUnfinished()
 	h.drainExits()
 	if err := h.stopAll(); err != nil {
 		t.Errorf("a daemon did not stop cleanly: %v", err)
 	}
 	r := account(h.book, s.readJournals(), onHost)
-	r.Kills, r.Resolved, r.Duration, r.Clients = h.kills, resolved, duration().String(), *crashClients
+	r.Kills, r.Resolved, r.Redelivered, r.Duration, r.Clients = h.kills, resolved, redelivered, duration().String(), *crashClients
 	b, _ := json.MarshalIndent(r, "", "  ")
 	t.Logf("crash report:\n%s", b)
 	for _, f := range r.failures() {
@@ -184,8 +184,8 @@ type listedAttempt struct {
 // hostUncertain is how `attempts resolve` refuses an attempt the host
 // itself holds uncertain (killed after marking it sent, before an
 // outcome): its reservation stays held until the host's operator settles
-// it (steward-operator attempts resolve), which the harness leaves to the
-// report: it counts them as held uncertain on the host.
+// it (steward-operator attempts resolve), which the harness does by
+// redelivering it (redeliver).
 const hostUncertain = "the host reports it uncertain"
 
 // endedMeanwhile is how `attempts resolve` refuses an attempt that was
@@ -194,9 +194,14 @@ const endedMeanwhile = "is ended, not uncertain"
 
 // resolveUncertain settles every attempt the controller lists as
 // uncertain with `steward-controller attempts resolve`, as an operator
-// would, and returns how many it resolved and how many the host holds
-// uncertain.
-func (h *harness) resolveUncertain() (resolved, onHost int) {
+// would. One the host itself holds uncertain (killed after marking it
+// sent, before an outcome) is first redelivered by the host's operator
+// (`steward-operator attempts resolve --redeliver`: the same request
+// bytes and application requestId, no second reservation; the
+// application answers it from its journal if it ran it), then resolved
+// on the controller. It returns how many it resolved, how many of them
+// were redelivered, and how many the host still holds uncertain.
+func (h *harness) resolveUncertain() (resolved, redelivered, onHost int) {
 	var list []listedAttempt
 	if err := json.Unmarshal(h.s.run("steward-controller", "attempts", "list", "--config", h.s.ctlConfig, "--json"), &list); err != nil {
 		h.s.t.Fatalf("attempts list --json: %v", err)
@@ -207,7 +212,12 @@ func (h *harness) resolveUncertain() (resolved, onHost int) {
 		case err == nil:
 			resolved++
 		case strings.Contains(stderr, hostUncertain):
-			onHost++
+			if h.redeliver(a.ID) {
+				resolved++
+				redelivered++
+			} else {
+				onHost++
+			}
 		case strings.Contains(stderr, endedMeanwhile):
 			// A dispatch whose agent gave up when the load stopped was
 			// still on its way and ended after the list was read: the
@@ -216,7 +226,25 @@ func (h *harness) resolveUncertain() (resolved, onHost int) {
 			h.s.t.Fatalf("attempts resolve %s: %v\n%s", a.ID, err, stderr)
 		}
 	}
-	return resolved, onHost
+	return resolved, redelivered, onHost
+}
+
+// redeliver has the host's operator redeliver attempt id, then resolves
+// it on the controller, reporting whether both succeeded. A redelivery
+// that fails leaves the attempt uncertain on the host (it is reported,
+// not retried).
+func (h *harness) redeliver(id string) bool {
+	_, stderr, err := h.s.try("steward-operator", "attempts", "resolve", id, "--redeliver",
+		"--reason", "crash harness: the host was killed before the outcome", "--store", h.s.store)
+	if err != nil {
+		h.s.t.Logf("attempts resolve %s --redeliver: %v: %s", id, err, stderr)
+		return false
+	}
+	if _, stderr, err := h.s.try("steward-controller", "attempts", "resolve", id, "--config", h.s.ctlConfig); err != nil {
+		h.s.t.Errorf("attempts resolve %s after its redelivery: %v\n%s", id, err, stderr)
+		return false
+	}
+	return true
 }
 
 // retryUnfinished retries once, on a calm stack, every requestId that has
