@@ -219,6 +219,13 @@ func startProc(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts cmd and collects its first stdout line; the process is
+// killed at cleanup if the test has not waited for it.
+func startCmd(t *testing.T, cmd *exec.Cmd) *child {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -104,27 +104,7 @@ func startAs(t *testing.T, bin string, uid, gid uint32, args ...string) *child {
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), childEnv+"=main")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		c.ready <- l
-		io.Copy(io.Discard, stdout)
-	}()
-	return c
+	return startCmd(t, cmd)
 }
 
 // getOperations asks for the operation list on one fresh connection. It

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/testaccount"
@@ -316,11 +317,19 @@ func frameHost(t *testing.T, s *stack, answer func(*wire.Envelope) (string, any)
 		t.Fatal(err)
 	}
 	s.stopHost = nil
+	serveFrames(t, s, answer)
+}
+
+// serveFrames listens on the stack's forward socket as a stand-in host:
+// it completes each handshake with the operator's key and answers every
+// request with answer. The stack's own host must not be serving.
+func serveFrames(t *testing.T, s *stack, answer func(*wire.Envelope) (string, any)) {
+	t.Helper()
 	hostKey, err := wire.ReadHybridKey(filepath.Join(s.store, "operator.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, err := wire.ReadSigningKey(filepath.Join(s.cfg.KeyDir, "tool.key"))
+	tool, err := wire.ReadSigningKey(filepath.Join(s.cfg.KeyDir, ctlconf.ToolKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"github.com/stewardrt/steward/internal/heldapp"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,48 +187,16 @@ func TestControllerStopsWaitingAtDeadline(t *testing.T) {
 // deadline on the channel it returns, and never answers.
 func holdingHost(t *testing.T, s *stack) chan int64 {
 	t.Helper()
-	hostKey, err := wire.ReadHybridKey(filepath.Join(s.store, "operator.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, err := wire.ReadSigningKey(filepath.Join(s.cfg.KeyDir, ctlconf.ToolKeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fwd := filepath.Join(s.dir, "fwd.sock")
-	l, err := wire.Listen(wire.ListenConfig{Path: fwd, Mode: 0o600, Allow: func(wire.PeerCred) error { return nil },
-		Refuse: wire.RefuseFrame(hostKey.Ed25519())})
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release); l.Close() })
-	cfg := wire.ChannelConfig{Key: hostKey.Ed25519(), Role: msg.RoleHost, PeerRole: msg.RoleControllerTool,
-		PeerKeys: wire.NewKeyring(tool.Public()), Path: fwd, Purpose: msg.PurposeDispatch,
-		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame}
+	t.Cleanup(func() { close(release) })
 	deadlines := make(chan int64, 4)
-	go func() {
-		for {
-			pc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer pc.Close()
-				ch, err := wire.ServerHandshake(pc, cfg)
-				if err != nil {
-					return
-				}
-				wire.Serve(context.Background(), ch, wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
-					var d msg.Dispatch
-					if req.T == msg.TypeDispatch && req.Decode(&d) == nil {
-						deadlines <- d.Deadline
-						<-release
-					}
-					return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: "held"}
-				}))
-			}()
+	serveFrames(t, s, func(req *wire.Envelope) (string, any) {
+		var d msg.Dispatch
+		if req.T == msg.TypeDispatch && req.Decode(&d) == nil {
+			deadlines <- d.Deadline
+			<-release
 		}
-	}()
+		return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: "held"}
+	})
 	return deadlines
 }
