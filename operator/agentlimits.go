@@ -102,6 +102,22 @@ func (st *state) agentUnhold(ctrl, agent, conv string, d int64, charge uint64) {
 	}
 }
 
+// agentSettle gives back to attempt a's agent the part of its reservation
+// its outcome did not charge (released: a refusal settled at the grant's
+// refusal price), when its day is still the agent's latest: an agent's
+// credits count what was charged, as the purse does. The call still
+// counts as a call.
+func (st *state) agentSettle(a *attempt, released uint64) {
+	u := st.agentUse[agentKey{a.controller, a.agent}]
+	if a.agent == "" || released == 0 || u == nil || u.day != a.day {
+		return
+	}
+	u.credits -= min(released, u.credits)
+	if cu := u.convs[a.conversation]; cu != nil {
+		cu.credits -= min(released, cu.credits)
+	}
+}
+
 // agentCounts is what an agent spent on one day, less a call's own hold.
 type agentCounts struct {
 	calls, credits uint64

@@ -327,3 +327,31 @@ func BenchmarkHostCallAgent(b *testing.B) {
 		return nil
 	})
 }
+
+// TestAgentCreditsCountWhatWasCharged: an application's refusal settled at
+// the grant's refusal price (0 here) gives the rest of its reservation back
+// to the agent's daily credits, as to the purse, and still counts as a
+// call; so does its replay after a restart (the outcome record settles
+// it). With credits for two answers, a 4xx and an answer, then after a
+// restart one more answer, pass, and the next is refused.
+func TestAgentCreditsCountWhatWasCharged(t *testing.T) {
+	w, clk := agentWorld(t, worldOpts{fund: 100, price: 3}, &AgentSpec{CreditsPerDay: u64(6), CallsPerDay: u64(4)})
+	w.serve(t)
+	cl := w.dial(t)
+	if res := call(t, cl, agentInvoke(t, "a1", "alice", "c1", "calc.evaluate", `{"expression":"1/0"}`)); res.Outcome != msg.StateDefinite || res.Status/100 == 2 {
+		t.Fatalf("a1, an application refusal: %+v", res)
+	}
+	wantAnswer(t, call(t, cl, calc(t, "a2", "alice", "c1")))
+	w.stop()
+	w.serve(t)
+	cl = w.dial(t)
+	wantAnswer(t, call(t, cl, calc(t, "a3", "alice", "c1")))
+	wantExactRefusal(t, call(t, cl, calc(t, "a4", "alice", "c1")), msg.CodeAgentLimit,
+		"the daily credit limit for this agent is reached: it refills at "+nextUTCDay(utcDay(clk.now())))
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if p, _ := s.PurseShow("ctl"); p.Balance != 94 {
+			t.Fatalf("purse %+v: want two answers charged", p)
+		}
+	})
+}

@@ -85,6 +85,7 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 	}
 	s.mu.Lock()
 	adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
+	s.st.agentSettle(adm.a, release)
 	s.mu.Unlock()
 	s.receiptDurable(seq, head)
 	return signed, nil

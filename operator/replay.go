@@ -185,6 +185,7 @@ func (rp *replayer) outcome(r journal.Record, b *recOutcomeV2) error {
 	if c := st.controllers[a.controller]; c != nil {
 		c.purse.charged -= a.charge - b.Charge
 	}
+	st.agentSettle(a, a.charge-b.Charge)
 	a.state, a.outcomeSeq, a.detail = msg.StateDefinite, r.Seq, ""
 	st.seeLedger(b.Ledger)
 	return rp.receipt(b.Seq, b.Receipt)

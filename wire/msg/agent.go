@@ -34,7 +34,7 @@ type AgentLimits struct {
 	// application.
 	Operations             []string `cbor:"operations,omitempty"`
 	CallsPerDay            *uint64  `cbor:"callsPerDay,omitempty"`            // admitted calls per UTC day
-	CreditsPerDay          *uint64  `cbor:"creditsPerDay,omitempty"`          // credits reserved per UTC day
+	CreditsPerDay          *uint64  `cbor:"creditsPerDay,omitempty"`          // credits charged per UTC day (reserved, until settled)
 	CreditsPerConversation *uint64  `cbor:"creditsPerConversation,omitempty"` // credits per conversationId per UTC day
 	// ConversationsPerDay bounds the conversations counted per UTC day
 	// (0: DefaultConversationsPerDay; at most MaxConversationsPerDay): a
