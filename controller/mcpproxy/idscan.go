@@ -1,6 +1,9 @@
 package mcpproxy
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // MaxIDBytes bounds the JSON token of a request id that IDScan keeps (the
 // quotes of a string included). An id longer than that is not echoed: the
@@ -259,3 +262,34 @@ func hex4(b []byte) (rune, bool) {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// MaxNesting bounds the nesting of objects and arrays in one request line,
+// the message's own object counting as the first level (DESIGN.md section
+// 8). encoding/json alone allows 10,000, and a line of 65,536 bytes can
+// nest about 32,000 deep; no MCP request needs more than a few levels
+// around its arguments, so 64 leaves an application's arguments 60.
+const MaxNesting = 64
+
+// CodeParseError is JSON-RPC's code for a line that is not JSON; its
+// answer's id is null, since none can be read.
+const CodeParseError = -32700
+
+// CheckLine reads one request line of at most MaxLine bytes before it is
+// passed on, and reports why it is not (ok false): a line that is not
+// JSON (CodeParseError, id null), or one nested past MaxNesting
+// (CodeInvalidRequest, with the line's id). A line of white space alone
+// passes: the server skips it.
+func CheckLine(line []byte) (code int, message string, id []byte, ok bool) {
+	var scan IDScan
+	scan.Write(line)
+	if !scan.started {
+		return 0, "", nil, true
+	}
+	if d := scan.MaxDepth(); d > MaxNesting {
+		return CodeInvalidRequest, fmt.Sprintf("request nesting of %d levels exceeds the bound of %d levels of objects and arrays", d, MaxNesting), scan.ID(), false
+	}
+	if !json.Valid(line) {
+		return CodeParseError, "request line is not JSON", nil, false
+	}
+	return 0, "", nil, true
+}

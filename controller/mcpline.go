@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"bufio"
+	"errors"
+	"io"
+
+	"github.com/stewardrt/steward/controller/mcpproxy"
+)
+
+// mcpLines is an MCP session's request stream as its go-sdk server reads
+// it: only whole lines of at most MaxMCPLine bytes including the newline
+// that are JSON nested at most mcpproxy.MaxNesting deep. The go-sdk ends a
+// session on the first line it cannot decode and bounds a line only
+// loosely (its decoder counts what it read ahead), so the bound is kept
+// here, exactly, for every peer, including one that skips the proxy. A
+// line refused here is answered here, once, on the session's connection,
+// and the session goes on:
+//   - past MaxMCPLine, it is drained to its newline without being kept, and
+//     answered with an error naming the bound that carries the line's own id
+//     (mcpproxy.IDScan reads it as the line goes by);
+//   - not JSON, -32700 with id null;
+//   - nested too deep, an error naming the bound, with the line's id.
+//
+// Only the session's one reading goroutine calls Read. An answer is one
+// Write on the connection, as each of go-sdk's messages is, and the
+// connection serializes Writes, so an answer is never spliced into one.
+type mcpLines struct {
+	conn    io.ReadCloser
+	br      *bufio.Reader // over the connection; its size is the bound
+	answer  io.Writer     // the connection
+	pending []byte        // what is left of the line being passed on
+}
+
+func newMCPLines(conn io.ReadCloser, answer io.Writer) *mcpLines {
+	return &mcpLines{conn: conn, br: bufio.NewReaderSize(conn, MaxMCPLine), answer: answer}
+}
+
+// Close closes the connection, as go-sdk does when the session ends.
+func (l *mcpLines) Close() error { return l.conn.Close() }
+
+// Read passes on the next admitted line, or what is left of it.
+func (l *mcpLines) Read(p []byte) (int, error) {
+	for len(l.pending) == 0 {
+		line, err := l.br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if err := l.refuseLong(line); err != nil {
+				return 0, err
+			}
+			continue
+		case err != nil && (err != io.EOF || len(line) == 0):
+			// A failed read (the first-request deadline, which was
+			// answered, or a closed connection) drops a partial line.
+			return 0, err
+		}
+		// A whole line, or the last bytes before the stream's end.
+		if code, text, id, ok := mcpproxy.CheckLine(line); !ok {
+			if _, werr := l.answer.Write(mcpproxy.ErrorLine(id, code, "steward: "+text)); werr != nil {
+				return 0, werr
+			}
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		// The line stays in br's buffer until the next ReadSlice, which
+		// is only called once all of it was passed on.
+		l.pending = line
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// refuseLong drains a line past the bound whose first MaxMCPLine bytes are
+// first, and answers it with its own id.
+func (l *mcpLines) refuseLong(first []byte) error {
+	var scan mcpproxy.IDScan
+	scan.Write(first)
+	n := int64(len(first))
+	var err error
+	for {
+		var chunk []byte
+		chunk, err = l.br.ReadSlice('\n')
+		scan.Write(chunk)
+		n += int64(len(chunk))
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if _, werr := l.answer.Write(mcpproxy.ErrorLine(scan.ID(), mcpproxy.CodeInvalidRequest, "steward: "+mcpproxy.LineTooLong(n))); werr != nil {
+		return werr
+	}
+	return err
+}

@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stewardrt/steward/controller/mcpproxy"
+)
+
+// listLine is a tools/list request line of exactly n bytes (newline
+// included) with its id first or last, padded inside params._meta.
+func listLine(t *testing.T, n int, id string, first bool) string {
+	t.Helper()
+	head, tail := `{"jsonrpc":"2.0","method":"tools/list","params":{"_meta":{"pad":"`, `"}}}`+"\n"
+	if first {
+		head = `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"pad":"`
+	} else {
+		tail = `"}},"id":` + id + "}\n"
+	}
+	if n < len(head)+len(tail) {
+		t.Fatalf("no line of %d bytes", n)
+	}
+	return head + strings.Repeat("p", n-len(head)-len(tail)) + tail
+}
+
+// nestedLine is a tools/list request with id 1 nested depth levels deep
+// (the message's object is the first).
+func nestedLine(id string, depth int) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"x":` +
+		strings.Repeat("[", depth-3) + strings.Repeat("]", depth-3) + "}}}\n"
+}
+
+// TestMCPSocketSurvivesBadInput sends straight to mcp.sock, as a peer that
+// skips the proxy: a line at the bound is passed to the server, one byte
+// past it is answered with its own id (first or last in the line) naming
+// the bound, a line that is not JSON gets -32700 with id null, nesting past
+// the bound an error naming it with the line's id, and after each the same
+// session answers a good call.
+func TestMCPSocketSurvivesBadInput(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	s.startController()
+	c, br := dialRaw(t, s.cfg.Sockets.MCP)
+	fmt.Fprintf(c, initializeWithID, 1)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":1,"result":`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	fmt.Fprint(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+
+	goodCall := func(after string) {
+		t.Helper()
+		fmt.Fprint(c, `{"jsonrpc":"2.0","id":"good","method":"tools/list"}`+"\n")
+		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":"good","result":`) {
+			t.Fatalf("a good call after %s: %q, %v", after, line, err)
+		}
+	}
+	send := func(line string) string {
+		t.Helper()
+		go c.Write([]byte(line))
+		got, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after a line of %d bytes: %v", len(line), err)
+		}
+		return got
+	}
+	tooLong := func(id string, n int) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"steward: request line of ` + fmt.Sprint(n) +
+			` bytes exceeds the bound of 65536 bytes including the newline"}}` + "\n"
+	}
+	for _, first := range []bool{true, false} {
+		where := map[bool]string{true: "id first", false: "id last"}[first]
+		got := send(listLine(t, MaxMCPLine, "10", first))
+		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":10,"result":`) || !strings.Contains(got, `"oracle_call"`) {
+			t.Fatalf("at the bound, %s: %.200s", where, got)
+		}
+		goodCall("a line at the bound")
+		if got, want := send(listLine(t, MaxMCPLine+1, `"over-1"`, first)), tooLong(`"over-1"`, MaxMCPLine+1); got != want {
+			t.Fatalf("one past the bound, %s:\n got %s\nwant %s", where, got, want)
+		}
+		goodCall("a line one past the bound")
+		if got, want := send(listLine(t, 5*MaxMCPLine, "11", first)), tooLong("11", 5*MaxMCPLine); got != want {
+			t.Fatalf("five times the bound, %s:\n got %s\nwant %s", where, got, want)
+		}
+		goodCall("a line five times the bound")
+	}
+
+	for _, line := range []string{"{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/list\",}\n", "not json\n"} {
+		if got, want := send(line), `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"steward: request line is not JSON"}}`+"\n"; got != want {
+			t.Fatalf("%q:\n got %s\nwant %s", line, got, want)
+		}
+		goodCall("a line that is not JSON")
+	}
+
+	if got := send(nestedLine("13", mcpproxy.MaxNesting)); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":13,"result":`) {
+		t.Fatalf("nesting at the bound: %.200s", got)
+	}
+	for _, depth := range []int{mcpproxy.MaxNesting + 1, 1000} {
+		want := `{"jsonrpc":"2.0","id":14,"error":{"code":-32600,"message":"steward: request nesting of ` + fmt.Sprint(depth) +
+			` levels exceeds the bound of 64 levels of objects and arrays"}}` + "\n"
+		if got := send(nestedLine("14", depth)); got != want {
+			t.Fatalf("nesting of %d:\n got %s\nwant %s", depth, got, want)
+		}
+		goodCall("nesting past the bound")
+	}
+}
