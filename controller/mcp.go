@@ -74,6 +74,7 @@ func (c *Controller) newMCPServer() *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		Logger:       c.log,
 	})
+	s.AddReceivingMiddleware(onlyDeclared) // mcpmethods.go
 	var apps []string
 	for _, svc := range c.cfg.ToolTask.ApplicationServices {
 		apps = append(apps, svc.Application)

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/stewardrt/steward/controller/mcpproxy"
@@ -20,7 +22,8 @@ import (
 //     answered with an error naming the bound that carries the line's own id
 //     (mcpproxy.IDScan reads it as the line goes by);
 //   - not JSON, -32700 with id null;
-//   - nested too deep, an error naming the bound, with the line's id.
+//   - nested too deep, an error naming the bound, with the line's id;
+//   - a request before initialize, -32600 with its id.
 //
 // Only the session's one reading goroutine calls Read. An answer is one
 // Write on the connection, as each of go-sdk's messages is, and the
@@ -30,6 +33,10 @@ type mcpLines struct {
 	br      *bufio.Reader // over the connection; its size is the bound
 	answer  io.Writer     // the connection
 	pending []byte        // what is left of the line being passed on
+	// initialized: an initialize request was passed on. Until then a
+	// request for any other method but ping is answered here
+	// (beforeInitialize), since go-sdk answers it with error code 0.
+	initialized bool
 }
 
 func newMCPLines(conn io.ReadCloser, answer io.Writer) *mcpLines {
@@ -64,6 +71,17 @@ func (l *mcpLines) Read(p []byte) (int, error) {
 			}
 			continue
 		}
+		if !l.initialized {
+			if refusal := l.beforeInitialize(line); refusal != nil {
+				if _, werr := l.answer.Write(refusal); werr != nil {
+					return 0, werr
+				}
+				if err != nil {
+					return 0, err
+				}
+				continue
+			}
+		}
 		// The line stays in br's buffer until the next ReadSlice, which
 		// is only called once all of it was passed on.
 		l.pending = line
@@ -96,4 +114,32 @@ func (l *mcpLines) refuseLong(first []byte) error {
 		return werr
 	}
 	return err
+}
+
+// beforeInitialize reads a line that came before any initialize request:
+// it returns the answer to a request (a message with a method and a string
+// or number id) for a method other than initialize or ping, and nil for
+// any other line, which is passed on. JSON-RPC and MCP name no code for
+// this; it is an invalid request in the session (-32600, as the Python
+// SDK answers it too). Only a session's first lines are decoded so.
+func (l *mcpLines) beforeInitialize(line []byte) []byte {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(line, &head) != nil || head.Method == nil {
+		return nil
+	}
+	switch *head.Method {
+	case "initialize":
+		l.initialized = true
+		return nil
+	case "ping":
+		return nil
+	}
+	if len(head.ID) == 0 || len(head.ID) > mcpproxy.MaxIDBytes || (head.ID[0] != '"' && head.ID[0] != '-' && (head.ID[0] < '0' || head.ID[0] > '9')) {
+		return nil // a notification (or no id to answer): never answered
+	}
+	return mcpproxy.ErrorLine(head.ID, mcpproxy.CodeInvalidRequest,
+		fmt.Sprintf("steward: %q before initialize; a session begins with an initialize request", *head.Method))
 }

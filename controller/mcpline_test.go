@@ -103,3 +103,31 @@ func TestMCPSocketSurvivesBadInput(t *testing.T) {
 		goodCall("nesting past the bound")
 	}
 }
+
+// TestMCPSessionOrderAndCapabilities: a request before initialize gets
+// -32600 with its id (go-sdk alone answers code 0), ping is answered before
+// it, and after it only what the server declares (tools) is served:
+// resources and prompts get -32601, method not found.
+func TestMCPSessionOrderAndCapabilities(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	s.startController()
+	c, br := dialRaw(t, s.cfg.Sockets.MCP)
+	exchange := func(line, want string, prefix bool) {
+		t.Helper()
+		fmt.Fprint(c, line+"\n")
+		got, err := br.ReadString('\n')
+		if err != nil || (prefix && !strings.HasPrefix(got, want)) || (!prefix && got != want+"\n") {
+			t.Fatalf("%s:\n got %q, %v\nwant %q", line, got, err, want)
+		}
+	}
+	exchange(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"steward: \"tools/list\" before initialize; a session begins with an initialize request"}}`, false)
+	exchange(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, `{"jsonrpc":"2.0","id":"p","result":{}}`, false)
+	exchange(strings.TrimSuffix(fmt.Sprintf(initializeWithID, 3), "\n"), `{"jsonrpc":"2.0","id":3,"result":`, true)
+	fmt.Fprint(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	for i, method := range []string{"resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get", "completion/complete"} {
+		exchange(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{}}`, 10+i, method),
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32601,"message":"method not found: \"%s\""}}`, 10+i, method), false)
+	}
+	exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":4,"result":{`, true)
+}
