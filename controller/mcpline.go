@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 )
 
@@ -23,6 +24,8 @@ import (
 //     (mcpproxy.IDScan reads it as the line goes by);
 //   - not JSON, -32700 with id null;
 //   - nested too deep, an error naming the bound, with the line's id;
+//   - JSON that go-sdk cannot read as a JSON-RPC 2.0 message, -32600 with
+//     the line's id if it has one;
 //   - a request before initialize, -32600 with its id.
 //
 // Only the session's one reading goroutine calls Read. An answer is one
@@ -64,6 +67,15 @@ func (l *mcpLines) Read(p []byte) (int, error) {
 		// A whole line, or the last bytes before the stream's end.
 		if code, text, id, ok := mcpproxy.CheckLine(line); !ok {
 			if _, werr := l.answer.Write(mcpproxy.ErrorLine(id, code, "steward: "+text)); werr != nil {
+				return 0, werr
+			}
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if refusal := notAMessage(line); refusal != nil {
+			if _, werr := l.answer.Write(refusal); werr != nil {
 				return 0, werr
 			}
 			if err != nil {
@@ -142,4 +154,28 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	}
 	return mcpproxy.ErrorLine(head.ID, mcpproxy.CodeInvalidRequest,
 		fmt.Sprintf("steward: %q before initialize; a session begins with an initialize request", *head.Method))
+}
+
+// notAMessage answers a line of JSON that is not a batch (an array) and
+// that go-sdk's decoder cannot read as one JSON-RPC 2.0 message: a wrong or
+// missing "jsonrpc", a method that is not a string, an id that is not a
+// string or number, a response without an id. go-sdk ends the session on
+// such a line. A batch is passed on as it is (go-sdk reads it for the
+// protocol versions that have batches). It returns nil for a line that
+// decodes.
+func notAMessage(line []byte) []byte {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
+		i++
+	}
+	if i == len(line) || line[i] == '[' {
+		return nil
+	}
+	if _, err := jsonrpc.DecodeMessage(line); err == nil {
+		return nil
+	}
+	var scan mcpproxy.IDScan
+	scan.Write(line)
+	return mcpproxy.ErrorLine(scan.ID(), mcpproxy.CodeInvalidRequest,
+		`steward: not a JSON-RPC 2.0 message: it needs "jsonrpc":"2.0", a string "method" (or a result or error), and an "id" that is a string or number when it has one`)
 }

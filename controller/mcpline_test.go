@@ -91,6 +91,20 @@ func TestMCPSocketSurvivesBadInput(t *testing.T) {
 		goodCall("a line that is not JSON")
 	}
 
+	notMessage := `"message":"steward: not a JSON-RPC 2.0 message: it needs \"jsonrpc\":\"2.0\", a string \"method\" (or a result or error), and an \"id\" that is a string or number when it has one"}}` + "\n"
+	for _, tc := range []struct{ line, id string }{
+		{`{"jsonrpc":"1.0","id":15,"method":"tools/list"}`, "15"},
+		{`{"jsonrpc":"2.0","id":"m","method":3}`, `"m"`},
+		{`{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, "null"},
+		{`{"jsonrpc":"2.0","result":{}}`, "null"},
+		{`5`, "null"},
+	} {
+		if got, want := send(tc.line+"\n"), `{"jsonrpc":"2.0","id":`+tc.id+`,"error":{"code":-32600,`+notMessage; got != want {
+			t.Fatalf("%s:\n got %s\nwant %s", tc.line, got, want)
+		}
+		goodCall("JSON that is not a JSON-RPC message")
+	}
+
 	if got := send(nestedLine("13", mcpproxy.MaxNesting)); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":13,"result":`) {
 		t.Fatalf("nesting at the bound: %.200s", got)
 	}
