@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -53,10 +54,34 @@ type IDScan struct {
 
 // Write reads the next piece of the line. It never fails.
 func (s *IDScan) Write(p []byte) (int, error) {
-	for _, c := range p {
-		s.byte(c)
+	for i := 0; i < len(p); i++ {
+		if s.inString && !s.escape && !s.inKey && !s.inID {
+			// Most of a long line is inside strings that are neither a
+			// key nor the id: skip to the next quote or backslash.
+			j := stringRun(p[i:])
+			if j < 0 {
+				break
+			}
+			i += j
+		}
+		s.byte(p[i])
 	}
 	return len(p), nil
+}
+
+// stringRun is the index in b of the first quote or backslash, or -1.
+func stringRun(b []byte) int {
+	q := bytes.IndexByte(b, '"')
+	if q < 0 {
+		q = len(b)
+	}
+	if k := bytes.IndexByte(b[:q], '\\'); k >= 0 {
+		return k
+	}
+	if q == len(b) {
+		return -1
+	}
+	return q
 }
 
 // byte reads one byte of the line.

@@ -142,3 +142,22 @@ func FuzzIDScan(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheckLine is what the proxy and the MCP socket add to each
+// line: a typical tools/call line and one at the bound.
+func BenchmarkCheckLine(b *testing.B) {
+	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"oracle_call","arguments":{"application":"appliance","requestId":"r-1","conversationId":"c-1","operationId":"calc.evaluate","arguments":{"expression":"1 + 1"}}}}` + "\n")
+	for _, tc := range []struct {
+		name string
+		line []byte
+	}{{"call", call}, {"at-bound", idLine(MaxLine, "7", false)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.line)))
+			for b.Loop() {
+				if _, _, _, ok := CheckLine(tc.line); !ok {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
