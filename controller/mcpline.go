@@ -128,9 +128,14 @@ func (l *mcpLines) refuseLong(first []byte) error {
 	return err
 }
 
+// sessionlessProtocol is the MCP version from which a request may carry
+// its protocol version in _meta instead of a session's initialize.
+const sessionlessProtocol = "2026-07-28"
+
 // beforeInitialize reads a line that came before any initialize request:
 // it returns the answer to a request (a message with a method and a string
-// or number id) for a method other than initialize or ping, and nil for
+// or number id) for a method other than initialize, ping and server/discover
+// that does not carry the sessionless protocol's version, and nil for
 // any other line, which is passed on. JSON-RPC and MCP name no code for
 // this; it is an invalid request in the session (-32600, as the Python
 // SDK answers it too). Only a session's first lines are decoded so.
@@ -138,6 +143,11 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
+		Params struct {
+			Meta struct {
+				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		} `json:"params"`
 	}
 	if json.Unmarshal(line, &head) != nil || head.Method == nil {
 		return nil
@@ -146,7 +156,12 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	case "initialize":
 		l.initialized = true
 		return nil
-	case "ping":
+	case "ping", "server/discover":
+		return nil
+	}
+	if head.Params.Meta.ProtocolVersion >= sessionlessProtocol {
+		// The sessionless protocol (SEP-2575) has no initialize: each
+		// request carries its version, and go-sdk serves it so.
 		return nil
 	}
 	if len(head.ID) == 0 || len(head.ID) > mcpproxy.MaxIDBytes || (head.ID[0] != '"' && head.ID[0] != '-' && (head.ID[0] < '0' || head.ID[0] > '9')) {

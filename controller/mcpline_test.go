@@ -1,10 +1,14 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 )
 
@@ -144,4 +148,34 @@ func TestMCPSessionOrderAndCapabilities(t *testing.T) {
 			fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32601,"message":"method not found: \"%s\""}}`, 10+i, method), false)
 	}
 	exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":4,"result":{`, true)
+}
+
+// TestMCPSessionlessClientStillServed: go-sdk's own client, straight on
+// the socket, first asks server/discover and then speaks the sessionless
+// protocol (each request carries its version, with no initialize); the
+// before-initialize answer and the capability filter leave it served.
+func TestMCPSessionlessClientStillServed(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	s.startController()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := net.Dial("unix", s.cfg.Sockets.MCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v < sessionlessProtocol {
+		t.Fatalf("negotiated %s, want the sessionless protocol (%s or later)", v, sessionlessProtocol)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 3 {
+		t.Fatalf("tools/list: %v, %v", tools, err)
+	}
+	if _, err := cs.ListResources(ctx, nil); err == nil || !strings.Contains(err.Error(), "method not found") {
+		t.Fatalf("resources/list: %v, want method not found", err)
+	}
 }
