@@ -115,7 +115,11 @@
 // MaxMCPLine bytes including the newline to the MCP socket as bytes, and
 // answers a longer line with
 //
-//	{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"steward mcp: request line of N bytes exceeds the bound of 65536 bytes including the newline"}}
+//	{"jsonrpc":"2.0","id":ID,"error":{"code":-32600,"message":"steward mcp: request line of N bytes exceeds the bound of 65536 bytes including the newline"}}
 //
-// The id is null because the proxy never parses a line.
+// where ID is the line's own id, found by mcpproxy.IDScan as the line is
+// drained (null when it has none that can be read). A line that is not JSON
+// is answered with -32700 and id null, one nested past mcpproxy.MaxNesting
+// with -32600 and its id; the session goes on. The MCP socket keeps the
+// same bounds itself, exactly, for a peer that skips the proxy (mcpLines).
 package controller

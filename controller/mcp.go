@@ -25,10 +25,10 @@ import (
 // including its newline (DESIGN.md section 8); package mcpproxy owns it.
 const MaxMCPLine = mcpproxy.MaxLine
 
-// mcpServerLineBound is the go-sdk decoder's own bound on the socket. The
-// exact bound of MaxMCPLine is the proxy's; go-sdk counts bytes its decoder
-// read ahead into the next message as well, so the socket side allows twice
-// the bound as a backstop for peers that skip the proxy.
+// mcpServerLineBound is the go-sdk decoder's own bound on the socket, a
+// backstop only: mcpLines keeps MaxMCPLine exactly, for every peer, and
+// go-sdk counts bytes its decoder read ahead into the next message as well,
+// so it is given twice the bound.
 const mcpServerLineBound = 2 * MaxMCPLine
 
 // Version is reported to MCP clients.
@@ -74,6 +74,7 @@ func (c *Controller) newMCPServer() *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		Logger:       c.log,
 	})
+	s.AddReceivingMiddleware(onlyDeclared) // mcpmethods.go
 	var apps []string
 	for _, svc := range c.cfg.ToolTask.ApplicationServices {
 		apps = append(apps, svc.Application)
@@ -321,7 +322,8 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			sctx := context.WithValue(ctx, principalKey{}, agent)
 			pc.SetReadDeadline(time.Now().Add(c.firstRequest))
 			first := &firstRequestConn{PeerConn: pc, c: c}
-			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: first, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
+			lines := newMCPLines(first, pc) // the exact line bound, and bad lines answered (mcpline.go)
+			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: lines, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
 			if err != nil {
 				c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
 				pc.Close()

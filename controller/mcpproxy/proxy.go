@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +26,12 @@ const MaxLine = 65536
 // of at most MaxLine bytes including the newline go to the MCP socket as
 // the bytes read, never re-encoded; a longer line is drained to its
 // newline without being kept, answered on stdout with a JSON-RPC error
-// naming the bound (id null: the line is never parsed) and never
-// forwarded. Replies from the socket are copied to stdout as bytes, whole
+// naming the bound and carrying the line's own id (found by IDScan as the
+// line is drained; id null when it has none that can be read, since the
+// official clients close a session on an error whose id is null), and never
+// forwarded. A line within the bound that is not JSON, or that nests past
+// MaxNesting, is answered the same way (CheckLine) and not forwarded either.
+// Replies from the socket are copied to stdout as bytes, whole
 // lines at a time so that an error line is never spliced into a reply.
 //
 // stdin is switched to non-blocking mode and read through the runtime's
@@ -215,9 +220,31 @@ func pollable(f *os.File) (*os.File, error) {
 	return os.NewFile(fd, f.Name()), nil
 }
 
-// lineTooLong is the JSON-RPC error for a request line past the bound.
-func lineTooLong(n int64) []byte {
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"steward mcp: request line of %d bytes exceeds the bound of %d bytes including the newline"}}`+"\n", n, MaxLine)
+// ErrorLine is one JSON-RPC error line answering the request whose id is
+// id (a JSON string or number token, as IDScan finds it; nil answers with
+// id null, for a line whose id cannot be read).
+func ErrorLine(id []byte, code int, message string) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	text, _ := json.Marshal(message)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, text)
+}
+
+// CodeInvalidRequest is JSON-RPC's code for a request that is not a valid
+// request object; a line past MaxLine is answered with it.
+const CodeInvalidRequest = -32600
+
+// LineTooLong is the text of the error answering a request line of n bytes,
+// past MaxLine.
+func LineTooLong(n int64) string {
+	return fmt.Sprintf("request line of %d bytes exceeds the bound of %d bytes including the newline", n, MaxLine)
+}
+
+// lineTooLong is the proxy's answer to a request line of n bytes whose id
+// (nil: none could be read) IDScan found while the line was drained.
+func lineTooLong(n int64, id []byte) []byte {
+	return ErrorLine(id, CodeInvalidRequest, "steward mcp: "+LineTooLong(n))
 }
 
 // forwardLines copies bounded lines from in to conn, counting the calls
@@ -228,6 +255,19 @@ func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mu
 		line, err := br.ReadSlice('\n')
 		switch {
 		case err == nil || (err == io.EOF && len(line) > 0):
+			if code, text, id, ok := CheckLine(line); !ok {
+				// Answered here and never forwarded: the session goes on.
+				outMu.Lock()
+				_, werr := stdout.Write(ErrorLine(id, code, "steward mcp: "+text))
+				outMu.Unlock()
+				if werr != nil {
+					return fmt.Errorf("steward mcp: writing stdout: %w", werr)
+				}
+				if err == io.EOF {
+					return nil
+				}
+				continue
+			}
 			calls.forwarding(line)
 			if _, werr := conn.Write(line); werr != nil {
 				return fmt.Errorf("steward mcp: writing to the MCP socket: %w", werr)
@@ -236,16 +276,21 @@ func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mu
 				return nil
 			}
 		case errors.Is(err, bufio.ErrBufferFull):
+			// The line is drained, never kept: the scan reads it for the
+			// id its answer carries.
+			var scan IDScan
+			scan.Write(line)
 			n := int64(len(line))
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = br.ReadSlice('\n')
+				scan.Write(line)
 				n += int64(len(line))
 			}
 			if err != nil && err != io.EOF {
 				return fmt.Errorf("steward mcp: reading stdin: %w", err)
 			}
 			outMu.Lock()
-			_, werr := stdout.Write(lineTooLong(n))
+			_, werr := stdout.Write(lineTooLong(n, scan.ID()))
 			outMu.Unlock()
 			if werr != nil {
 				return fmt.Errorf("steward mcp: writing stdout: %w", werr)

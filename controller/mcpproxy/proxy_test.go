@@ -107,6 +107,42 @@ func TestProxyLineBound(t *testing.T) {
 	if got := readLine(); got != want {
 		t.Fatalf("over the bound:\n got %s\nwant %s", got, want)
 	}
+	// A line past the bound is answered with its own id, wherever it is
+	// in the line (the official TypeScript client puts it last).
+	for _, tc := range []struct {
+		line []byte
+		id   string
+	}{
+		{idLine(MaxLine+1, `7`, true), `7`},
+		{idLine(MaxLine+1, `"last-\"x"`, false), `"last-\"x"`},
+		{idLine(3*MaxLine, `-12`, false), `-12`},
+	} {
+		go inW.Write(tc.line)
+		want := `{"jsonrpc":"2.0","id":` + tc.id + `,"error":{"code":-32600,"message":"steward mcp: request line of ` + fmt.Sprint(len(tc.line)) + ` bytes exceeds the bound of 65536 bytes including the newline"}}` + "\n"
+		if got := readLine(); got != want {
+			t.Fatalf("over the bound with id %s:\n got %s\nwant %s", tc.id, got, want)
+		}
+	}
+	// A line that is not JSON, and one nested past the bound, are answered
+	// and not forwarded; one nested at the bound is forwarded (below).
+	nested := func(id string, depth int) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"m","params":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + "}\n"
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"{\"id\":1,\"method\":\"m\",}\n", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"steward mcp: request line is not JSON"}}` + "\n"},
+		{nested("8", MaxNesting+1), `{"jsonrpc":"2.0","id":8,"error":{"code":-32600,"message":"steward mcp: request nesting of 65 levels exceeds the bound of 64 levels of objects and arrays"}}` + "\n"},
+	} {
+		go inW.Write([]byte(tc.line))
+		if got := readLine(); got != tc.want {
+			t.Fatalf("%.60q:\n got %s\nwant %s", tc.line, got, tc.want)
+		}
+	}
+	// A notification: the echo server answers no call.
+	atDepth := strings.Replace(nested("9", MaxNesting), `"id":9,`, "", 1)
+	go inW.Write([]byte(atDepth))
+	if got := readLine(); got != atDepth {
+		t.Fatalf("nesting at the bound not echoed: %q", got)
+	}
 	// A much longer line is drained too, and the next line still passes.
 	huge := jsonLine(5 * MaxLine)
 	// A notification: the echo server answers no call, so the proxy has
@@ -126,12 +162,23 @@ func TestProxyLineBound(t *testing.T) {
 	<-echo.done
 	echo.mu.Lock()
 	defer echo.mu.Unlock()
-	if want := append(append([]byte{}, atLimit...), small...); !bytes.Equal(echo.got.Bytes(), want) {
-		t.Fatalf("the socket received %d bytes, want exactly the two admitted lines (%d bytes)", echo.got.Len(), len(want))
+	if want := append(append(append([]byte{}, atLimit...), atDepth...), small...); !bytes.Equal(echo.got.Bytes(), want) {
+		t.Fatalf("the socket received %d bytes, want exactly the three admitted lines (%d bytes)", echo.got.Len(), len(want))
 	}
 	if _, err := io.ReadAll(out); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// idLine is a request line of exactly n bytes carrying id first or last.
+func idLine(n int, id string, first bool) []byte {
+	head, tail := `{"jsonrpc":"2.0","method":"tools/call","params":{"x":"`, `"}}`+"\n"
+	if first {
+		head = `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"x":"`
+	} else {
+		tail = `"},"id":` + id + "}\n"
+	}
+	return []byte(head + strings.Repeat("a", n-len(head)-len(tail)) + tail)
 }
 
 func TestProxyNoSocket(t *testing.T) {

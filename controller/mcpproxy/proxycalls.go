@@ -25,8 +25,9 @@ func newOpenCalls() *openCalls {
 
 // forwarding records the calls in one request line before it is written
 // to the socket, so that no answer can arrive before its call is counted.
-// A line the server cannot decode adds nothing: the server ends the
-// session on it, and the proxy ends with the session.
+// A line that is not JSON or nests too deep never gets here (CheckLine
+// answers it); other JSON the server cannot read as a message is answered
+// by the MCP socket, and headOf counts no call in it (see headOf).
 func (o *openCalls) forwarding(line []byte) {
 	o.record(line, true)
 }

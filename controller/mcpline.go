@@ -1,0 +1,196 @@
+package controller
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/stewardrt/steward/controller/mcpproxy"
+)
+
+// mcpLines is an MCP session's request stream as its go-sdk server reads
+// it: only whole lines of at most MaxMCPLine bytes including the newline
+// that are JSON nested at most mcpproxy.MaxNesting deep. The go-sdk ends a
+// session on the first line it cannot decode and bounds a line only
+// loosely (its decoder counts what it read ahead), so the bound is kept
+// here, exactly, for every peer, including one that skips the proxy. A
+// line refused here is answered here, once, on the session's connection,
+// and the session goes on:
+//   - past MaxMCPLine, it is drained to its newline without being kept, and
+//     answered with an error naming the bound that carries the line's own id
+//     (mcpproxy.IDScan reads it as the line goes by);
+//   - not JSON, -32700 with id null;
+//   - nested too deep, an error naming the bound, with the line's id;
+//   - JSON that go-sdk cannot read as a JSON-RPC 2.0 message, -32600 with
+//     the line's id if it has one;
+//   - a request before initialize, -32600 with its id.
+//
+// Only the session's one reading goroutine calls Read. An answer is one
+// Write on the connection, as each of go-sdk's messages is, and the
+// connection serializes Writes, so an answer is never spliced into one.
+type mcpLines struct {
+	conn    io.ReadCloser
+	br      *bufio.Reader // over the connection; its size is the bound
+	answer  io.Writer     // the connection
+	pending []byte        // what is left of the line being passed on
+	// initialized: an initialize request was passed on. Until then a
+	// request for any other method but ping is answered here
+	// (beforeInitialize), since go-sdk answers it with error code 0.
+	initialized bool
+}
+
+func newMCPLines(conn io.ReadCloser, answer io.Writer) *mcpLines {
+	return &mcpLines{conn: conn, br: bufio.NewReaderSize(conn, MaxMCPLine), answer: answer}
+}
+
+// Close closes the connection, as go-sdk does when the session ends.
+func (l *mcpLines) Close() error { return l.conn.Close() }
+
+// Read passes on the next admitted line, or what is left of it.
+func (l *mcpLines) Read(p []byte) (int, error) {
+	for len(l.pending) == 0 {
+		line, err := l.br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if err := l.refuseLong(line); err != nil {
+				return 0, err
+			}
+			continue
+		case err != nil && (err != io.EOF || len(line) == 0):
+			// A failed read (the first-request deadline, which was
+			// answered, or a closed connection) drops a partial line.
+			return 0, err
+		}
+		// A whole line, or the last bytes before the stream's end.
+		if code, text, id, ok := mcpproxy.CheckLine(line); !ok {
+			if _, werr := l.answer.Write(mcpproxy.ErrorLine(id, code, "steward: "+text)); werr != nil {
+				return 0, werr
+			}
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if refusal := notAMessage(line); refusal != nil {
+			if _, werr := l.answer.Write(refusal); werr != nil {
+				return 0, werr
+			}
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if !l.initialized {
+			if refusal := l.beforeInitialize(line); refusal != nil {
+				if _, werr := l.answer.Write(refusal); werr != nil {
+					return 0, werr
+				}
+				if err != nil {
+					return 0, err
+				}
+				continue
+			}
+		}
+		// The line stays in br's buffer until the next ReadSlice, which
+		// is only called once all of it was passed on.
+		l.pending = line
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// refuseLong drains a line past the bound whose first MaxMCPLine bytes are
+// first, and answers it with its own id.
+func (l *mcpLines) refuseLong(first []byte) error {
+	var scan mcpproxy.IDScan
+	scan.Write(first)
+	n := int64(len(first))
+	var err error
+	for {
+		var chunk []byte
+		chunk, err = l.br.ReadSlice('\n')
+		scan.Write(chunk)
+		n += int64(len(chunk))
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if _, werr := l.answer.Write(mcpproxy.ErrorLine(scan.ID(), mcpproxy.CodeInvalidRequest, "steward: "+mcpproxy.LineTooLong(n))); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// sessionlessProtocol is the MCP version from which a request may carry
+// its protocol version in _meta instead of a session's initialize.
+const sessionlessProtocol = "2026-07-28"
+
+// beforeInitialize reads a line that came before any initialize request:
+// it returns the answer to a request (a message with a method and a string
+// or number id) for a method other than initialize, ping and server/discover
+// that does not carry the sessionless protocol's version, and nil for
+// any other line, which is passed on. JSON-RPC and MCP name no code for
+// this; it is an invalid request in the session (-32600, as the Python
+// SDK answers it too). Only a session's first lines are decoded so.
+func (l *mcpLines) beforeInitialize(line []byte) []byte {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Params struct {
+			Meta struct {
+				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &head) != nil || head.Method == nil {
+		return nil
+	}
+	switch *head.Method {
+	case "initialize":
+		l.initialized = true
+		return nil
+	case "ping", "server/discover":
+		return nil
+	}
+	if head.Params.Meta.ProtocolVersion >= sessionlessProtocol {
+		// The sessionless protocol (SEP-2575) has no initialize: each
+		// request carries its version, and go-sdk serves it so.
+		return nil
+	}
+	if len(head.ID) == 0 || len(head.ID) > mcpproxy.MaxIDBytes || (head.ID[0] != '"' && head.ID[0] != '-' && (head.ID[0] < '0' || head.ID[0] > '9')) {
+		return nil // a notification (or no id to answer): never answered
+	}
+	return mcpproxy.ErrorLine(head.ID, mcpproxy.CodeInvalidRequest,
+		fmt.Sprintf("steward: %q before initialize; a session begins with an initialize request", *head.Method))
+}
+
+// notAMessage answers a line of JSON that is not a batch (an array) and
+// that go-sdk's decoder cannot read as one JSON-RPC 2.0 message: a wrong or
+// missing "jsonrpc", a method that is not a string, an id that is not a
+// string or number, a response without an id. go-sdk ends the session on
+// such a line. A batch is passed on as it is (go-sdk reads it for the
+// protocol versions that have batches). It returns nil for a line that
+// decodes.
+func notAMessage(line []byte) []byte {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
+		i++
+	}
+	if i == len(line) || line[i] == '[' {
+		return nil
+	}
+	if _, err := jsonrpc.DecodeMessage(line); err == nil {
+		return nil
+	}
+	var scan mcpproxy.IDScan
+	scan.Write(line)
+	return mcpproxy.ErrorLine(scan.ID(), mcpproxy.CodeInvalidRequest,
+		`steward: not a JSON-RPC 2.0 message: it needs "jsonrpc":"2.0", a string "method" (or a result or error), and an "id" that is a string or number when it has one`)
+}
