@@ -39,16 +39,34 @@ func unixHTTPClient(sock string) *http.Client {
 // httpEndpoint is the URL the clients use; the host part names nothing.
 const httpEndpoint = "http://steward/mcp"
 
+// httpClientSession is a go-sdk client session over streamable HTTP.
+type httpClientSession struct {
+	*mcp.ClientSession
+	hc *http.Client
+}
+
+// Close ends the session and closes its kept-alive connections, which
+// would otherwise hold slots under the socket's caps until the server's
+// idle timeout.
+func (h *httpClientSession) Close() error {
+	err := h.ClientSession.Close()
+	h.hc.CloseIdleConnections()
+	return err
+}
+
 // httpSession connects go-sdk's own streamable HTTP client to sock.
-func httpSession(t testing.TB, ctx context.Context, sock string) (*mcp.ClientSession, error) {
+func httpSession(t testing.TB, ctx context.Context, sock string) (*httpClientSession, error) {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "steward-http-test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpEndpoint, HTTPClient: unixHTTPClient(sock), MaxRetries: -1}, nil)
+	hc := unixHTTPClient(sock)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpEndpoint, HTTPClient: hc, MaxRetries: -1}, nil)
 	if err != nil {
+		hc.CloseIdleConnections()
 		return nil, err
 	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, nil
+	h := &httpClientSession{ClientSession: cs, hc: hc}
+	t.Cleanup(func() { h.Close() })
+	return h, nil
 }
 
 // TestMCPHTTPCallReplay: over streamable HTTP, go-sdk's client initializes,
@@ -82,7 +100,7 @@ func TestMCPHTTPCallReplay(t *testing.T) {
 	}
 
 	before := s.purse()
-	c1, res := call(t, ctx, cs, ToolCall, callArgs("http-1", map[string]any{"text": "hello"}))
+	c1, res := call(t, ctx, cs.ClientSession, ToolCall, callArgs("http-1", map[string]any{"text": "hello"}))
 	if res.IsError || c1.Outcome != msg.StateDefinite || c1.Status != 200 || c1.ReceiptID == "" || c1.Replayed ||
 		c1.Charge == nil || *c1.Charge != s.price {
 		t.Fatalf("call: %+v", c1)
@@ -92,7 +110,7 @@ func TestMCPHTTPCallReplay(t *testing.T) {
 		t.Fatalf("balance %d -> %d, want a charge of %d", before.Balance, after.Balance, s.price)
 	}
 	seq := s.lastSeq()
-	c2, res := call(t, ctx, cs, ToolCall, callArgs("http-1", map[string]any{"text": "hello"}))
+	c2, res := call(t, ctx, cs.ClientSession, ToolCall, callArgs("http-1", map[string]any{"text": "hello"}))
 	if res.IsError || !c2.Replayed || c2.ReceiptID != c1.ReceiptID || c2.AttemptID != c1.AttemptID || c2.BodyText != c1.BodyText {
 		t.Fatalf("replay: %+v vs %+v", c2, c1)
 	}
@@ -161,7 +179,7 @@ func TestMCPHTTPBodyBound(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "steward: the request is more than 65536 bytes") {
 		t.Fatalf("oversized call through the client: %v", err)
 	}
-	if _, res := call(t, ctx, cs, ToolOverview, map[string]any{}); res.IsError {
+	if _, res := call(t, ctx, cs.ClientSession, ToolOverview, map[string]any{}); res.IsError {
 		t.Fatalf("the session after an oversized call: %+v", res)
 	}
 }
