@@ -230,21 +230,27 @@ func (m *mcpHTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(m.c.firstRequest))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMCPLine))
-	rc.SetReadDeadline(time.Time{})
+	// On a refusal the deadline stays: net/http reads what is left of an
+	// unread body before it answers, and must not wait on the peer for it.
 	var mbe *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
 		refuseRequest(w, http.StatusRequestEntityTooLarge, bodyRequestID(body),
 			fmt.Sprintf("the request is more than %d bytes, the bound of one MCP message; nothing was sent", MaxMCPLine))
 		return nil, false
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		refuseRequest(w, http.StatusRequestTimeout, bodyRequestID(body),
 			fmt.Sprintf("the request's body did not arrive within %v; nothing was sent", m.c.firstRequest))
 		return nil, false
 	case err != nil:
+		// The peer broke off its body (or sent a malformed chunked one):
+		// it is told so if it still reads.
 		m.c.log.Warn("mcp http: reading a request body", "err", err)
+		refuseRequest(w, http.StatusBadRequest, bodyRequestID(body), "the request's body could not be read whole; nothing was sent")
 		return nil, false
 	}
+	rc.SetReadDeadline(time.Time{})
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, true

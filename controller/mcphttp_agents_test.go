@@ -17,12 +17,13 @@ import (
 	"github.com/stewardrt/steward/internal/testaccount"
 )
 
-// dialAs connects to the Unix socket sock as uid and gid: on a thread of
-// its own whose effective ids (and so the connection's SO_PEERCRED, which
-// the kernel takes at connect) are those, set with the raw per-thread
-// system calls rather than the process-wide syscall.Setuid. The thread is
-// never given back to the runtime: its goroutine ends locked, so the
-// thread exits with it. It needs root.
+// dialAs connects to the Unix socket sock as uid and gid: on a thread
+// whose effective ids (and so the connection's SO_PEERCRED, which the
+// kernel takes at connect) are those for the connect alone, set with the
+// raw per-thread system calls rather than the process-wide
+// syscall.Setuid, then set back (the saved ids stay root's). A thread
+// whose ids could not be set back is never given back to the runtime: its
+// goroutine ends locked, so the thread exits with it. It needs root.
 func dialAs(sock string, uid, gid uint32) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -30,12 +31,27 @@ func dialAs(sock string, uid, gid uint32) (net.Conn, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, ^uintptr(0), uintptr(gid), ^uintptr(0)); e != 0 {
+		runtime.LockOSThread()
+		euid, egid := uintptr(syscall.Geteuid()), uintptr(syscall.Getegid())
+		keep := ^uintptr(0) // setres*id's "leave this one"
+		restored := false
+		restore := func() {
+			if restored {
+				return
+			}
+			restored = true
+			_, _, e1 := syscall.RawSyscall(syscall.SYS_SETRESUID, keep, euid, keep)
+			_, _, e2 := syscall.RawSyscall(syscall.SYS_SETRESGID, keep, egid, keep)
+			if e1 == 0 && e2 == 0 {
+				runtime.UnlockOSThread()
+			}
+		}
+		defer restore()
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, keep, uintptr(gid), keep); e != 0 {
 			ch <- result{err: fmt.Errorf("setresgid: %w", e)}
 			return
 		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), uintptr(uid), ^uintptr(0)); e != 0 {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
 			ch <- result{err: fmt.Errorf("setresuid: %w", e)}
 			return
 		}
@@ -49,6 +65,7 @@ func dialAs(sock string, uid, gid uint32) (net.Conn, error) {
 			ch <- result{err: fmt.Errorf("connect %s as uid %d: %w", sock, uid, err)}
 			return
 		}
+		restore()
 		f := os.NewFile(uintptr(fd), sock)
 		c, err := net.FileConn(f)
 		f.Close()

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -288,5 +289,48 @@ func TestMCPHTTPSessionCap(t *testing.T) {
 	}
 	if resp, out := do(http.MethodPost, "", 100); resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("after a delete: %d %s", resp.StatusCode, out)
+	}
+}
+
+// TestMCPHTTPDeadlines: a connection that sends no request within the
+// first-request deadline is closed; one whose body does not arrive within
+// it is answered 408 with a JSON-RPC error, and nothing is journaled.
+func TestMCPHTTPDeadlines(t *testing.T) {
+	s := newStack(t, stackOpts{edit: withMCPHTTP})
+	s.startControllerWith(Options{FirstRequestTimeout: 300 * time.Millisecond})
+	seq := s.lastSeq()
+
+	silent, err := net.Dial("unix", s.cfg.Sockets.MCPHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	silent.SetReadDeadline(time.Now().Add(20 * time.Second)) // a backstop, far past the deadline
+	t0 := time.Now()
+	if n, err := silent.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a silent connection: read %d, %v; want it closed (EOF)", n, err)
+	}
+	if d := time.Since(t0); d < 300*time.Millisecond {
+		t.Fatalf("closed after %v, before the first-request deadline", d)
+	}
+
+	slow, err := net.Dial("unix", s.cfg.Sockets.MCPHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "POST /mcp HTTP/1.1\r\nHost: steward\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+	slow.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"steward: the request's body did not arrive within 300ms; nothing was sent"}}` + "\n"
+	if resp.StatusCode != http.StatusRequestTimeout || string(out) != want {
+		t.Fatalf("a slow body: %d %s\nwant 408 %s", resp.StatusCode, out, want)
+	}
+	if s.lastSeq() != seq {
+		t.Fatal("a connection that sent no whole request journaled something")
 	}
 }
