@@ -195,7 +195,7 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		owner, known := m.owners[sid]
 		m.mu.Unlock()
 		if known && owner != peer {
-			refuseRequest(w, http.StatusForbidden, nullID, "this MCP session was opened by another agent; nothing was sent")
+			refuseRequest(w, http.StatusForbidden, bodyRequestID(body), "this MCP session was opened by another agent; nothing was sent")
 			return
 		}
 		m.h.ServeHTTP(w, r)

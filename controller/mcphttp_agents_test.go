@@ -141,7 +141,7 @@ func TestMCPHTTPTwoAgents(t *testing.T) {
 	}
 	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"steward: this MCP session was opened by another agent; nothing was sent"}}` + "\n"
+	want := `{"jsonrpc":"2.0","id":5,"error":{"code":-32001,"message":"steward: this MCP session was opened by another agent; nothing was sent"}}` + "\n"
 	if resp.StatusCode != http.StatusForbidden || string(out) != want {
 		t.Fatalf("beta on alpha's session: %d %s\nwant 403 %s", resp.StatusCode, out, want)
 	}
