@@ -315,3 +315,64 @@ func BenchmarkMCPCall(b *testing.B) {
 	}
 	_ = msg.StateDefinite
 }
+
+// httpCaller is mcpCaller over streamable HTTP: each client is go-sdk's
+// own streamable client on sock, no proxy process. Its sessions are added
+// to open, for the round to close: a benchmark runs its function several
+// times, and the sessions of every run would otherwise stay open until the
+// end, past the account's cap.
+func httpCaller(b *testing.B, sock string, open *[]*httpClientSession) func() func() error {
+	return func() func() error {
+		cs, err := httpSession(b, context.Background(), sock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		*open = append(*open, cs)
+		return func() error {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolCall,
+				Arguments: callArgs(nextReqID(), map[string]any{"text": "hello"})})
+			if err != nil {
+				return err
+			}
+			if res.IsError {
+				return fmt.Errorf("tool error: %s", res.Content[0].(*mcp.TextContent).Text)
+			}
+			return nil
+		}
+	}
+}
+
+// BenchmarkMCPCallHTTP: BenchmarkMCPCall's governed call over streamable
+// HTTP (sockets.mcpHTTP) instead of the stdio proxy and mcp.sock; the
+// controller is its own process as there. It reports the ratio of its
+// median to the stdio path's of the same run.
+func BenchmarkMCPCallHTTP(b *testing.B) {
+	s := newStack(b, stackOpts{price: 1, funded: 1 << 40, edit: withMCPHTTP})
+	pid := os.Getpid()
+	if os.Getenv("STEWARD_BENCH_INPROC") != "" {
+		s.startController()
+	} else {
+		pid = s.startChild().cmd.Process.Pid
+	}
+	for _, n := range []int{1, 16} {
+		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
+			ctl0 := cpuOf(pid)
+			var open []*httpClientSession
+			runClients(b, "http", n, httpCaller(b, s.cfg.Sockets.MCPHTTP, &open))
+			for _, cs := range open {
+				cs.Close()
+			}
+			if pid != os.Getpid() {
+				b.ReportMetric(float64((cpuOf(pid)-ctl0).Microseconds())/float64(b.N), "ctl-cpu-us/call")
+			}
+			b.ReportMetric(rssMB(pid), "ctl-RSS-MB")
+			benchMu.Lock()
+			h, g := benchResult[fmt.Sprintf("http/%d", n)], benchResult[fmt.Sprintf("governed/%d", n)]
+			benchMu.Unlock()
+			if g.p50ms > 0 {
+				b.ReportMetric(h.p50ms/g.p50ms, "x-stdio-p50")
+				b.ReportMetric(h.perSec/g.perSec, "x-stdio-calls/s")
+			}
+		})
+	}
+}

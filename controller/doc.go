@@ -9,7 +9,7 @@
 //
 //	{"name": "dev", "stateDir": "/var/lib/steward-controller", "keyDir": "/etc/steward-controller/keys",
 //	 "bundle": "/etc/steward-controller/host.bundle",
-//	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "..."},
+//	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "...", "mcpHTTP": "..."},
 //	 "agents": {"uids": [1000], "gids": [995],
 //	            "named": [{"name": "alice", "account": "alice"}, {"group": "steward-bots"}]},
 //	 "foregroundUids": [0],
@@ -25,6 +25,11 @@
 // agent "uid:N". A uid two entries match is refused when the config is
 // parsed. The agent of a call is its MCP peer's SO_PEERCRED uid mapped so,
 // never anything the agent writes.
+//
+// sockets.mcpHTTP is optional: when set, the controller also serves MCP
+// over streamable HTTP on that socket, which it binds itself (never socket
+// activation), with the MCP socket's peer check, caps and bounds
+// (mcphttp.go); absent, nothing is served there.
 //
 // payer is the payer policy (DESIGN.md section 5): the controller consents
 // to a charge only within the call's principal's limits (the agent of the

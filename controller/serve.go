@@ -54,7 +54,8 @@ const DefaultFirstRequestTimeout = wire.DefaultHandshakeTimeout
 // Serve runs the controller daemon with the config at cfgPath until ctx
 // ends: it opens the journal (refusing a config whose binding differs),
 // lists the uncertain attempts it finds, binds the reverse, MCP and
-// foreground sockets, calls Ready, and serves. Nothing is retried.
+// foreground sockets (and the streamable HTTP one when the config names
+// it), calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
 	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize, opts.Now)
@@ -100,12 +101,23 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		return err
 	}
 	lns = append(lns, fg)
+	var mcpHTTPLn *wire.Listener
+	if c.cfg.Sockets.MCPHTTP != "" {
+		if mcpHTTPLn, err = c.listenMCPHTTP(); err != nil {
+			closeAll()
+			return err
+		}
+		lns = append(lns, mcpHTTPLn)
+	}
 
 	var wg sync.WaitGroup
 	srv := c.newMCPServer()
 	wg.Go(func() { c.serveReverse(ctx, rev) })
 	wg.Go(func() { c.serveMCP(ctx, mcpLn, srv) })
 	wg.Go(func() { c.serveForeground(ctx, fg) })
+	if mcpHTTPLn != nil {
+		wg.Go(func() { c.serveMCPHTTP(ctx, mcpHTTPLn, srv) })
+	}
 	c.log.Info("controller ready", "name", c.cfg.Name, "journal", c.cfg.JournalDir(), "lastSeq", c.j.LastSeq())
 	if opts.Ready != nil {
 		opts.Ready()

@@ -63,6 +63,11 @@ type Sockets struct {
 	MCP        string `json:"mcp"`
 	Reverse    string `json:"reverse"`
 	Foreground string `json:"foreground"`
+	// MCPHTTP, when set, is a socket on which the controller also serves
+	// MCP over streamable HTTP, with mcp's peer checks and bounds; absent,
+	// it is not served. Omitted when absent, so a config from before it
+	// binds the same.
+	MCPHTTP string `json:"mcpHTTP,omitempty"`
 }
 
 // ToolTask is what the agent-facing tools may reach.
@@ -145,9 +150,16 @@ func (c *Config) validate() error {
 		}
 	}
 	socks := []string{c.Sockets.MCP, c.Sockets.Reverse, c.Sockets.Foreground}
+	if c.Sockets.MCPHTTP != "" {
+		if p := c.Sockets.MCPHTTP; !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("sockets.mcpHTTP: %q must be a clean absolute path", p)
+		}
+		socks = append(socks, c.Sockets.MCPHTTP)
+	}
+	n := len(socks)
 	slices.Sort(socks)
-	if len(slices.Compact(socks)) != 3 {
-		return errors.New("sockets: mcp, reverse and foreground must be three different paths")
+	if len(slices.Compact(socks)) != n {
+		return errors.New("sockets: mcp, reverse, foreground and mcpHTTP (when set) must be different paths")
 	}
 	if len(c.ToolTask.ApplicationServices) == 0 {
 		return errors.New("toolTask.applicationServices: no application services")

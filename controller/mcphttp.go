@@ -1,0 +1,408 @@
+package controller
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/wire"
+)
+
+// Streamable HTTP: the same MCP server as mcp.sock, served by the go-sdk's
+// streamable handler on the socket sockets.mcpHTTP names (DESIGN.md
+// section 7). It is off unless the config names the socket.
+const (
+	// mcpHTTPMaxHeader bounds one request's header block (http.Server's
+	// MaxHeaderBytes; DESIGN.md section 8). An MCP client sends a few
+	// hundred bytes of headers.
+	mcpHTTPMaxHeader = 16 << 10
+	// mcpHTTPIdleConn closes a kept-alive connection with no request in
+	// flight, releasing its slot under the socket's caps; the client dials
+	// again for its next request.
+	mcpHTTPIdleConn = 2 * time.Minute
+	// mcpHTTPSessionIdle closes a session no request has used for this
+	// long. Unlike a session on mcp.sock, which ends with its connection,
+	// an HTTP session outlives its connections, and a client that exits
+	// without DELETE leaves it behind: without the bound, abandoned
+	// sessions would fill the account's session cap for good. A client
+	// whose session was closed is answered 404 and starts a new one (the
+	// specification's rule).
+	mcpHTTPSessionIdle = time.Hour
+	// mcpHTTPShutdownGrace is how long the HTTP server waits for its
+	// connections to finish at the controller's stop before closing them.
+	mcpHTTPShutdownGrace = 2 * time.Second
+	// mcpHTTPSocketMode is the socket's mode. mcp.sock is made by a
+	// .socket unit with the agents' group; this socket the controller binds
+	// itself in its own directory, whose group is not the agents', so the
+	// file mode cannot be the gate: SO_PEERCRED and the agent allow-list
+	// are (a refused peer takes no slot, DESIGN.md section 2).
+	mcpHTTPSocketMode = 0o666
+)
+
+// listenMCPHTTP binds the streamable HTTP socket with mcp.sock's peer
+// check and caps: a peer the config names as an agent is admitted; any
+// other, and any past a cap, is answered with one HTTP response carrying a
+// JSON-RPC error, then closed.
+func (c *Controller) listenMCPHTTP() (*wire.Listener, error) {
+	return wire.Listen(wire.ListenConfig{
+		Path:          c.cfg.Sockets.MCPHTTP,
+		Mode:          mcpHTTPSocketMode,
+		Allow:         c.allowAgent,
+		MaxConns:      mcpMaxConns,
+		MaxPerUID:     mcpMaxPerUID,
+		RefuseTimeout: c.firstRequest,
+		Refuse:        c.refuseHTTP,
+		Logger:        c.log,
+	})
+}
+
+// allowAgent admits a peer the config names as an agent (Config.AgentOf
+// of its SO_PEERCRED uid and gid), as mcp.sock does.
+func (c *Controller) allowAgent(p wire.PeerCred) error {
+	if _, ok := c.cfg.AgentOf(p.UID, p.GID); ok {
+		return nil
+	}
+	return fmt.Errorf("peer uid %d is not on the agent allow-list", p.UID)
+}
+
+// refuseHTTP answers a refused connection's first request (read within
+// the first-request deadline the listener set) with an HTTP error whose
+// body is a JSON-RPC error carrying that request's id when it can be read.
+func (c *Controller) refuseHTTP(conn *net.UnixConn, reason error) {
+	status, text := http.StatusForbidden, "connection refused"
+	if errors.Is(reason, wire.ErrTooManyConns) {
+		status = http.StatusTooManyRequests
+		text = fmt.Sprintf("too many MCP connections are open (at most %d per account, %d in all); close one and connect again", mcpMaxPerUID, mcpMaxConns)
+	} else if cred, err := wire.PeerCredOf(conn); err == nil {
+		text = fmt.Sprintf("peer uid %d is not on the agent allow-list", cred.UID)
+	}
+	id := nullID
+	if req, err := http.ReadRequest(bufio.NewReader(io.LimitReader(conn, mcpHTTPMaxHeader+MaxMCPLine))); err == nil {
+		body, _ := io.ReadAll(io.LimitReader(req.Body, MaxMCPLine))
+		id = bodyRequestID(body)
+	}
+	body := agentRefusal(id, text)
+	fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
+}
+
+// bodyRequestID is the id of the JSON-RPC request body begins with: it
+// reads the object's members in order until "id", so a body cut short
+// after its id (one over the bound, from a client that sends the id before
+// the params, as go-sdk's does) still yields it; nullID when there is none.
+func bodyRequestID(body []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nullID
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nullID
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nullID
+		}
+		if key != "id" {
+			continue
+		}
+		switch v[0] {
+		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			return v
+		}
+		return nullID
+	}
+	return nullID
+}
+
+// mcpHTTP serves MCP over streamable HTTP for admitted peers.
+type mcpHTTP struct {
+	c   *Controller
+	srv *mcp.Server
+	h   *mcp.StreamableHTTPHandler
+
+	mu      sync.Mutex
+	owners  map[string]httpPeer // session id -> the peer that opened it
+	opening map[uint32]int      // sessions being opened, per uid
+}
+
+// httpPeer is an HTTP connection's admitted peer: its uid and agent.
+type httpPeer struct {
+	uid   uint32
+	agent string
+}
+
+// httpPeerKey is the context key of a request's httpPeer, set from its
+// connection's SO_PEERCRED.
+type httpPeerKey struct{}
+
+func (c *Controller) newMCPHTTP(srv *mcp.Server) *mcpHTTP {
+	m := &mcpHTTP{c: c, srv: srv, owners: map[string]httpPeer{}, opening: map[uint32]int{}}
+	m.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Logger:              c.log,
+		SessionTimeout:      mcpHTTPSessionIdle,
+		MaxRequestBodyBytes: MaxMCPLine, // a backstop: ServeHTTP has read the body already
+	})
+	return m
+}
+
+// connContext gives every request on conn its peer: the session's agent
+// is the kernel's word (SO_PEERCRED), mapped by the config, as on
+// mcp.sock. The go-sdk connects a session with its initialize request's
+// context, which so carries principalKey to every tool call of it.
+func (m *mcpHTTP) connContext(ctx context.Context, conn net.Conn) context.Context {
+	pc, ok := conn.(*wire.PeerConn)
+	if !ok {
+		return ctx
+	}
+	agent, ok := m.c.cfg.AgentOf(pc.Cred.UID, pc.Cred.GID)
+	if !ok {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, principalKey{}, agent)
+	return context.WithValue(ctx, httpPeerKey{}, httpPeer{uid: pc.Cred.UID, agent: agent})
+}
+
+// ServeHTTP checks the request's peer, reads its body within the bounds,
+// keeps each session to the peer that opened it and the sessions of one
+// account under the cap, and hands the request to the go-sdk handler.
+func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	peer, ok := r.Context().Value(httpPeerKey{}).(httpPeer)
+	if !ok {
+		// Every connection the listener hands out has an admitted peer;
+		// one without is refused rather than served as nobody.
+		refuseRequest(w, http.StatusForbidden, nullID, "the connection names no admitted agent; nothing was sent")
+		return
+	}
+	body, ok := m.readBody(w, r)
+	if !ok {
+		return
+	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		m.mu.Lock()
+		owner, known := m.owners[sid]
+		m.mu.Unlock()
+		if known && owner != peer {
+			refuseRequest(w, http.StatusForbidden, bodyRequestID(body), "this MCP session was opened by another agent; nothing was sent")
+			return
+		}
+		m.h.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		m.h.ServeHTTP(w, r) // the go-sdk refuses it: there is no session
+		return
+	}
+	if text := m.reserve(peer.uid); text != "" {
+		refuseRequest(w, http.StatusTooManyRequests, bodyRequestID(body), text)
+		return
+	}
+	defer m.release(peer.uid)
+	m.h.ServeHTTP(&ownerRecorder{ResponseWriter: w, record: func(h http.Header) {
+		if sid := h.Get("Mcp-Session-Id"); sid != "" {
+			m.mu.Lock()
+			m.owners[sid] = peer
+			m.mu.Unlock()
+		}
+	}}, r)
+}
+
+// readBody reads a POST's body whole, at most MaxMCPLine bytes, within the
+// first-request deadline, and puts it back for the go-sdk handler,
+// returning it. It answers a body over the bound or too slow itself and
+// returns false.
+func (m *mcpHTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return nil, true
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(m.c.firstRequest))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMCPLine))
+	// On a refusal the deadline stays: net/http reads what is left of an
+	// unread body before it answers, and must not wait on the peer for it.
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		refuseRequest(w, http.StatusRequestEntityTooLarge, bodyRequestID(body),
+			fmt.Sprintf("the request is more than %d bytes, the bound of one MCP message; nothing was sent", MaxMCPLine))
+		return nil, false
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		refuseRequest(w, http.StatusRequestTimeout, bodyRequestID(body),
+			fmt.Sprintf("the request's body did not arrive within %v; nothing was sent", m.c.firstRequest))
+		return nil, false
+	case err != nil:
+		// The peer broke off its body (or sent a malformed chunked one):
+		// it is told so if it still reads.
+		m.c.log.Warn("mcp http: reading a request body", "err", err)
+		refuseRequest(w, http.StatusBadRequest, bodyRequestID(body), "the request's body could not be read whole; nothing was sent")
+		return nil, false
+	}
+	rc.SetReadDeadline(time.Time{})
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return body, true
+}
+
+// reserve takes a place for a new session of uid, or says why there is
+// none: mcp.sock's caps, counted over the sessions still open (the go-sdk
+// server's) and those being opened.
+func (m *mcpHTTP) reserve(uid uint32) string {
+	open := map[string]bool{}
+	for ss := range m.srv.Sessions() {
+		if id := ss.ID(); id != "" {
+			open[id] = true
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total, mine := 0, m.opening[uid]
+	for sid, p := range m.owners {
+		if !open[sid] {
+			delete(m.owners, sid) // closed: by DELETE, the idle bound or a failed initialize
+			continue
+		}
+		total++
+		if p.uid == uid {
+			mine++
+		}
+	}
+	for _, n := range m.opening {
+		total += n
+	}
+	if mine >= mcpMaxPerUID || total >= mcpMaxConns {
+		return fmt.Sprintf("too many MCP sessions are open (at most %d per account, %d in all); close one and connect again", mcpMaxPerUID, mcpMaxConns)
+	}
+	m.opening[uid]++
+	return ""
+}
+
+func (m *mcpHTTP) release(uid uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.opening[uid]--; m.opening[uid] == 0 {
+		delete(m.opening, uid)
+	}
+}
+
+// closeSessions closes every session this server opened, so that their
+// streams end and the HTTP server can stop.
+func (m *mcpHTTP) closeSessions() {
+	m.mu.Lock()
+	mine := make(map[string]bool, len(m.owners))
+	for sid := range m.owners {
+		mine[sid] = true
+	}
+	m.mu.Unlock()
+	for ss := range m.srv.Sessions() {
+		if mine[ss.ID()] {
+			ss.Close()
+		}
+	}
+}
+
+// refuseRequest answers a request with an HTTP error whose body is a
+// JSON-RPC error: go-sdk's client reports such an answer as that call's
+// error and keeps the session.
+func refuseRequest(w http.ResponseWriter, status int, id json.RawMessage, reason string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(agentRefusal(id, reason))
+}
+
+// ownerRecorder calls record with the response's headers before the first
+// byte of the response is written: a session is known to be the peer's
+// before its client can learn its id.
+type ownerRecorder struct {
+	http.ResponseWriter
+	record func(http.Header)
+	done   bool
+}
+
+func (o *ownerRecorder) once() {
+	if !o.done {
+		o.done = true
+		o.record(o.Header())
+	}
+}
+
+// WriteHeader records, then writes the status.
+func (o *ownerRecorder) WriteHeader(code int) { o.once(); o.ResponseWriter.WriteHeader(code) }
+
+// Write records, then writes.
+func (o *ownerRecorder) Write(p []byte) (int, error) { o.once(); return o.ResponseWriter.Write(p) }
+
+// Flush records, then flushes.
+func (o *ownerRecorder) Flush() {
+	o.once()
+	if f, ok := o.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (o *ownerRecorder) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+
+// peerListener is a wire.Listener as net/http's Serve takes it: every
+// connection it hands out is a *wire.PeerConn, which connContext reads.
+type peerListener struct{ *wire.Listener }
+
+// Accept returns the next admitted connection.
+func (l peerListener) Accept() (net.Conn, error) {
+	pc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// Addr is the socket's path.
+func (l peerListener) Addr() net.Addr { return &net.UnixAddr{Name: l.Path(), Net: "unix"} }
+
+// serveMCPHTTP serves streamable HTTP on ln until ctx ends or ln closes;
+// then it closes the sessions it opened and shuts the HTTP server down.
+func (c *Controller) serveMCPHTTP(ctx context.Context, ln *wire.Listener, srv *mcp.Server) {
+	m := c.newMCPHTTP(srv)
+	hs := &http.Server{
+		Handler:           m,
+		ReadHeaderTimeout: c.firstRequest,
+		IdleTimeout:       mcpHTTPIdleConn,
+		MaxHeaderBytes:    mcpHTTPMaxHeader,
+		ConnContext:       m.connContext,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-served:
+		}
+		m.closeSessions()
+		sctx, cancel := context.WithTimeout(context.Background(), mcpHTTPShutdownGrace)
+		defer cancel()
+		if hs.Shutdown(sctx) != nil {
+			hs.Close()
+		}
+	}()
+	err := hs.Serve(peerListener{ln})
+	close(served)
+	<-stopped
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		c.log.Error("mcp http socket", "err", err)
+	}
+}
