@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/mcpproxy"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -97,32 +98,15 @@ func (c *Controller) refuseHTTP(conn *net.UnixConn, reason error) {
 		status, http.StatusText(status), len(body), body)
 }
 
-// bodyRequestID is the id of the JSON-RPC request body begins with: it
-// reads the object's members in order until "id", so a body cut short
-// after its id (one over the bound, from a client that sends the id before
-// the params, as go-sdk's does) still yields it; nullID when there is none.
+// bodyRequestID is the top-level id of the JSON-RPC request in body, as
+// the MCP socket finds it (mcpproxy.IDScan, the one reader of a request's
+// id from another account's bytes); nullID when there is none. A body cut
+// at the bound yields its id only when the id came before the cut.
 func bodyRequestID(body []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nullID
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nullID
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nullID
-		}
-		if key != "id" {
-			continue
-		}
-		switch v[0] {
-		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			return v
-		}
-		return nullID
+	var scan mcpproxy.IDScan
+	scan.Write(body)
+	if id := scan.ID(); id != nil {
+		return json.RawMessage(bytes.Clone(id))
 	}
 	return nullID
 }
