@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/stewardrt/steward/internal/testaccount"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -23,17 +22,7 @@ import (
 // of the host refills nothing; and receipts verify groups the receipts by
 // the agent each names.
 func TestAgentLimitsEndToEnd(t *testing.T) {
-	group, gid := agentGroup(t)
-	alpha := testaccount.New(t, "alpha", group)
-	beta := testaccount.New(t, "beta", group)
-	s := newStack(t, stackOpts{edit: func(m map[string]any) {
-		m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
-			map[string]string{"name": "alpha", "account": alpha.Name},
-			map[string]string{"name": "beta", "account": beta.Name},
-		}}
-	}})
-	s.startController()
-	s.openMCPTo(gid)
+	s, alpha, beta, _, gid := twoAgentStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if code, out := s.operatorCmd("agent", "set", "alpha", "--controller", s.cfg.Name, "--calls-per-day", "1"); code != 0 {

@@ -102,6 +102,25 @@ func agentGroup(t *testing.T) (string, uint32) {
 	return name, gid
 }
 
+// twoAgentStack is a running stack whose controller config names two real
+// accounts, members of the agents' group (gid), as the agents alpha and
+// beta, and whose MCP socket that group may open.
+func twoAgentStack(t *testing.T) (s *stack, alpha, beta testaccount.Account, group string, gid uint32) {
+	t.Helper()
+	group, gid = agentGroup(t)
+	alpha = testaccount.New(t, "alpha", group)
+	beta = testaccount.New(t, "beta", group)
+	s = newStack(t, stackOpts{edit: func(m map[string]any) {
+		m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
+			map[string]string{"name": "alpha", "account": alpha.Name},
+			map[string]string{"name": "beta", "account": beta.Name},
+		}}
+	}})
+	s.startController()
+	s.openMCPTo(gid)
+	return s, alpha, beta, group, gid
+}
+
 // TestTwoAgentAccounts: two real accounts, configured as the agents alpha
 // and beta, call through mcp.sock. Each is identified by its uid alone in
 // its begins (agent, the payer's principal, the scoped requestId in the
@@ -112,18 +131,8 @@ func agentGroup(t *testing.T) (string, uint32) {
 // third account in the socket's group but not configured is refused with
 // a JSON-RPC error answering its first request.
 func TestTwoAgentAccounts(t *testing.T) {
-	group, gid := agentGroup(t)
-	alpha := testaccount.New(t, "alpha", group)
-	beta := testaccount.New(t, "beta", group)
+	s, alpha, beta, group, gid := twoAgentStack(t)
 	stranger := testaccount.New(t, "none", group)
-	s := newStack(t, stackOpts{edit: func(m map[string]any) {
-		m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
-			map[string]string{"name": "alpha", "account": alpha.Name},
-			map[string]string{"name": "beta", "account": beta.Name},
-		}}
-	}})
-	s.startController()
-	s.openMCPTo(gid)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 

@@ -197,9 +197,9 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	p.charged += adm.charge
 	s.st.ledger++
 	rec := recReserveV2{
-		Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
-		Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
-		Consent: consent, Day: adm.day, Ledger: s.st.ledger,
+		recReserve: recReserve{Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
+			Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
+			Consent: consent, Day: adm.day, Ledger: s.st.ledger},
 		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body, Agent: d.agent, Conversation: d.conversation,
 	}
 	adm.a.state = msg.StateDeliveryRequested

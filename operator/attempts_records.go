@@ -19,23 +19,14 @@ const (
 
 // recReserveV2 is a reservation that keeps the exact request (method,
 // path, body; the body at most the invocation bound, as the checked
-// dispatch holds it), so that an operator can redeliver the attempt. The
-// other fields are recReserve's.
+// dispatch holds it), so that an operator can redeliver the attempt. Its
+// other fields are recReserve's, embedded: CBOR flattens them, so the
+// body's keys are recReserve's and then these.
 type recReserveV2 struct {
-	Attempt       string `cbor:"attempt"`
-	Controller    string `cbor:"controller"`
-	Grant         string `cbor:"grant"`
-	Application   string `cbor:"application"`
-	Operation     string `cbor:"operation"`
-	Kind          string `cbor:"kind"`
-	RequestSHA256 []byte `cbor:"requestSha256"`
-	Charge        uint64 `cbor:"charge"`
-	Consent       []byte `cbor:"consent"`
-	Day           int64  `cbor:"day"`
-	Ledger        uint64 `cbor:"ledger"`
-	Method        string `cbor:"method"`
-	Path          string `cbor:"path"`
-	Body          []byte `cbor:"body"`
+	recReserve
+	Method string `cbor:"method"`
+	Path   string `cbor:"path"`
+	Body   []byte `cbor:"body"`
 	// Agent is the dispatch's agent and Conversation its invoke body's
 	// conversationId, omitted when empty (added in place: no host wrote
 	// reserve.v2 before them). Replay counts the agent's limits by them.
@@ -45,19 +36,11 @@ type recReserveV2 struct {
 
 // v1 is the reservation without its request: what replay and the audit
 // of the first version read.
-func (b *recReserveV2) v1() *recReserve {
-	return &recReserve{Attempt: b.Attempt, Controller: b.Controller, Grant: b.Grant, Application: b.Application,
-		Operation: b.Operation, Kind: b.Kind, RequestSHA256: b.RequestSHA256, Charge: b.Charge,
-		Consent: b.Consent, Day: b.Day, Ledger: b.Ledger}
-}
+func (b *recReserveV2) v1() *recReserve { return &b.recReserve }
 
 // upgrade reads a first-version reservation as a reserve.v2 with no
 // request: such an attempt can be released or charged, not redelivered.
-func (b *recReserve) upgrade() *recReserveV2 {
-	return &recReserveV2{Attempt: b.Attempt, Controller: b.Controller, Grant: b.Grant, Application: b.Application,
-		Operation: b.Operation, Kind: b.Kind, RequestSHA256: b.RequestSHA256, Charge: b.Charge,
-		Consent: b.Consent, Day: b.Day, Ledger: b.Ledger}
-}
+func (b *recReserve) upgrade() *recReserveV2 { return &recReserveV2{recReserve: *b} }
 
 // hasRequest reports whether the reservation kept its request bytes.
 func (b *recReserveV2) hasRequest() bool { return b.Method != "" }

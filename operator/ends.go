@@ -111,18 +111,17 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 	rec := recNotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
 	s.mu.Unlock()
 	var jseq uint64
-	wasSigned := err == nil
-	if wasSigned {
+	if err == nil {
 		jseq, err = s.appendReceipt(kindNotSentV2, rec)
 	}
 	if err != nil {
 		s.mu.Lock()
-		if wasSigned {
-		}
 		p.charged += adm.charge
 		adm.g.use(adm.day)
 		s.st.agentHold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
-		adm.a.state, adm.a.detail = msg.StateUncertain, "the release could not be journaled: "+err.Error()
+		// The cause may name the journal's path: it goes to the log (the
+		// caller logs it); inspect's detail reaches the agent.
+		adm.a.state, adm.a.detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
 		s.mu.Unlock()
 		return nil, err
 	}

@@ -79,17 +79,28 @@ func docRecordKinds(src string) ([]docKind, error) {
 // bodyKeys are the CBOR keys of a kind's body type, in field order.
 func bodyKeys(k recordKind) (reflect.Type, []string) {
 	t := reflect.TypeOf(k.newBody()).Elem()
+	return t, structKeys(t)
+}
+
+// structKeys are the CBOR keys of struct type t in field order, an
+// embedded struct's in its place (CBOR flattens it, as encoding/json does).
+func structKeys(t reflect.Type) []string {
 	var keys []string
 	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("cbor"), ",")
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			keys = append(keys, structKeys(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("cbor"), ",")
 		if name == "" {
-			name = t.Field(i).Name
+			name = f.Name
 		}
 		if name != "-" {
 			keys = append(keys, name)
 		}
 	}
-	return t, keys
+	return keys
 }
 
 // recordKindDrift compares doc.go's list with the table both ways and
