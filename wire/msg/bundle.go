@@ -15,8 +15,12 @@ type Bundle struct {
 	Controller string   `cbor:"controller"`
 	HostKey    []byte   `cbor:"hostKey"` // wire.HybridPublicKey COSE_KeySet
 	HostUID    uint32   `cbor:"hostUid"`
-	Routes     [][]byte `cbor:"routes"` // signed RouteRecords
+	Routes     [][]byte `cbor:"routes"` // signed RouteRecords, as selected when it was built; the live table is the control channel's
 	IssuedAt   int64    `cbor:"issuedAt"`
+	// Control is the host's control socket for this controller (control.go):
+	// where the controller asks for its live routes, inspects attempts and
+	// asks an agent's allowance. Omitted in bundles built before it.
+	Control string `cbor:"control,omitempty"`
 }
 
 // SignBundle signs b with the operator's hybrid key.

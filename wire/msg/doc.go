@@ -13,6 +13,10 @@
 //	dispatch  -> dispatch-result   a discovery or invocation, and its outcome
 //	inspect   -> inspect-result    the host's record of one attempt
 //
+// # Frames on the control socket (controller dials the host's control socket)
+//
+// See control.go: routes, inspect and allowance.
+//
 // # Frames on the reverse socket (the host dials the controller)
 //
 //	reserve   -> consent           the payer's signed consent to one charge
