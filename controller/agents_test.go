@@ -457,11 +457,11 @@ func TestDispatchAndAllowanceNameTheAgent(t *testing.T) {
 func TestSameUnscoped(t *testing.T) {
 	c := fuzzController()
 	raw, _ := json.Marshal(callArgs("r1", map[string]any{"text": "hello"}))
-	p, err := c.plan(ToolCall, raw, "uid:1000")
+	p, err := c.plan(context.Background(), ToolCall, raw, "uid:1000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := c.plan(ToolCall, raw, "uid:1000")
+	again, _ := c.plan(context.Background(), ToolCall, raw, "uid:1000")
 	if again.sha != p.sha || p.scopedID != ScopedRequestID("uid:1000", "r1") || !strings.Contains(string(p.req.Body), p.scopedID) {
 		t.Fatalf("plan: %s (scoped %s)", p.req.Body, p.scopedID)
 	}
@@ -474,7 +474,7 @@ func TestSameUnscoped(t *testing.T) {
 		t.Fatalf("the same call before agents (%s) is not the same request", old.Body)
 	}
 	other, _ := json.Marshal(callArgs("r1", map[string]any{"text": "other"}))
-	q, _ := c.plan(ToolCall, other, "uid:1000")
+	q, _ := c.plan(context.Background(), ToolCall, other, "uid:1000")
 	if c.sameUnscoped(q, old.SHA256()) {
 		t.Fatal("other arguments are the same request as the call before agents")
 	}

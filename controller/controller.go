@@ -40,6 +40,9 @@ type Controller struct {
 	// ownConsents pins the controller's own dispatch key: a receipt's
 	// consent is checked against it when the consent is not in memory.
 	ownConsents *wire.Keyring
+	// hostname is this host's name (os.Hostname), read once at start: an
+	// address's node must be it (address.go). "" when it could not be read.
+	hostname string
 }
 
 // open loads everything but the sockets: config, bundle, keys and the
@@ -83,6 +86,11 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 	led := ledger.New()
 	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: led, fwd: map[string]*forward{}, log: log,
 		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public())}
+	if h, err := os.Hostname(); err == nil {
+		c.hostname = h
+	} else {
+		log.Warn("this host's name could not be read: addresses with a node prefix are refused", "err", err)
+	}
 	for app, r := range bind.Routes {
 		c.fwd[app] = &forward{route: r, c: c}
 	}

@@ -109,7 +109,7 @@ func withReceipt(t *ToolResult, res ledger.Result) *ToolResult {
 // runTool validates, journals, dispatches and journals the result of one
 // tool call of agent (Config.AgentOf of the MCP peer).
 func (c *Controller) runTool(ctx context.Context, tool string, raw []byte, agent string) *ToolResult {
-	p, err := c.plan(tool, raw, agent)
+	p, err := c.plan(ctx, tool, raw, agent)
 	if err != nil {
 		return refused(msg.CodeBadRequest, err.Error(), "")
 	}

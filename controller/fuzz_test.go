@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -27,7 +28,7 @@ func FuzzPlanArgs(f *testing.F) {
 		if discover {
 			tool = ToolDiscover
 		}
-		p, err := c.plan(tool, raw, "fuzz")
+		p, err := c.plan(context.Background(), tool, raw, "fuzz")
 		if err != nil {
 			if !errors.Is(err, ErrArguments) {
 				t.Fatalf("error does not wrap ErrArguments: %v", err)

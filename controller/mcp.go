@@ -145,6 +145,12 @@ func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 			// without one is refused rather than paid for by nobody.
 			return structured(refused(msg.CodeBadRequest, "the MCP session names no principal; nothing was sent", ""), true)
 		}
+		if tool == ToolDiscover {
+			// A search across applications is many attempts, not one (search.go).
+			if res, ok := c.discoverTool(ctx, req.Params.Arguments, principal); ok {
+				return res, nil
+			}
+		}
 		r := c.runTool(ctx, tool, req.Params.Arguments, principal)
 		return structured(r, r.IsError())
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +24,10 @@ const (
 // refusal journals nothing and sends nothing.
 var ErrArguments = errors.New("arguments refused")
 
-// CallArgs are the arguments of oracle_call.
+// CallArgs are the arguments of oracle_call. The operation is named by
+// Address, or by Application and OperationID, or by both when they agree.
 type CallArgs struct {
+	Address        string          `json:"address,omitempty"` // APPLICATION/OPERATION or NODE/APPLICATION/OPERATION (address.go)
 	Application    string          `json:"application"`
 	RequestID      string          `json:"requestId"`
 	ConversationID string          `json:"conversationId"`
@@ -35,9 +38,12 @@ type CallArgs struct {
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
 }
 
-// DiscoverArgs are the arguments of oracle_discover: a search, or one
-// operation by id.
+// DiscoverArgs are the arguments of oracle_discover: a search of one
+// application, one operation by id or by address, or, with neither
+// application nor address, a search across every application
+// (search.go).
 type DiscoverArgs struct {
+	Address      string  `json:"address,omitempty"` // as CallArgs.Address: describes that operation
 	Application  string  `json:"application"`
 	Query        *string `json:"query,omitempty"`
 	Availability *string `json:"availability,omitempty"`
@@ -45,6 +51,12 @@ type DiscoverArgs struct {
 	Offset       *int    `json:"offset,omitempty"`
 	OperationID  *string `json:"operationId,omitempty"`
 	TimeoutMs    *int64  `json:"timeoutMs,omitempty"` // as CallArgs.TimeoutMs
+}
+
+// acrossApplications reports whether a asks for a search across
+// applications: it names no application, address or operation.
+func (a *DiscoverArgs) acrossApplications() bool {
+	return a.Application == "" && a.Address == "" && a.OperationID == nil
 }
 
 // plan is a validated tool call: everything begin records and dispatch sends.
@@ -107,8 +119,9 @@ func decodeArgs(raw []byte, v any) ([]byte, error) {
 // plan validates a tool call of agent against the bounds of DESIGN.md
 // section 8 and builds the exact request: an invoke carries the agent's
 // scoped requestId (ScopedRequestID). Nothing is journaled before it
-// succeeds.
-func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) {
+// succeeds. A search across applications is not one request: the MCP
+// tool runs it (search.go), and plan refuses it.
+func (c *Controller) plan(ctx context.Context, tool string, raw []byte, agent string) (*plan, error) {
 	switch tool {
 	case ToolCall:
 		var a CallArgs
@@ -116,99 +129,145 @@ func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) 
 		if err != nil {
 			return nil, err
 		}
-		route, err := c.routeOf(a.Application)
-		if err != nil {
-			return nil, err
-		}
-		timeout, err := c.timeout(a.TimeoutMs)
-		if err != nil {
-			return nil, err
-		}
-		if a.Arguments == nil {
-			return nil, argErr("arguments: missing, must be a JSON object")
-		}
-		// The agent's requestId is checked as the protocol's id before it
-		// is hashed into the scoped one, which always passes.
-		if err := oracleops.ValidateRequestID(a.RequestID); err != nil {
-			return nil, argErr("%v", err)
-		}
-		scoped := ScopedRequestID(agent, a.RequestID)
-		req, err := oracleops.BuildInvoke(route.Prefix, oracleops.InvokeBody{
-			Arguments: a.Arguments, ConversationID: a.ConversationID,
-			OperationID: a.OperationID, RequestID: scoped,
-		})
-		if err != nil {
-			return nil, argErr("%v", err)
-		}
-		if err := oracleops.ValidateInvokeSize(len(req.Body), c.requestBytes(a.Application)); err != nil {
-			return nil, argErr("%v", err)
-		}
-		return &plan{tool: tool, args: canon, application: a.Application, kind: msg.KindInvoke,
-			operation: a.OperationID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID,
-			req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent}, nil
+		return c.planCall(ctx, canon, a, agent)
 	case ToolDiscover:
 		var a DiscoverArgs
 		canon, err := decodeArgs(raw, &a)
 		if err != nil {
 			return nil, err
 		}
-		route, err := c.routeOf(a.Application)
-		if err != nil {
-			return nil, err
+		if a.acrossApplications() {
+			return nil, argErr("application: missing: a search across applications is an MCP oracle_discover; here give application or address")
 		}
-		timeout, err := c.timeout(a.TimeoutMs)
-		if err != nil {
-			return nil, err
-		}
-		p := &plan{tool: tool, args: canon, application: a.Application, route: route, timeout: timeout, principal: agent}
-		if a.OperationID != nil {
-			if a.Query != nil || a.Availability != nil || a.Limit != nil || a.Offset != nil {
-				return nil, argErr("operationId names one operation: query, availability, limit and offset must be absent")
-			}
-			p.req, err = oracleops.BuildDescribe(route.Prefix, *a.OperationID)
-			p.kind, p.operation = msg.KindDescribe, *a.OperationID
-		} else {
-			q := oracleops.ListQuery{}
-			if a.Query != nil {
-				q.Query = *a.Query
-			}
-			if a.Availability != nil {
-				q.Availability = oracleops.Availability(*a.Availability)
-				if q.Availability == "" {
-					return nil, argErr("availability: empty, must be one of live_direct, text_only, unavailable, any")
-				}
-			}
-			if a.Limit != nil {
-				if err := oracleops.ValidateLimit(*a.Limit); err != nil {
-					return nil, argErr("%v", err)
-				}
-				q.Limit = *a.Limit
-			}
-			if a.Offset != nil {
-				q.Offset = *a.Offset
-			}
-			p.req, err = oracleops.BuildList(route.Prefix, q)
-			p.kind, p.query = msg.KindList, q.Query
-		}
-		if err != nil {
-			return nil, argErr("%v", err)
-		}
-		p.sha = p.req.SHA256()
-		return p, nil
+		return c.planDiscover(ctx, canon, a, agent)
 	default:
 		return nil, argErr("unknown tool %q", tool)
 	}
 }
 
-func (c *Controller) routeOf(app string) (msg.RouteRecord, error) {
+// planCall plans an oracle_call.
+func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, agent string) (*plan, error) {
+	var op *string
+	if a.OperationID != "" {
+		op = &a.OperationID
+	}
+	app, op, err := c.target(a.Address, a.Application, op)
+	if err != nil {
+		return nil, err
+	}
 	if app == "" {
-		return msg.RouteRecord{}, argErr("application: missing")
+		return nil, argErr("application: missing: give address (APPLICATION/OPERATION), or application and operationId")
 	}
-	r, ok := c.bind.Routes[app]
-	if !ok {
-		return msg.RouteRecord{}, argErr("application: %q is not a configured application", app)
+	var opID string
+	if op != nil {
+		opID = *op
 	}
-	return r, nil
+	route, err := c.routeOf(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := c.timeout(a.TimeoutMs)
+	if err != nil {
+		return nil, err
+	}
+	if a.Arguments == nil {
+		return nil, argErr("arguments: missing, must be a JSON object")
+	}
+	// The agent's requestId is checked as the protocol's id before it
+	// is hashed into the scoped one, which always passes.
+	if err := oracleops.ValidateRequestID(a.RequestID); err != nil {
+		return nil, argErr("%v", err)
+	}
+	scoped := ScopedRequestID(agent, a.RequestID)
+	req, err := oracleops.BuildInvoke(route.Prefix, oracleops.InvokeBody{
+		Arguments: a.Arguments, ConversationID: a.ConversationID,
+		OperationID: opID, RequestID: scoped,
+	})
+	if err != nil {
+		return nil, argErr("%v", err)
+	}
+	if err := oracleops.ValidateInvokeSize(len(req.Body), c.requestBytes(app)); err != nil {
+		return nil, argErr("%v", err)
+	}
+	return &plan{tool: ToolCall, args: canon, application: app, kind: msg.KindInvoke,
+		operation: opID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID,
+		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent}, nil
+}
+
+// planDiscover plans an oracle_discover of one application: a search of
+// its operations, or one operation's descriptor.
+func (c *Controller) planDiscover(ctx context.Context, canon []byte, a DiscoverArgs, agent string) (*plan, error) {
+	app, op, err := c.target(a.Address, a.Application, a.OperationID)
+	if err != nil {
+		return nil, err
+	}
+	if app == "" {
+		return nil, argErr("application: missing: operationId names an operation of one application; give application too, or address")
+	}
+	route, err := c.routeOf(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := c.timeout(a.TimeoutMs)
+	if err != nil {
+		return nil, err
+	}
+	if op == nil {
+		q, err := listQuery(a)
+		if err != nil {
+			return nil, err
+		}
+		return listPlan(route, canon, q, timeout, agent)
+	}
+	if a.Query != nil || a.Availability != nil || a.Limit != nil || a.Offset != nil {
+		named := "operationId"
+		if a.Address != "" {
+			named = "address"
+		}
+		return nil, argErr("%s names one operation: query, availability, limit and offset must be absent", named)
+	}
+	req, err := oracleops.BuildDescribe(route.Prefix, *op)
+	if err != nil {
+		return nil, argErr("%v", err)
+	}
+	return &plan{tool: ToolDiscover, args: canon, application: app, kind: msg.KindDescribe, operation: *op,
+		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent}, nil
+}
+
+// listQuery is the search a discovery asks for, its fields checked.
+func listQuery(a DiscoverArgs) (oracleops.ListQuery, error) {
+	q := oracleops.ListQuery{}
+	if a.Query != nil {
+		q.Query = *a.Query
+	}
+	if a.Availability != nil {
+		q.Availability = oracleops.Availability(*a.Availability)
+		if q.Availability == "" {
+			return q, argErr("availability: empty, must be one of live_direct, text_only, unavailable, any")
+		}
+	}
+	if a.Limit != nil {
+		if err := oracleops.ValidateLimit(*a.Limit); err != nil {
+			return q, argErr("%v", err)
+		}
+		q.Limit = *a.Limit
+	}
+	if a.Offset != nil {
+		q.Offset = *a.Offset
+	}
+	return q, nil
+}
+
+// listPlan is the listing q of route's application, for agent: one
+// application's search, alone or as one part of a search across
+// applications. canon is what the agent sent.
+func listPlan(route msg.RouteRecord, canon []byte, q oracleops.ListQuery, timeout time.Duration, agent string) (*plan, error) {
+	req, err := oracleops.BuildList(route.Prefix, q)
+	if err != nil {
+		return nil, argErr("%v", err)
+	}
+	return &plan{tool: ToolDiscover, args: canon, application: route.Application, kind: msg.KindList, query: q.Query,
+		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent}, nil
 }
 
 // requestBytes is the application's own limits.request_bytes, 0 until a

@@ -1,0 +1,353 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// searchParallel bounds the listings of one search across applications
+// in flight at once: enough that a few slow applications do not add up,
+// few enough that one agent's search does not take every application's
+// capacity at once.
+const searchParallel = 4
+
+// SearchResult is the answer of oracle_discover without an application:
+// one listing per application the controller may reach, each its own
+// attempt (admission, consent, receipt), merged. Outcome is definite when
+// at least one application's listing was read, refused otherwise.
+type SearchResult struct {
+	Outcome msg.State `json:"outcome"`
+	Refusal *Refusal  `json:"refusal,omitempty"` // when every application failed
+	// Charge is what the whole search was charged: the sum of the
+	// applications' charges, each from its verified receipt.
+	Charge       *uint64             `json:"charge,omitempty"`
+	Matches      []SearchMatch       `json:"matches"`
+	Closest      *SearchClosest      `json:"closest,omitempty"` // absent when nothing matched
+	Applications []SearchApplication `json:"applications"`
+}
+
+// SearchMatch is one operation a search found, best first.
+type SearchMatch struct {
+	Address      string `json:"address"`
+	Application  string `json:"application"`
+	OperationID  string `json:"operationId"`
+	Title        string `json:"title"`
+	Availability string `json:"availability"`
+}
+
+// SearchClosest is the best match with what an oracle_call of it needs.
+type SearchClosest struct {
+	Address     string          `json:"address"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// SearchApplication is one application's part of a search: its own
+// attempt's outcome, receipt and charge, or why it was not searched.
+type SearchApplication struct {
+	Application string    `json:"application"`
+	Outcome     msg.State `json:"outcome"`
+	AttemptID   string    `json:"attemptId,omitempty"`
+	ReceiptID   string    `json:"receiptId,omitempty"`
+	Charge      *uint64   `json:"charge,omitempty"`
+	Refusal     *Refusal  `json:"refusal,omitempty"`
+	Detail      string    `json:"detail,omitempty"`
+	searched    bool      // its listing was read
+}
+
+// discoverTool answers an oracle_discover that is a search across
+// applications (DiscoverArgs.acrossApplications); ok false for any other,
+// which the caller runs as one request.
+func (c *Controller) discoverTool(ctx context.Context, raw []byte, agent string) (res *mcp.CallToolResult, ok bool) {
+	var a DiscoverArgs
+	canon, err := decodeArgs(raw, &a)
+	if err != nil || !a.acrossApplications() {
+		return nil, false // plan refuses it, or it is one application's
+	}
+	r, err := c.searchAcross(ctx, canon, a, agent)
+	if err != nil {
+		return searchRefusal(msg.CodeBadRequest, err.Error()), true
+	}
+	return r.toolResult(), true
+}
+
+// searchRefusal answers a search refused before any application was
+// asked, in a refusal's usual shape.
+func searchRefusal(code, reason string) *mcp.CallToolResult {
+	b, _ := json.Marshal(refused(code, reason, ""))
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refused (" + code + "): " + reason}},
+		StructuredContent: json.RawMessage(b), IsError: true}
+}
+
+// searchAcross lists the operations matching a of every application the
+// controller may reach, each listing its own attempt through c.dispatch,
+// at most searchParallel at once, and merges them. Its error is a refusal
+// of the arguments: nothing was journaled or sent.
+func (c *Controller) searchAcross(ctx context.Context, canon []byte, a DiscoverArgs, agent string) (*SearchResult, error) {
+	if a.Offset != nil {
+		return nil, argErr("offset: a search across applications is not paged (paging is per application: give application)")
+	}
+	q, err := listQuery(a)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit == 0 {
+		q.Limit = oracleops.DefaultLimit
+	}
+	timeout, err := c.timeout(a.TimeoutMs)
+	if err != nil {
+		return nil, err
+	}
+	// The query is checked before anything is journaled, so that a
+	// query every application would refuse is refused once.
+	if err := oracleops.ValidateQuery(q.Query); err != nil {
+		return nil, argErr("%v", err)
+	}
+	if q.Availability != "" {
+		if err := oracleops.ValidateAvailabilityFilter(q.Availability); err != nil {
+			return nil, argErr("%v", err)
+		}
+	}
+	routes, err := c.liveRoutes(ctx)
+	if err != nil {
+		return &SearchResult{Outcome: msg.StateRefused, Matches: []SearchMatch{}, Applications: []SearchApplication{},
+			Refusal: &Refusal{Code: msg.CodeUnavailable, Reason: "the host's routes could not be read: " + err.Error() + "; nothing was sent"}}, nil
+	}
+	results := c.listEach(ctx, routes, canon, q, timeout, agent)
+	return mergeSearch(q, routes, results), nil
+}
+
+// listEach runs one listing per route, at most searchParallel at once,
+// and answers their results in the routes' order. Every listing's
+// deadline is the search's: timeout after the search began, so a listing
+// that waited for its turn has less of it, and one whose turn came too
+// late is not sent.
+func (c *Controller) listEach(ctx context.Context, routes []msg.RouteRecord, canon []byte, q oracleops.ListQuery, timeout time.Duration, agent string) []*ToolResult {
+	start := c.now()
+	results := make([]*ToolResult, len(routes))
+	sem := make(chan struct{}, searchParallel)
+	var wg sync.WaitGroup
+	for i, r := range routes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			left := timeout - c.now().Sub(start)
+			if left <= 0 {
+				results[i] = refused(msg.CodeDeadlinePassed, "the search's timeout passed before this application's turn; nothing was sent", "")
+				return
+			}
+			p, err := listPlan(r, canon, q, left, agent)
+			if err != nil {
+				results[i] = refused(msg.CodeBadRequest, err.Error(), "")
+				return
+			}
+			results[i] = c.dispatch(ctx, p, "")
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// candidate is one operation of one application's listing.
+type candidate struct {
+	app   string
+	index int // its place in the application's own answer
+	rank  int
+	desc  oracleops.Descriptor
+}
+
+// mergeSearch merges the listings (results[i] is routes[i]'s) into one
+// answer: the matches ranked and capped at q.Limit, the closest with its
+// input schema, and every application's own outcome.
+func mergeSearch(q oracleops.ListQuery, routes []msg.RouteRecord, results []*ToolResult) *SearchResult {
+	out := &SearchResult{Matches: []SearchMatch{}, Applications: make([]SearchApplication, len(routes))}
+	var cands []candidate
+	var total uint64
+	charged, read := false, false
+	var codes []string
+	for i, r := range routes {
+		t := results[i]
+		app := r.Application
+		e := SearchApplication{Application: app, Outcome: t.Outcome, AttemptID: t.AttemptID, ReceiptID: t.ReceiptID,
+			Charge: t.Charge, Refusal: t.Refusal, Detail: t.Detail}
+		if t.Charge != nil {
+			total, charged = total+*t.Charge, true
+		}
+		lr, err := readListing(t)
+		switch {
+		case err != nil:
+			e.Detail = joinDetail(e.Detail, err.Error())
+			if t.Refusal != nil {
+				codes = append(codes, t.Refusal.Code)
+			}
+		case t.Outcome != msg.StateDefinite:
+			if t.Refusal != nil {
+				codes = append(codes, t.Refusal.Code)
+			}
+		default:
+			read, e.searched = true, true
+			for j, d := range lr.Operations {
+				cands = append(cands, candidate{app: app, index: j, rank: rankOf(q.Query, d), desc: d})
+			}
+			if lr.NextOffset != nil {
+				e.Detail = joinDetail(e.Detail, fmt.Sprintf("more operations match: oracle_discover with application %s and offset %d shows them", app, *lr.NextOffset))
+			}
+		}
+		out.Applications[i] = e
+	}
+	if charged {
+		out.Charge = &total
+	}
+	if !read {
+		out.Outcome, out.Refusal = msg.StateRefused, allFailed(codes, len(routes))
+		return out
+	}
+	out.Outcome = msg.StateDefinite
+	// Best rank first; within a rank, each application's own order, the
+	// applications taking turns (routes are sorted by application).
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].rank != cands[j].rank {
+			return cands[i].rank < cands[j].rank
+		}
+		return cands[i].index < cands[j].index
+	})
+	if len(cands) > q.Limit {
+		cands = cands[:q.Limit]
+	}
+	for _, m := range cands {
+		out.Matches = append(out.Matches, SearchMatch{Address: formatAddress(m.app, m.desc.ID), Application: m.app,
+			OperationID: m.desc.ID, Title: m.desc.Title, Availability: string(m.desc.Availability)})
+	}
+	if len(cands) > 0 {
+		d := cands[0].desc
+		out.Closest = &SearchClosest{Address: formatAddress(cands[0].app, d.ID), Title: d.Title, Description: d.Description, InputSchema: d.InputSchema}
+	}
+	return out
+}
+
+// allFailed is the refusal of a search no application answered: the
+// applications' common refusal code when they share one.
+func allFailed(codes []string, apps int) *Refusal {
+	if apps == 0 {
+		return &Refusal{Code: msg.CodeUnavailable, Reason: "no application is reachable: the host offers this controller no route; nothing was sent"}
+	}
+	code := msg.CodeUnavailable
+	if len(codes) == apps {
+		code = codes[0]
+		for _, c := range codes {
+			if c != code {
+				code = msg.CodeUnavailable
+			}
+		}
+	}
+	return &Refusal{Code: code, Reason: fmt.Sprintf("none of the %d applications answered the search: each one's outcome is in applications", apps)}
+}
+
+// listingBytes is the application's answer to a listing as a dispatch
+// reports it. It is the one place that reads the body out of a
+// ToolResult, so that the result's shape can change in one place.
+func listingBytes(t *ToolResult) []byte { return []byte(t.BodyText) }
+
+// readListing is the listing one application answered, or why it has none.
+// An attempt that did not end definite has no listing and no error: its
+// outcome, refusal and detail already say why.
+func readListing(t *ToolResult) (oracleops.ListReply, error) {
+	switch {
+	case t.Outcome != msg.StateDefinite:
+		return oracleops.ListReply{}, nil
+	case t.Status != 200:
+		return oracleops.ListReply{}, fmt.Errorf("not searched: the application answered status %d", t.Status)
+	}
+	lr, err := oracleops.DecodeListReply(listingBytes(t))
+	if err != nil {
+		return oracleops.ListReply{}, fmt.Errorf("not searched: the application's listing could not be read: %v", err)
+	}
+	return lr, nil
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// rankOf ranks an operation for query, best 0: its id is the query, its
+// id starts with it, its id, title or description contains it (each
+// without regard to case), or only the application's own search found it.
+func rankOf(query string, d oracleops.Descriptor) int {
+	if query == "" {
+		return 3
+	}
+	lq, id := strings.ToLower(query), strings.ToLower(d.ID)
+	switch {
+	case id == lq:
+		return 0
+	case strings.HasPrefix(id, lq):
+		return 1
+	case strings.Contains(id, lq) || strings.Contains(strings.ToLower(d.Title), lq) || strings.Contains(strings.ToLower(d.Description), lq):
+		return 2
+	}
+	return 3
+}
+
+// toolResult is the MCP answer of a search: its JSON as structured
+// content, and as text the matches one line each, the closest match's
+// input schema, then the applications not searched and why. It is an
+// error only when no application answered.
+func (r *SearchResult) toolResult() *mcp.CallToolResult {
+	b, _ := json.Marshal(r)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.text()}},
+		StructuredContent: json.RawMessage(b), IsError: r.Outcome != msg.StateDefinite}
+}
+
+// text is the search as an agent reads it.
+func (r *SearchResult) text() string {
+	var s strings.Builder
+	if r.Refusal != nil {
+		fmt.Fprintf(&s, "refused (%s): %s\n", r.Refusal.Code, r.Refusal.Reason)
+	} else if len(r.Matches) == 0 {
+		s.WriteString("no operation matches\n")
+	}
+	for _, m := range r.Matches {
+		fmt.Fprintf(&s, "%s  %s [%s]\n", m.Address, m.Title, m.Availability)
+	}
+	if r.Closest != nil {
+		fmt.Fprintf(&s, "\nclosest: %s, input schema:\n", r.Closest.Address)
+		var ind bytes.Buffer
+		if json.Indent(&ind, r.Closest.InputSchema, "", "  ") == nil {
+			s.Write(ind.Bytes())
+		} else {
+			s.Write(r.Closest.InputSchema)
+		}
+		s.WriteString("\n")
+	}
+	first := true
+	for _, a := range r.Applications {
+		if a.searched {
+			continue
+		}
+		if first {
+			s.WriteString("\n")
+			first = false
+		}
+		why := a.Detail
+		if a.Refusal != nil {
+			why = joinDetail(a.Refusal.Code+": "+a.Refusal.Reason, a.Detail)
+		}
+		fmt.Fprintf(&s, "%s: %s: %s\n", a.Application, a.Outcome, why)
+	}
+	return strings.TrimSuffix(s.String(), "\n")
+}
