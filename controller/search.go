@@ -278,8 +278,11 @@ func readListing(t *ToolResult) (oracleops.ListReply, error) {
 }
 
 func joinDetail(a, b string) string {
-	if a == "" {
+	switch {
+	case a == "":
 		return b
+	case b == "":
+		return a
 	}
 	return a + "; " + b
 }
@@ -343,11 +346,17 @@ func (r *SearchResult) text() string {
 			s.WriteString("\n")
 			first = false
 		}
+		if a.Outcome == msg.StateDefinite {
+			fmt.Fprintf(&s, "%s: %s\n", a.Application, a.Detail) // says why its answer is no listing
+			continue
+		}
 		why := a.Detail
 		if a.Refusal != nil {
-			why = joinDetail(a.Refusal.Code+": "+a.Refusal.Reason, a.Detail)
+			why = joinDetail(a.Refusal.Reason, a.Detail)
+			fmt.Fprintf(&s, "%s: not searched: %s (%s): %s\n", a.Application, a.Outcome, a.Refusal.Code, why)
+		} else {
+			fmt.Fprintf(&s, "%s: not searched: %s: %s\n", a.Application, a.Outcome, why)
 		}
-		fmt.Fprintf(&s, "%s: %s: %s\n", a.Application, a.Outcome, why)
 	}
 	return strings.TrimSuffix(s.String(), "\n")
 }

@@ -80,6 +80,18 @@ type stackOpts struct {
 	notBefore time.Time              // the grant's; zero: now
 	edit      func(m map[string]any) // edits the controller config
 	noApp     bool                   // serve nothing on the application's socket (the test does)
+	discovery uint64                 // the grant's discovery price
+	more      []stackApp             // applications besides "appliance"
+}
+
+// stackApp is one more application of a stack: an appliance serving as
+// application name on its own socket, with its own grant and route
+// r-NAME.
+type stackApp struct {
+	name             string
+	price, discovery uint64
+	operations       []string // the grant's operation patterns; none: all
+	noApp            bool     // nobody serves its socket: the host cannot reach it
 }
 
 func newStack(t testing.TB, o stackOpts) *stack {
@@ -124,7 +136,7 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	if _, err := st.FundPurse("dev", o.funded); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "appliance", Price: o.price,
+	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "appliance", Price: o.price, DiscoveryPrice: o.discovery,
 		RefusalPrice: o.refusal, PerDay: 1 << 30, NotBefore: o.notBefore, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +146,9 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 10000},
 	}); err != nil {
 		t.Fatal(err)
+	}
+	for _, a := range o.more {
+		s.addApp(st, a)
 	}
 	bundle, err := st.BuildBundle("dev", uid)
 	if err != nil {
@@ -156,6 +171,11 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		// A payer policy that never limits: tests of the policy edit it.
 		"payer": map[string]any{"maxPerCall": 1 << 20, "perDay": uint64(1) << 50},
 	}
+	for _, a := range o.more {
+		m["allowedApplicationLifetimeRoutes"] = append(m["allowedApplicationLifetimeRoutes"].([]string), "r-"+a.name)
+		m["toolTask"].(map[string]any)["applicationServices"] = append(m["toolTask"].(map[string]any)["applicationServices"].([]any),
+			map[string]any{"application": a.name, "protocol": "oracle-operations-v1"})
+	}
 	if o.edit != nil {
 		o.edit(m)
 	}
@@ -170,6 +190,26 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	s.startHost()
 	t.Cleanup(s.stop)
 	return s
+}
+
+// addApp serves, grants and routes one more application of the stack.
+func (s *stack) addApp(st *operator.Store, a stackApp) {
+	s.t.Helper()
+	sock := filepath.Join(s.dir, a.name+".sock")
+	if !a.noApp {
+		startAppliance(s.t, sock, filepath.Join(s.dir, a.name+"-state"))
+	}
+	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: a.name, Price: a.price, DiscoveryPrice: a.discovery,
+		Operations: a.operations, PerDay: 1 << 30, NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := st.RegisterRoute("r-"+a.name, a.name, operator.RouteRequest{
+		Controller: "dev", Upstream: sock, Forward: filepath.Join(s.dir, "fwd-"+a.name+".sock"),
+		Reverse: filepath.Join(s.dir, "rev.sock"), Prefix: "/v1",
+		Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 10000},
+	}); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func (s *stack) startHost() {
