@@ -143,6 +143,12 @@ func (c *Controller) listEach(ctx context.Context, routes []msg.RouteRecord, can
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if ctx.Err() != nil {
+				// The agent gave up on the search: what has not begun is
+				// not begun.
+				results[i] = refused(msg.CodeUnavailable, "the search was cancelled before this application's turn; nothing was sent", "")
+				return
+			}
 			left := timeout - c.now().Sub(start)
 			if left <= 0 {
 				results[i] = refused(msg.CodeDeadlinePassed, "the search's timeout passed before this application's turn; nothing was sent", "")

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -359,5 +360,42 @@ func TestMergeSearch(t *testing.T) {
 	r = mergeSearch(oracleops.ListQuery{Query: "sum", Limit: 2}, nil, nil)
 	if r.Outcome != msg.StateRefused || r.Refusal.Reason != "no application is reachable: the host offers this controller no route; nothing was sent" {
 		t.Fatalf("%+v", r.Refusal)
+	}
+}
+
+// BenchmarkSearch measures a search across applications against one
+// application's discovery, on a real host: each application searched is
+// one more attempt (two fsynced journal records on each side).
+//
+//	go test -run '^$' -bench BenchmarkSearch -benchtime=200x ./controller/
+func BenchmarkSearch(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		apps int
+		args map[string]any
+	}{
+		{"one-application", 1, map[string]any{"application": "appliance", "query": "sha"}},
+		{"across-1", 1, map[string]any{"query": "sha"}},
+		{"across-2", 2, map[string]any{"query": "sha"}},
+		{"across-4", 4, map[string]any{"query": "sha"}},
+		{"across-8", 8, map[string]any{"query": "sha"}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			var more []stackApp
+			for i := 1; i < v.apps; i++ {
+				more = append(more, stackApp{name: fmt.Sprintf("app%d", i)})
+			}
+			s := newStack(b, stackOpts{more: more})
+			s.startController()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cs := s.client(ctx)
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolDiscover, Arguments: v.args})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
 	}
 }
