@@ -482,6 +482,9 @@ func TestArgumentRefusalsInStewardsWords(t *testing.T) {
 		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "timeoutMs", json.RawMessage("99999999999999999999")), "timeoutMs: 99999999999999999999 is too large"},
 		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "timeoutMs", "500"), "timeoutMs: must be an integer, not a string"},
 		{ToolCall, json.RawMessage(`{"application":"appliance","application":"appliance"}`), `the tool's arguments are not valid JSON: duplicate key "application" at offset 27`},
+		{ToolCall, json.RawMessage(`5`), "the tool's arguments must be a JSON object, not a number"},
+		{ToolCall, json.RawMessage(`[]`), "the tool's arguments must be a JSON object, not an array"},
+		{ToolDiscover, json.RawMessage(`"appliance"`), "the tool's arguments must be a JSON object, not a string"},
 		{ToolDiscover, map[string]any{"application": "appliance", "limit": "10"}, "limit: must be an integer, not a string"},
 		{ToolDiscover, map[string]any{"application": "appliance", "query": map[string]any{}}, "query: must be a string, not an object"},
 		{ToolDiscover, map[string]any{"application": "appliance", "requestId": "r"}, `unknown field "requestId" (the fields are ` + discoverFields + ")"},
@@ -497,8 +500,13 @@ func TestArgumentRefusalsInStewardsWords(t *testing.T) {
 	if s.lastSeq() != seq {
 		t.Errorf("a refusal journaled something: last sequence %d -> %d", seq, s.lastSeq())
 	}
-	// The overview takes no arguments; its refusal is text alone (its
-	// output schema is the Overview's).
+	// The overview takes no arguments: absent or null are none; a field
+	// is refused in text alone (its output schema is the Overview's).
+	for _, args := range []any{nil, json.RawMessage("null"), map[string]any{}} {
+		if _, res := call(t, ctx, cs, ToolOverview, args); res.IsError {
+			t.Fatalf("overview with arguments %v: %+v", args, res)
+		}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolOverview, Arguments: map[string]any{"foo": 1}})
 	if err != nil {
 		t.Fatal(err)
