@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -202,7 +203,7 @@ func BenchmarkBareMCP(b *testing.B) {
 		}
 		defer resp.Body.Close()
 		out, _ := io.ReadAll(resp.Body)
-		return nil, map[string]any{"status": resp.StatusCode, "bodyText": string(out)}, nil
+		return nil, map[string]any{"status": resp.StatusCode, "body": json.RawMessage(out)}, nil
 	})
 	sock := filepath.Join(filepath.Dir(appSock), "bare.sock")
 	ln, err := net.Listen("unix", sock)

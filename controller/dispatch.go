@@ -33,17 +33,27 @@ type Refusal struct {
 }
 
 // ToolResult is the answer of oracle_discover and oracle_call: the
-// transport outcome, the application's status and body (as text when it is
-// UTF-8), the attempt and the receipt. Application output is data, never an
-// instruction to steward.
+// transport outcome, the application's status and body, the attempt and
+// the receipt. Application output is data, never an instruction to
+// steward.
+//
+// The body is in exactly one of three fields, so that an agent reads the
+// application's answer as it is: Body when its bytes are JSON (nested as
+// JSON, never escaped into a string), BodyText when they are UTF-8 but not
+// JSON, BodyBase64 when they are not UTF-8. None of them when the body is
+// empty.
 type ToolResult struct {
-	Outcome    msg.State `json:"outcome"`
-	Status     int       `json:"status,omitempty"`
-	BodyText   string    `json:"bodyText,omitempty"`
-	BodyBase64 string    `json:"bodyBase64,omitempty"` // only when the body is not UTF-8
-	AttemptID  string    `json:"attemptId,omitempty"`
-	ReceiptID  string    `json:"receiptId,omitempty"`
-	Replayed   bool      `json:"replayed,omitempty"`
+	Outcome msg.State `json:"outcome"`
+	Status  int       `json:"status,omitempty"`
+	// Body is the application's answer when it is JSON (and UTF-8): the
+	// same value, as encoding/json compacts it. The receipt's hash is over
+	// the bytes the application sent, which the journal keeps.
+	Body       json.RawMessage `json:"body,omitempty"`
+	BodyText   string          `json:"bodyText,omitempty"`   // only when the body is UTF-8 but not JSON
+	BodyBase64 string          `json:"bodyBase64,omitempty"` // only when the body is not UTF-8
+	AttemptID  string          `json:"attemptId,omitempty"`
+	ReceiptID  string          `json:"receiptId,omitempty"`
+	Replayed   bool            `json:"replayed,omitempty"`
 	// Charge is what this call was charged, from the verified receipt, on
 	// every definite outcome and every end with a receipt (refused or
 	// not-sent after admission: 0): 0 for a free request, for an answer
@@ -56,11 +66,20 @@ type ToolResult struct {
 	CallPrice *uint64  `json:"callPrice,omitempty"`
 	Refusal   *Refusal `json:"refusal,omitempty"`
 	Detail    string   `json:"detail,omitempty"`
+
+	// text, when set, is the result's text content in place of its JSON:
+	// an answer that has a shorter reading of its own (a search across
+	// applications lists its matches one line each) sets it.
+	text string
 }
 
-// IsError reports a steward refusal or an unfinished transport outcome;
-// an application's own non-2xx answer is a definite outcome, not an error.
-func (r *ToolResult) IsError() bool { return r.Outcome != msg.StateDefinite }
+// IsError reports every answer that is not the application's success: a
+// steward refusal, an unfinished transport outcome, and an application's
+// own answer whose status is not 2xx (its status and body are kept). An
+// agent that looks only at isError must not take a 404 for a result.
+func (r *ToolResult) IsError() bool {
+	return r.Outcome != msg.StateDefinite || r.Status < 200 || r.Status > 299
+}
 
 func refused(code, reason, attempt string) *ToolResult {
 	return &ToolResult{Outcome: msg.StateRefused, AttemptID: attempt, Refusal: &Refusal{Code: code, Reason: reason}}
@@ -68,15 +87,27 @@ func refused(code, reason, attempt string) *ToolResult {
 
 func answer(attempt string, status int, body, receipt []byte, charge uint64) *ToolResult {
 	r := &ToolResult{Outcome: msg.StateDefinite, Status: status, AttemptID: attempt, Charge: &charge}
-	if utf8.Valid(body) {
-		r.BodyText = string(body)
-	} else {
-		r.BodyBase64 = base64.StdEncoding.EncodeToString(body)
-	}
+	r.setBody(body)
 	if receipt != nil {
 		r.ReceiptID = hex.EncodeToString(msg.ReceiptHash(receipt))
 	}
 	return r
+}
+
+// setBody puts the application's body in the one field that shows it as
+// it is. UTF-8 is checked first: encoding/json's validity check lets
+// invalid UTF-8 inside strings through, and such bytes would not survive a
+// client's decoding.
+func (r *ToolResult) setBody(body []byte) {
+	switch {
+	case len(body) == 0:
+	case !utf8.Valid(body):
+		r.BodyBase64 = base64.StdEncoding.EncodeToString(body)
+	case json.Valid(body):
+		r.Body = json.RawMessage(body)
+	default:
+		r.BodyText = string(body)
+	}
 }
 
 func fromResult(res ledger.Result) *ToolResult {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/mcpproxy"
-	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -64,95 +63,27 @@ type OverviewApplication struct {
 	Availability string `json:"availability"` // "reachable" or "unreachable": can the host be reached for it now
 }
 
-// newMCPServer builds the MCP server: exactly the three tools, with input
-// schemas that carry the bounds of DESIGN.md section 8. The tools take the
-// raw arguments (mcp.Server.AddTool, not the reflecting mcp.AddTool) so that
-// numbers inside an invocation's arguments keep the bytes the agent sent:
-// the typed path re-encodes them through float64.
-func (c *Controller) newMCPServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "steward", Version: Version}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger:       c.log,
-	})
-	s.AddReceivingMiddleware(onlyDeclared) // mcpmethods.go
-	var apps []string
-	for _, svc := range c.cfg.ToolTask.ApplicationServices {
-		apps = append(apps, svc.Application)
-	}
-	slices.Sort(apps)
-	appSchema := map[string]any{"type": "string", "enum": apps, "description": "a configured application, as steward_overview lists it"}
-	reqID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxIDLen, "pattern": "^[A-Za-z0-9_-]+$"}
-	opID := map[string]any{"type": "string", "minLength": 1, "maxLength": oracleops.MaxOperationIDLen, "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"}
-	timeoutMs := map[string]any{"type": "integer", "minimum": 1, "maximum": c.cfg.MaxTimeoutMs(),
-		"description": fmt.Sprintf("how long you will wait for this call, in ms (default %d): past it the host does not deliver it, "+
-			"and a call still running then ends uncertain", c.cfg.DefaultTimeout().Milliseconds())}
-
-	s.AddTool(&mcp.Tool{
-		Name: ToolOverview,
-		Description: "List the applications this controller can reach, with their protocol and whether they are reachable now, " +
-			"and what the payer will still pay for your calls today (a call's price is in oracle_discover's answer as callPrice; its charge is in its result).",
-		InputSchema: map[string]any{"type": "object", "additionalProperties": false},
-	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if _, err := decodeArgs(req.Params.Arguments, &struct{}{}); err != nil {
-			return toolError(err.Error()), nil
-		}
-		principal, _ := ctx.Value(principalKey{}).(string)
-		return structured(c.overview(ctx, principal), false)
-	})
-	s.AddTool(&mcp.Tool{
-		Name: ToolDiscover,
-		Description: "Discover an application's operations: search with query, availability, limit and offset, " +
-			"or give operationId alone for one operation's descriptor. Goes through the operator's admission like a call; " +
-			"its answer's callPrice is what an oracle_call of the operations it shows costs, in credits.",
-		InputSchema: map[string]any{
-			"type": "object", "additionalProperties": false, "required": []string{"application"},
-			"properties": map[string]any{
-				"application":  appSchema,
-				"query":        map[string]any{"type": "string", "maxLength": oracleops.MaxSearchBytes, "description": "search text, at most 256 UTF-8 bytes"},
-				"availability": map[string]any{"type": "string", "enum": []string{"live_direct", "text_only", "unavailable", "any"}, "description": "default live_direct"},
-				"limit":        map[string]any{"type": "integer", "minimum": oracleops.MinLimit, "maximum": oracleops.MaxLimit, "description": "default 10"},
-				"offset":       map[string]any{"type": "integer", "minimum": 0, "maximum": oracleops.MaxOffset},
-				"operationId":  opID,
-				"timeoutMs":    timeoutMs,
-			},
-		},
-	}, c.toolHandler(ToolDiscover))
-	s.AddTool(&mcp.Tool{
-		Name: ToolCall,
-		Description: "Invoke one live_direct operation of an application. requestId makes the call idempotent: " +
-			"the same requestId with the same arguments answers the recorded result without a second charge.",
-		InputSchema: map[string]any{
-			"type": "object", "additionalProperties": false,
-			"required": []string{"application", "requestId", "conversationId", "operationId", "arguments"},
-			"properties": map[string]any{
-				"application":    appSchema,
-				"requestId":      reqID,
-				"conversationId": reqID,
-				"operationId":    opID,
-				"arguments":      map[string]any{"type": "object", "description": "the operation's arguments, valid against its input_schema"},
-				"timeoutMs":      timeoutMs,
-			},
-		},
-	}, c.toolHandler(ToolCall))
-	return s
-}
-
+// toolHandler runs tool for the session's agent. Every answer carries
+// the ToolResult as structured content, refusals included, so that it
+// validates against the tool's output schema (TypeScript SDK clients check
+// any structured content they get against it, isError or not).
 func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		principal, ok := ctx.Value(principalKey{}).(string)
 		if !ok {
 			// Every session is connected with its peer's principal; a call
 			// without one is refused rather than paid for by nobody.
-			return structured(refused(msg.CodeBadRequest, "the MCP session names no principal; nothing was sent", ""), true)
+			r := refused(msg.CodeBadRequest, "the MCP session names no principal; nothing was sent", "")
+			return structured(r, r.text, true)
 		}
 		if tool == ToolDiscover {
 			// A search across applications is many attempts, not one (search.go).
-			if res, ok := c.discoverTool(ctx, req.Params.Arguments, principal); ok {
+			if res, ok := c.searchTool(ctx, req.Params.Arguments, principal); ok {
 				return res, nil
 			}
 		}
 		r := c.runTool(ctx, tool, req.Params.Arguments, principal)
-		return structured(r, r.IsError())
+		return structured(r, r.text, r.IsError())
 	}
 }
 
@@ -161,18 +92,35 @@ func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 // its handlers'.
 type principalKey struct{}
 
-func structured(v any, isErr bool) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+// structured is a tool's answer: v as structured content and, as the MCP
+// specification asks of a tool that returns structured content, the same
+// JSON as its text content, unless text gives a reading of its own. The
+// JSON is the one rendering because a client that forwards only the text
+// to its model (many do) then loses nothing of it (outcome, status, body,
+// receipt, charge, refusal), and a client that parses the text as JSON, as
+// older ones do, still can; with the body nested as JSON it reads as it
+// is. HTML escaping is off: an agent reads "<", not "\u003c".
+func structured(v any, text string, isErr bool) (*mcp.CallToolResult, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if text == "" {
+		text = string(b)
+	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(b),
 		IsError:           isErr,
 	}, nil
 }
 
+// toolError is a refusal of steward_overview's arguments: text only, since
+// the overview's output schema is the Overview's (a client checks
+// structured content only when it is present).
 func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
 }

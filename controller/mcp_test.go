@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -63,11 +64,11 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 	// Discovery: a search and one descriptor, free (no discovery price).
 	before := s.purse()
 	d, res := call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "query": "sha"})
-	if res.IsError || d.Outcome != msg.StateDefinite || d.Status != 200 || !strings.Contains(d.BodyText, "text.sha256") || d.AttemptID == "" || d.ReceiptID == "" {
+	if res.IsError || d.Outcome != msg.StateDefinite || d.Status != 200 || !strings.Contains(string(d.Body), `"id":"text.sha256"`) || d.AttemptID == "" || d.ReceiptID == "" {
 		t.Fatalf("discover: %+v", d)
 	}
 	d, res = call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "operationId": "text.sha256"})
-	if res.IsError || d.Status != 200 || !strings.Contains(d.BodyText, `"id":"text.sha256"`) {
+	if res.IsError || d.Status != 200 || !strings.Contains(string(d.Body), `"id":"text.sha256"`) {
 		t.Fatalf("describe: %+v", d)
 	}
 	// The price of a call is visible before calling: the grant's.
@@ -92,7 +93,7 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 	// nothing dispatched, journaled or charged.
 	seq := s.lastSeq()
 	c2, res := call(t, ctx, cs, ToolCall, callArgs("req-1", map[string]any{"text": "hello"}))
-	if res.IsError || !c2.Replayed || c2.ReceiptID != c1.ReceiptID || c2.AttemptID != c1.AttemptID || c2.BodyText != c1.BodyText {
+	if res.IsError || !c2.Replayed || c2.ReceiptID != c1.ReceiptID || c2.AttemptID != c1.AttemptID || !bytes.Equal(c2.Body, c1.Body) {
 		t.Fatalf("replay: %+v vs %+v", c2, c1)
 	}
 	if s.lastSeq() != seq {
@@ -114,9 +115,10 @@ func TestMCPToolsDiscoverCallReplayConflict(t *testing.T) {
 		t.Fatal("a conflict was charged")
 	}
 
-	// An application's own refusal is a definite answer, not a tool error.
+	// An application's own refusal is a definite answer, with its status
+	// and body, and a tool error: not the application's success.
 	c4, res := call(t, ctx, cs, ToolDiscover, map[string]any{"application": "appliance", "operationId": "no.such.op"})
-	if res.IsError || c4.Outcome != msg.StateDefinite || c4.Status != 404 {
+	if !res.IsError || c4.Outcome != msg.StateDefinite || c4.Status != 404 || len(c4.Body) == 0 {
 		t.Fatalf("app refusal: %+v isError=%v", c4, res.IsError)
 	}
 }

@@ -112,7 +112,7 @@ func TestMCPHTTPCallReplay(t *testing.T) {
 	}
 	seq := s.lastSeq()
 	c2, res := call(t, ctx, cs.ClientSession, ToolCall, callArgs("http-1", map[string]any{"text": "hello"}))
-	if res.IsError || !c2.Replayed || c2.ReceiptID != c1.ReceiptID || c2.AttemptID != c1.AttemptID || c2.BodyText != c1.BodyText {
+	if res.IsError || !c2.Replayed || c2.ReceiptID != c1.ReceiptID || c2.AttemptID != c1.AttemptID || !bytes.Equal(c2.Body, c1.Body) {
 		t.Fatalf("replay: %+v vs %+v", c2, c1)
 	}
 	if s.lastSeq() != seq {

@@ -208,7 +208,7 @@ func TestResolutionJourneys(t *testing.T) {
 			r, res = call(t, ctx, cs, ToolCall, args)
 			switch tc.action {
 			case "redeliver":
-				if res.IsError || r.Outcome != msg.StateDefinite || r.Status != 200 || r.AttemptID != id || r.BodyText == "" {
+				if res.IsError || r.Outcome != msg.StateDefinite || r.Status != 200 || r.AttemptID != id || len(r.Body) == 0 {
 					t.Fatalf("after the redelivery: %+v", r)
 				}
 			case "release":

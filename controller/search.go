@@ -66,10 +66,10 @@ type SearchApplication struct {
 	searched    bool      // its listing was read
 }
 
-// discoverTool answers an oracle_discover that is a search across
+// searchTool answers an oracle_discover that is a search across
 // applications (DiscoverArgs.acrossApplications); ok false for any other,
 // which the caller runs as one request.
-func (c *Controller) discoverTool(ctx context.Context, raw []byte, agent string) (res *mcp.CallToolResult, ok bool) {
+func (c *Controller) searchTool(ctx context.Context, raw []byte, agent string) (res *mcp.CallToolResult, ok bool) {
 	var a DiscoverArgs
 	canon, err := decodeArgs(raw, &a)
 	if err != nil || !a.acrossApplications() {
@@ -85,9 +85,8 @@ func (c *Controller) discoverTool(ctx context.Context, raw []byte, agent string)
 // searchRefusal answers a search refused before any application was
 // asked, in a refusal's usual shape.
 func searchRefusal(code, reason string) *mcp.CallToolResult {
-	b, _ := json.Marshal(refused(code, reason, ""))
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refused (" + code + "): " + reason}},
-		StructuredContent: json.RawMessage(b), IsError: true}
+	res, _ := structured(refused(code, reason, ""), "", true) // a ToolResult always encodes
+	return res
 }
 
 // searchAcross lists the operations matching a of every application the
@@ -264,7 +263,12 @@ func allFailed(codes []string, apps int) *Refusal {
 // listingBytes is the application's answer to a listing as a dispatch
 // reports it. It is the one place that reads the body out of a
 // ToolResult, so that the result's shape can change in one place.
-func listingBytes(t *ToolResult) []byte { return []byte(t.BodyText) }
+func listingBytes(t *ToolResult) []byte {
+	if len(t.Body) > 0 {
+		return t.Body
+	}
+	return []byte(t.BodyText) // not JSON: the listing is unreadable, as any non-JSON answer
+}
 
 // readListing is the listing one application answered, or why it has none.
 // An attempt that did not end definite has no listing and no error: its
@@ -317,9 +321,8 @@ func rankOf(query string, d oracleops.Descriptor) int {
 // input schema, then the applications not searched and why. It is an
 // error only when no application answered.
 func (r *SearchResult) toolResult() *mcp.CallToolResult {
-	b, _ := json.Marshal(r)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.text()}},
-		StructuredContent: json.RawMessage(b), IsError: r.Outcome != msg.StateDefinite}
+	res, _ := structured(r, r.text(), r.Outcome != msg.StateDefinite) // a SearchResult always encodes
+	return res
 }
 
 // text is the search as an agent reads it.

@@ -302,7 +302,7 @@ func listed(t *testing.T, next string, ops ...string) *ToolResult {
 	}
 	zero := uint64(0)
 	return &ToolResult{Outcome: msg.StateDefinite, Status: 200, AttemptID: "att-" + ops[0], ReceiptID: "rc", Charge: &zero,
-		BodyText: `{"limits":{"request_bytes":65536},"next_offset":` + next + `,"operations":[` + strings.Join(ds, ",") + `]}`}
+		Body: json.RawMessage(`{"limits":{"request_bytes":65536},"next_offset":` + next + `,"operations":[` + strings.Join(ds, ",") + `]}`)}
 }
 
 // TestMergeSearch ranks what the applications answered: an exact id, an
@@ -315,8 +315,8 @@ func TestMergeSearch(t *testing.T) {
 		listed(t, "null", "other.op", "Something else", "sum.total", "Adds a list", "x.sum", "Contains SUM"),
 		listed(t, "7", "sum", "The exact one", "sumx", "A prefix"),
 		refused(msg.CodeNoGrant, "no grant covers application c", "att-c"),
-		{Outcome: msg.StateDefinite, Status: 404, AttemptID: "att-d", BodyText: `{"error":"gone"}`},
-		{Outcome: msg.StateDefinite, Status: 200, AttemptID: "att-e", BodyText: `{"operations":[]}`},
+		{Outcome: msg.StateDefinite, Status: 404, AttemptID: "att-d", Body: json.RawMessage(`{"error":"gone"}`)},
+		{Outcome: msg.StateDefinite, Status: 200, AttemptID: "att-e", Body: json.RawMessage(`{"operations":[]}`)},
 	}
 	r := mergeSearch(oracleops.ListQuery{Query: "Sum", Limit: 5}, routes, results)
 	var got []string

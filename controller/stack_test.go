@@ -370,13 +370,15 @@ func (s *stack) purse() operator.PurseView {
 	return p
 }
 
-// call runs one tool and decodes its structured result.
+// call runs one tool, checks its result as a validating client would
+// (checkToolResult, results_test.go) and decodes it.
 func call(t testing.TB, ctx context.Context, cs *mcp.ClientSession, tool string, args any) (ToolResult, *mcp.CallToolResult) {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
+	checkToolResult(t, tool, res)
 	var tr ToolResult
 	if len(res.Content) == 1 {
 		if tc, ok := res.Content[0].(*mcp.TextContent); ok {

@@ -96,19 +96,29 @@ func argErr(format string, a ...any) error {
 }
 
 // decodeArgs canonicalizes raw (refusing bad JSON and duplicate keys) and
-// decodes it strictly into v (unknown fields refused).
+// decodes it strictly into v: one JSON object, no field v does not have
+// (by its exact name), each of its type. Every refusal is in steward's
+// words (argwords.go), never the decoder's. Arguments absent or null are
+// no arguments, as the decoder has always read null: a client may send
+// null for a tool that takes none.
 func decodeArgs(raw []byte, v any) ([]byte, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = []byte("{}")
 	}
 	canon, err := oracleops.CanonicalJSON(raw)
 	if err != nil {
-		return nil, argErr("%v", err)
+		return nil, canonWords(err)
+	}
+	if canon[0] != '{' {
+		return nil, argErr("the tool's arguments must be a JSON object, not %s", jsonKind(canon))
+	}
+	if err := checkArgFields(canon, v); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(canon))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return nil, argErr("%v", err)
+		return nil, decodeWords(err, canon)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, argErr("data after the arguments object")

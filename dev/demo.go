@@ -26,12 +26,12 @@ const (
 // toolResult is the structured result of the controller's tools (the
 // application reply envelope of DESIGN.md section 7).
 type toolResult struct {
-	Outcome   string `json:"outcome"`
-	Status    int    `json:"status"`
-	BodyText  string `json:"bodyText"`
-	AttemptID string `json:"attemptId"`
-	ReceiptID string `json:"receiptId"`
-	Replayed  bool   `json:"replayed"`
+	Outcome   string          `json:"outcome"`
+	Status    int             `json:"status"`
+	Body      json.RawMessage `json:"body"` // the application's JSON answer
+	AttemptID string          `json:"attemptId"`
+	ReceiptID string          `json:"receiptId"`
+	Replayed  bool            `json:"replayed"`
 }
 
 // demo runs the --once demonstration through the MCP socket, as an agent
@@ -69,7 +69,7 @@ func demo(ctx context.Context, w io.Writer, mcpSocket string, balance func() (ui
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(disc.BodyText, demoOperation) {
+	if !strings.Contains(string(disc.Body), demoOperation) {
 		return nil, fmt.Errorf("demo: the discovery of calc does not list %s", demoOperation)
 	}
 
@@ -91,8 +91,8 @@ func demo(ctx context.Context, w io.Writer, mcpSocket string, balance func() (ui
 	if err != nil {
 		return nil, err
 	}
-	if first.Status != 200 || !strings.Contains(first.BodyText, demoAnswer) {
-		return nil, fmt.Errorf("demo: %s answered status %d %q, want 200 with %s", demoOperation, first.Status, first.BodyText, demoAnswer)
+	if first.Status != 200 || !strings.Contains(string(first.Body), demoAnswer) {
+		return nil, fmt.Errorf("demo: %s answered status %d %q, want 200 with %s", demoOperation, first.Status, first.Body, demoAnswer)
 	}
 	if first.Replayed || first.ReceiptID == "" {
 		return nil, fmt.Errorf("demo: the first call was replayed=%v with receipt %q, want a fresh call with a receipt", first.Replayed, first.ReceiptID)
@@ -111,7 +111,7 @@ func demo(ctx context.Context, w io.Writer, mcpSocket string, balance func() (ui
 	if err != nil {
 		return nil, err
 	}
-	if !second.Replayed || second.ReceiptID != first.ReceiptID || second.BodyText != first.BodyText {
+	if !second.Replayed || second.ReceiptID != first.ReceiptID || string(second.Body) != string(first.Body) {
 		return nil, fmt.Errorf("demo: the repeated call was replayed=%v receipt %s, want the recorded answer with receipt %s", second.Replayed, second.ReceiptID, first.ReceiptID)
 	}
 	afterReplay, err := balance()
@@ -158,10 +158,10 @@ func callTool(ctx context.Context, w io.Writer, cs *mcp.ClientSession, name stri
 		return r, nil
 	}
 	fmt.Fprintf(w, "outcome %s, status %d, replayed %v\n", r.Outcome, r.Status, r.Replayed)
-	if ids := operationIDs(r.BodyText); ids != nil {
+	if ids := operationIDs(r.Body); ids != nil {
 		fmt.Fprintf(w, "operations: %s\n", strings.Join(ids, ", "))
 	} else {
-		fmt.Fprintf(w, "body: %s\n", abbreviate(r.BodyText, 400))
+		fmt.Fprintf(w, "body: %s\n", abbreviate(string(r.Body), 400))
 	}
 	fmt.Fprintf(w, "receipt %s (attempt %s)\n", r.ReceiptID, r.AttemptID)
 	return r, nil
@@ -186,13 +186,13 @@ func randomHex(n int) string {
 
 // operationIDs lists the operation ids of a discovery answer, or nil when
 // the body is not a list reply.
-func operationIDs(body string) []string {
+func operationIDs(body json.RawMessage) []string {
 	var list struct {
 		Operations []struct {
 			ID string `json:"id"`
 		} `json:"operations"`
 	}
-	if json.Unmarshal([]byte(body), &list) != nil || list.Operations == nil {
+	if json.Unmarshal(body, &list) != nil || list.Operations == nil {
 		return nil
 	}
 	ids := []string{}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,11 +199,12 @@ func TestProxyBoundAfterRefusedWrite(t *testing.T) {
 
 // BenchmarkProxyCallAccounting is what the proxy adds per call to count
 // it: reading the id of a tools/call line and of its answer (a 4 KiB
-// bodyText).
+// JSON body, in the text content and the structured content alike).
 func BenchmarkProxyCallAccounting(b *testing.B) {
 	req := []byte(`{"jsonrpc":"2.0","id":12345,"method":"tools/call","params":{"name":"oracle_call","arguments":{"application":"appliance","requestId":"r-123456","conversationId":"conv-1","operationId":"text.sha256","arguments":{"text":"hello"}}}}` + "\n")
 	body := strings.Repeat("x", 4096)
-	answer := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"{\"bodyText\":\"` + body + `\"}"}],"structuredContent":{"bodyText":"` + body + `"}}}` + "\n")
+	result := `{"outcome":"definite","status":200,"body":{"text":"` + body + `"}}`
+	answer := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":` + strconv.Quote(result) + `}],"structuredContent":` + result + `}}` + "\n")
 	calls := newOpenCalls()
 	b.ReportAllocs()
 	for b.Loop() {
