@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +162,7 @@ func (m *mcpHTTP) connContext(ctx context.Context, conn net.Conn) context.Contex
 }
 
 // ServeHTTP checks the request's peer, reads its body within the bounds,
-// keeps each session to the peer that opened it and the sessions of one
+// refuses a request a web page sent (webOriginRefusal), keeps each session to the peer that opened it and the sessions of one
 // account under the cap, and hands the request to the go-sdk handler.
 func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	peer, ok := r.Context().Value(httpPeerKey{}).(httpPeer)
@@ -172,6 +174,10 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, ok := m.readBody(w, r)
 	if !ok {
+		return
+	}
+	if text := webOriginRefusal(r.Header); text != "" {
+		refuseRequest(w, http.StatusForbidden, bodyRequestID(body), text)
 		return
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
@@ -238,6 +244,43 @@ func (m *mcpHTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, true
+}
+
+// webOriginRefusal says why a request that a web page sent is refused, or
+// "" for one that no page sent. The socket is a Unix socket, which no
+// browser can reach; but a bridge to TCP on loopback (socat, an SSH
+// forward, the conformance test's forwarder) would let any page the
+// agent's user visits reach it through DNS rebinding, acting as that
+// agent. A browser names the page in Origin on every POST, even to its
+// own origin, while MCP clients send none: a request naming an origin
+// other than a loopback page (localhost, 127.0.0.0/8, [::1]) is refused.
+// The Host header is not checked: clients on a Unix socket put any name
+// in it.
+func webOriginRefusal(h http.Header) string {
+	origins := h.Values("Origin")
+	switch {
+	case len(origins) == 0:
+		return ""
+	case len(origins) == 1 && loopbackOrigin(origins[0]):
+		return ""
+	}
+	return fmt.Sprintf("a request from the web page %q is refused: this socket serves MCP clients, not pages in a browser other than on this host's loopback; nothing was sent",
+		strings.Join(origins, ", "))
+}
+
+// loopbackOrigin reports whether origin (an Origin header) is an http or
+// https page on a loopback host.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // reserve takes a place for a new session of uid, or says why there is

@@ -300,13 +300,15 @@ func TestMCPHTTPDeadlines(t *testing.T) {
 	s.startControllerWith(Options{FirstRequestTimeout: 300 * time.Millisecond})
 	seq := s.lastSeq()
 
+	// t0 before the dial: the controller's deadline runs from its accept,
+	// which under load may come before Dial returns.
+	t0 := time.Now()
 	silent, err := net.Dial("unix", s.cfg.Sockets.MCPHTTP)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer silent.Close()
 	silent.SetReadDeadline(time.Now().Add(20 * time.Second)) // a backstop, far past the deadline
-	t0 := time.Now()
 	if n, err := silent.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("a silent connection: read %d, %v; want it closed (EOF)", n, err)
 	}

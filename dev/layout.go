@@ -27,6 +27,11 @@ type Layout struct {
 	MCPSocket        string // RUN/mcp.sock: the controller's MCP socket (agents)
 	ForegroundSocket string // RUN/foreground.sock: the controller's foreground socket
 	AdminSocket      string // RUN/admin.sock: the host's admin socket
+	// MCPHTTPSocket is RUN/mcp-http.sock, the controller's streamable HTTP
+	// socket (config sockets.mcpHTTP), on a stack that serves it
+	// (Options.MCPHTTP, WithMCPHTTP); empty, and not in the config, on
+	// any other.
+	MCPHTTPSocket string
 }
 
 // NewLayout computes the layout of state directory state (made absolute):
@@ -65,6 +70,13 @@ func NewLayout(state string) (Layout, error) {
 	return l, nil
 }
 
+// WithMCPHTTP is l on a stack whose controller also serves MCP over
+// streamable HTTP, on RUN/mcp-http.sock.
+func (l Layout) WithMCPHTTP() Layout {
+	l.MCPHTTPSocket = filepath.Join(l.Run, "mcp-http.sock")
+	return l
+}
+
 // Manifest is STATE/dev.json: where a client finds the running stack.
 type Manifest struct {
 	MCPSocket        string `json:"mcp_socket"`
@@ -73,6 +85,9 @@ type Manifest struct {
 	ControllerState  string `json:"controller_state"`
 	ApplianceSocket  string `json:"appliance_socket"`
 	AdminSocket      string `json:"admin_socket"`
+	// MCPHTTPSocket is the controller's streamable HTTP socket, on a stack
+	// that serves it (Options.MCPHTTP).
+	MCPHTTPSocket string `json:"mcp_http_socket,omitempty"`
 }
 
 // ManifestPath is the path of STATE/dev.json.
@@ -81,16 +96,22 @@ func (l Layout) ManifestPath() string { return filepath.Join(l.State, "dev.json"
 // writeManifest writes STATE/dev.json atomically (a temporary file renamed
 // over it), so a reader never sees half of it.
 func (l Layout) writeManifest() error {
-	b, err := json.MarshalIndent(Manifest{
+	b, err := json.MarshalIndent(l.manifest(), "", "  ")
+	if err != nil {
+		return err
+	}
+	return durable.WriteAtomic(l.ManifestPath(), append(b, '\n'), 0o600)
+}
+
+// manifest is what STATE/dev.json says of l.
+func (l Layout) manifest() Manifest {
+	return Manifest{
 		MCPSocket:        l.MCPSocket,
 		ForegroundSocket: l.ForegroundSocket,
 		OperatorStore:    l.OperatorStore,
 		ControllerState:  l.Controller,
 		ApplianceSocket:  l.ApplianceSocket,
 		AdminSocket:      l.AdminSocket,
-	}, "", "  ")
-	if err != nil {
-		return err
+		MCPHTTPSocket:    l.MCPHTTPSocket,
 	}
-	return durable.WriteAtomic(l.ManifestPath(), append(b, '\n'), 0o600)
 }

@@ -234,6 +234,7 @@ func controllerConfig(l Layout, uid uint32) ([]byte, error) {
 			MCP:        l.MCPSocket,
 			Reverse:    l.ReverseSocket,
 			Foreground: l.ForegroundSocket,
+			MCPHTTP:    l.MCPHTTPSocket,
 		},
 		Agents:                           controller.Agents{UIDs: []uint32{uid}, GIDs: []uint32{}},
 		ForegroundUIDs:                   []uint32{uid},

@@ -17,6 +17,9 @@ func printReady(w io.Writer, l Layout) {
 	fmt.Fprintf(w, "  manifest       %s\n", l.ManifestPath())
 	fmt.Fprintf(w, "  sockets        %s (removed when it stops)\n", l.Run)
 	fmt.Fprintf(w, "  MCP socket     %s\n", l.MCPSocket)
+	if l.MCPHTTPSocket != "" {
+		fmt.Fprintf(w, "  MCP over HTTP  %s (streamable HTTP on a Unix socket)\n", l.MCPHTTPSocket)
+	}
 	fmt.Fprintf(w, "  operator store %s (steward-operator ... --store %s: the read-only verbs while it runs,\n"+
 		"                 the others once it is stopped; the host's admin socket is %s)\n", l.OperatorStore, l.OperatorStore, l.AdminSocket)
 	fmt.Fprintf(w, "  controller     %s (steward-controller ... --config %s)\n", l.Controller, l.Config)

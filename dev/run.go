@@ -32,6 +32,17 @@ type Options struct {
 	// Logger receives the three daemons' logs, each with a "part"
 	// attribute. Nil means slog.Default().
 	Logger *slog.Logger
+	// MCPHTTP has the controller also serve MCP over streamable HTTP, on
+	// RUN/mcp-http.sock (config sockets.mcpHTTP), as the tests of clients
+	// steward did not write need. It is off by default, as in production
+	// (DESIGN.md section 7), and it is part of the controller's config, to
+	// which the journal is bound: a state provisioned with it must be
+	// started with it, and one without it without it.
+	MCPHTTP bool
+	// Ready, when set, is called once the three parts serve and dev.json
+	// is written, with what dev.json says: a test that runs the stack
+	// blocks on it rather than polling for the sockets.
+	Ready func(Manifest)
 }
 
 // JournalSegmentSize is the segment size of the three journals a dev
@@ -68,15 +79,19 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	err = runStack(ctx, w, log, state.path, opts.Once)
+	err = runStack(ctx, w, log, state.path, opts)
 	return errors.Join(err, state.done(w))
 }
 
 // runStack is Run on the chosen state directory.
-func runStack(ctx context.Context, w io.Writer, log *slog.Logger, state string, once bool) error {
+func runStack(ctx context.Context, w io.Writer, log *slog.Logger, state string, opts Options) error {
+	once := opts.Once
 	l, err := NewLayout(state)
 	if err != nil {
 		return err
+	}
+	if opts.MCPHTTP {
+		l = l.WithMCPHTTP()
 	}
 	fmt.Fprintf(w, "steward-dev: DEVELOPMENT MODE. The host, the controller and the reference appliance run in this one\n"+
 		"process as one account (uid %d), with every key on local disk under %s.\n"+
@@ -103,6 +118,9 @@ func runStack(ctx context.Context, w io.Writer, log *slog.Logger, state string, 
 		return errors.Join(err, st.stop(), l.removeSocketDir())
 	}
 	printReady(w, l)
+	if opts.Ready != nil {
+		opts.Ready(l.manifest())
+	}
 
 	var demoErr error
 	var receipts []string

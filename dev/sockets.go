@@ -120,7 +120,11 @@ func checkPrivateDir(dir string) error {
 
 // sockets lists every socket of the stack.
 func (l Layout) sockets() []string {
-	return []string{l.ApplianceSocket, l.ForwardSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket, l.AdminSocket}
+	s := []string{l.ApplianceSocket, l.ForwardSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket, l.AdminSocket}
+	if l.MCPHTTPSocket != "" {
+		s = append(s, l.MCPHTTPSocket) // "/mcp-http.sock" is shorter than "/route-appliance.sock"
+	}
+	return s
 }
 
 // removeSocketDir removes the sockets' directory after a clean shutdown,
