@@ -74,19 +74,10 @@ function show(v) {
   return s && s.length > 600 ? s.slice(0, 600) + '...' : s;
 }
 
-// bodyOf is an answer's application body as JSON: `body` (section A), or
-// today's bodyText parsed, so that the values are checked either way; the
-// shape itself is checked on its own ("body is JSON").
+// bodyOf is an answer's application body: `body`, the application's JSON
+// nested as JSON (never a string to parse again).
 function bodyOf(sc) {
-  if (sc?.body !== undefined) return sc.body;
-  if (typeof sc?.bodyText === 'string') {
-    try {
-      return JSON.parse(sc.bodyText);
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
+  return sc?.body;
 }
 
 const transport = new StdioClientTransport({ command: proxy, args: ['mcp', '--socket', socket], stderr: 'inherit' });
@@ -125,7 +116,7 @@ await check('instructions: overview, discover, call', async () => {
   for (const tool of ['steward_overview', 'oracle_discover', 'oracle_call']) {
     expect(text.includes(tool), `the server's instructions do not name ${tool}: ${show(text)}`);
   }
-}, 'A');
+});
 
 let tools = [];
 await check('tools/list: exactly the three tools', async () => {
@@ -137,7 +128,7 @@ await check('tools/list: exactly the three tools', async () => {
 
 await check('tools/list: an outputSchema for each tool', async () => {
   for (const t of tools) expect(t.outputSchema?.type === 'object', `${t.name} has no outputSchema: ${show(t)}`);
-}, 'A');
+});
 
 await check('tools/list: a description for every input field', async () => {
   for (const t of tools) {
@@ -145,7 +136,7 @@ await check('tools/list: a description for every input field', async () => {
       expect(schema.description, `${t.name}.${field} has no description`);
     }
   }
-}, 'A');
+});
 
 await check('tools/list: address is an input of oracle_discover and oracle_call, application no longer required', async () => {
   for (const name of ['oracle_discover', 'oracle_call']) {
@@ -153,7 +144,7 @@ await check('tools/list: address is an input of oracle_discover and oracle_call,
     expect(s?.properties?.address, `${name} takes no address: ${show(s)}`);
     expect(!(s.required ?? []).includes('application'), `${name} still requires application: ${show(s.required)}`);
   }
-}, 'A');
+});
 
 await check('steward_overview: the reference application, reachable', async () => {
   const r = await call('steward_overview', {});
@@ -183,19 +174,19 @@ await check('oracle_discover without application: a search across applications',
   expect(searched?.outcome === 'definite' && searched?.receiptId, `applications: ${show(sc.applications)}`);
   const text = r.content?.[0]?.text ?? '';
   expect(text.startsWith(ADDRESS), `the text does not begin with the match's line: ${show(text)}`);
-}, 'C');
+});
 
 await check('oracle_discover by address: the descriptor', async () => {
   const r = await call('oracle_discover', { address: ADDRESS });
   expect(!r.isError, `isError: ${show(r.structuredContent ?? r.content)}`);
   expect(bodyOf(r.structuredContent)?.id === OP, `body is not ${OP}'s descriptor: ${show(r.structuredContent)}`);
-}, 'C');
+});
 
 await check('oracle_discover by NODE/APPLICATION/OPERATION of another node: refused', async () => {
   const r = await call('oracle_discover', { address: `elsewhere/${ADDRESS}` });
   const text = r.content?.map((c) => c.text).join('\n') ?? '';
   expect(r.isError && text.includes('node elsewhere is not this host'), `answer: ${show(r)}`);
-}, 'C');
+});
 
 let before;
 let first;
@@ -216,7 +207,7 @@ await check('oracle_call: calc.evaluate answered, charged 1, with a receipt', as
 await check('oracle_call: body is JSON, not bodyText', async () => {
   expect(first, 'the call failed');
   expect(typeof first.body === 'object' && first.body !== null && first.bodyText === undefined, `answer: ${show(first)}`);
-}, 'A');
+});
 
 await check('oracle_call: the same requestId and arguments replay the answer, with no second charge', async () => {
   expect(first, 'the call failed');
@@ -258,7 +249,7 @@ for (const f of refusals) {
   await check(`oracle_call of ${f.name}: isError true`, async () => {
     expect(answer, 'the call failed');
     expect(answer.isError === true, `isError ${answer.isError}: ${show(answer.structuredContent)}`);
-  }, 'A');
+  });
 }
 
 await check('oracle_call by address: answered and charged', async () => {
@@ -269,7 +260,7 @@ await check('oracle_call by address: answered and charged', async () => {
   const sc = r.structuredContent;
   expect(!r.isError && sc?.status === 200 && sc?.charge === 1 && bodyOf(sc)?.result?.fraction === FRACTION,
     `answer: ${show(sc ?? r.content)}`);
-}, 'C');
+});
 
 await check(`an oversized line (over ${MAX_LINE} bytes) is answered with its own id, then the session goes on`, async () => {
   const left = await remainingToday();
