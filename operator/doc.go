@@ -30,7 +30,22 @@
 //	purse-thaw      {controller}
 //	grant-issue     {grant}                      grant: signed msg.Grant (COSE_Sign)
 //	grant-revoke    {id}
-//	route-register  {record}                     record: signed msg.RouteRecord
+//	route-register  {record}                     record: signed msg.RouteRecord;
+//	                 version 1 of route-register.v2: its route is active (a
+//	                 route with no state record is); still read.
+//	route-register.v2 {record, state, by, at}
+//	                 what hosts write now: a signed msg.RouteRecord, who
+//	                 registered it (by: "uid:N", the admin peer's SO_PEERCRED
+//	                 while the host runs, the store's account otherwise) and
+//	                 when (at: unix ms, the store's clock), and the route's
+//	                 state once registered: active or inactive for a new
+//	                 route (`route register --inactive`), the route's own for
+//	                 a later revision (a new revision keeps it).
+//	route-state     {route, state, by, at}       an operator's `route activate`
+//	                 (state active), `route deactivate` (inactive) or `route
+//	                 remove` (removed), by and at as for route-register.v2.
+//	                 Removal is final: a removed route takes no revision and
+//	                 no other state, and gives up its forward socket.
 //	reserve         {attempt, controller, grant, application, operation, kind,
 //	                 requestSha256, charge, consent, day, ledger}
 //	                 the reservation and mark-send of one attempt, in ONE record:
