@@ -160,8 +160,12 @@ func unresolvedRefusal(name string, ids []string) error {
 	if len(ids) > maxNamedAttempts {
 		named += fmt.Sprintf(" and %d more", len(ids)-maxNamedAttempts)
 	}
-	return refusedf("route %s has %d unresolved attempts (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
-		name, len(ids), named)
+	noun := "attempts"
+	if len(ids) == 1 {
+		noun = "attempt"
+	}
+	return refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
+		name, len(ids), noun, named)
 }
 
 // nothingReservedOrSent ends a refusal of a dispatch for a route that is
