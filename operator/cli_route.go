@@ -25,7 +25,12 @@ func (c *CLI) cmdRouteRegister(args []string) error {
 		return err
 	}
 	r := rep.Route
-	fmt.Fprintf(c.Stdout, "route %s revision %d selected, %s: %s\n", r.Route, r.Revision, r.State, r.ID)
+	fmt.Fprintf(c.Stdout, "route %s revision %d selected: %s\n", r.Route, r.Revision, r.ID)
+	if r.State == RouteActive {
+		fmt.Fprintf(c.Stdout, "route %s is active\n", r.Route)
+	} else {
+		fmt.Fprintf(c.Stdout, "route %s is %s: not listened on until steward-operator route activate %s\n", r.Route, r.State, r.Route)
+	}
 	return nil
 }
 
