@@ -92,9 +92,8 @@ func (c *CLI) cmdRouteList(args []string) error {
 func (c *CLI) cmdRouteShow(args []string) error {
 	return show(c, "route show", args, 1, func(s *Store, pos []string) ([]RouteView, error) { return s.Route(pos[0]) },
 		func(revs []RouteView) {
-			if len(revs) > 0 {
-				fmt.Fprintf(c.Stdout, "route %s: %s\n", revs[0].Route, stateLine(revs[0]))
-			}
+			// The state comes last: the revision lines keep their place
+			// at the start, where scripts read revision 1's id.
 			for _, r := range revs {
 				account := r.AppAccount
 				if account == "" {
@@ -102,6 +101,9 @@ func (c *CLI) cmdRouteShow(args []string) error {
 				}
 				fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s account %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
 					r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, account, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
+			}
+			if len(revs) > 0 {
+				fmt.Fprintf(c.Stdout, "route %s: %s\n", revs[0].Route, stateLine(revs[0]))
 			}
 		})
 }

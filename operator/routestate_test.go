@@ -183,7 +183,7 @@ func TestRouteVerbsOnTheStore(t *testing.T) {
 	if rs["r1"].State != RouteActive || rs["r2"].State != RouteRemoved || rs["r3"].State != RouteActive || rs["r2"].StateBy != me {
 		t.Fatalf("states after replay: %+v", rs)
 	}
-	if out := mustRun(t, "route", "show", "r2", "--store", st); !strings.HasPrefix(out, "route r2: removed (by "+me+" at ") {
+	if out := mustRun(t, "route", "show", "r2", "--store", st); !strings.HasPrefix(out, "revision 1 ") || !strings.Contains(out, "\nroute r2: removed (by "+me+" at ") {
 		t.Fatalf("route show: %q", out)
 	}
 	if out := mustRun(t, "route", "list", "--store", st); !strings.Contains(out, "r1\tactive (by "+me) {
