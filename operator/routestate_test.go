@@ -495,3 +495,39 @@ func TestRouteDeactivatedDuringConsent(t *testing.T) {
 		}
 	})
 }
+
+// TestRouteRevisionServedAtOnce: a new revision on the same forward
+// socket, registered through the running host, serves the next call on a
+// channel opened before it: here one whose upstream nobody listens on (the
+// call ends not sent), then one back on the application.
+func TestRouteRevisionServedAtOnce(t *testing.T) {
+	w := newWorld(t, worldOpts{fund: 100, price: 3})
+	w.serve(t)
+	cl := w.dial(t)
+	register := func(upstream string) {
+		t.Helper()
+		req := w.route
+		req.Upstream = upstream
+		req.Replaces = routeStates(t, w.store)["r1"].ID
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(w.dir, "rev.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, "route", "register", "r1", "app", p, "--store", w.store)
+	}
+	register(w.dir + "/nobody.sock")
+	if res := call(t, cl, invokeDispatch(t, "v2", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateNotSent {
+		t.Fatalf("a call under revision 2: %s %s, want not-sent", res.Outcome, res.Detail)
+	}
+	register(w.route.Upstream)
+	if res := call(t, cl, invokeDispatch(t, "v3", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+		t.Fatalf("a call under revision 3: %+v", res)
+	}
+	if n := w.app.calls.Load(); n != 1 {
+		t.Fatalf("the application saw %d requests, want 1", n)
+	}
+}
