@@ -336,50 +336,12 @@ type RouteView struct {
 	Timeouts    msg.Timeouts `json:"timeouts"`
 	IssuedAt    string       `json:"issuedAt"`
 	AppAccount  string       `json:"appAccount,omitempty"` // "" when the route's socket is dialled unchecked
-}
-
-// RegisterRoute signs and journals a new revision of route name for app.
-func (s *Store) RegisterRoute(name, app string, req RouteRequest) (RouteView, error) {
-	if s.key == nil {
-		return RouteView{}, fmt.Errorf("store %s is open read-only", s.dir)
-	}
-	replaces, err := hex.DecodeString(req.Replaces)
-	if err != nil {
-		return RouteView{}, refusedf("route %s: replaces %q is not hex", name, req.Replaces)
-	}
-	if len(replaces) == 0 {
-		replaces = nil
-	}
-	s.mu.Lock()
-	rev := uint64(1)
-	if r := s.st.routes[name]; r != nil {
-		rev = uint64(len(r.revs)) + 1
-	}
-	s.mu.Unlock()
-	rec := msg.RouteRecord{
-		Route: name, Revision: rev, Replaces: replaces, Application: app,
-		Protocol: msg.ProtocolOracleOperationsV1, Controller: req.Controller,
-		Upstream: req.Upstream, Forward: req.Forward, Reverse: req.Reverse, Prefix: req.Prefix,
-		Timeouts: req.Timeouts, IssuedAt: s.clock().UnixMilli(), AppAccount: req.AppAccount,
-	}
-	signed, err := msg.SignRoute(s.key, rec)
-	if err != nil {
-		return RouteView{}, err
-	}
-	return s.ImportRoute(signed)
-}
-
-// ImportRoute journals a route record already signed with the operator's
-// key, refusing one that does not verify, forks or cycles the route's
-// history, or passes a bound.
-func (s *Store) ImportRoute(signed []byte) (RouteView, error) {
-	var rec msg.RouteRecord
-	var id []byte
-	var v RouteView
-	err := s.mutate(kindRouteRegister, recRouteRegister{Record: signed},
-		func() (err error) { rec, id, err = s.st.checkRoute(signed, s.pub); return err },
-		func() { s.st.addRoute(rec, signed, id); v = routeView(s.st.routes[rec.Route]) })
-	return v, err
+	// State is the route's (route_state.go), StateBy who set it ("uid:N")
+	// and StateAt when (RFC 3339); both empty for a route registered
+	// before route states, which is active.
+	State   RouteState `json:"state"`
+	StateBy string     `json:"stateBy,omitempty"`
+	StateAt string     `json:"stateAt,omitempty"`
 }
 
 func routeView(r *route) RouteView {
@@ -390,11 +352,11 @@ func routeView(r *route) RouteView {
 		Replaces: hex.EncodeToString(rec.Replaces), Application: rec.Application, Controller: rec.Controller,
 		Upstream: rec.Upstream, Forward: rec.Forward, Reverse: rec.Reverse, Prefix: rec.Prefix,
 		Timeouts: rec.Timeouts, IssuedAt: time.UnixMilli(rec.IssuedAt).UTC().Format(time.RFC3339Nano),
-		AppAccount: rec.AppAccount,
+		AppAccount: rec.AppAccount, State: r.state, StateBy: r.by, StateAt: markTime(r.routeStateMark),
 	}
 }
 
-// Routes lists the selected revision of every route.
+// Routes lists the selected revision of every route, removed ones included.
 func (s *Store) Routes() []RouteView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -415,7 +377,7 @@ func (s *Store) Route(name string) ([]RouteView, error) {
 	}
 	out := make([]RouteView, 0, len(r.revs))
 	for i := range r.revs {
-		v := routeView(&route{name: name, revs: r.revs[:i+1]})
+		v := routeView(&route{name: name, revs: r.revs[:i+1], routeStateMark: r.routeStateMark})
 		v.Revisions = len(r.revs)
 		out = append(out, v)
 	}
@@ -434,7 +396,7 @@ func (s *Store) SignedRoute(name string) ([]byte, error) {
 }
 
 // BuildBundle signs a bundle for a controller: the host's public keys and
-// account, and the selected routes of that controller. Nothing secret.
+// account, and the active routes of that controller. Nothing secret.
 func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, error) {
 	if s.key == nil {
 		return nil, fmt.Errorf("store %s is open read-only", s.dir)
@@ -445,14 +407,12 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 		return nil, err
 	}
 	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli()}
-	for _, n := range s.st.routeOrder {
-		if sel := s.st.routes[n].selected(); sel.rec.Controller == controllerName {
-			b.Routes = append(b.Routes, sel.signed)
-		}
+	for _, rv := range s.st.activeRoutes(controllerName) {
+		b.Routes = append(b.Routes, rv.signed)
 	}
 	s.mu.Unlock()
 	if len(b.Routes) == 0 {
-		return nil, refusedf("controller %s has no selected route", controllerName)
+		return nil, refusedf("controller %s has no active route", controllerName)
 	}
 	return msg.SignBundle(s.key, b)
 }

@@ -54,6 +54,13 @@ type AdminRequest struct {
 	Resolve *ResolveRequest `cbor:"resolve"`
 	// Agent is an agent set's limits (agent_admin.go).
 	Agent *AgentSpec `cbor:"agent"`
+	// By is who asks a route change (route_admin.go): the running host
+	// sets it from the admin connection's SO_PEERCRED ("uid:N"), never
+	// from what the request says; the command sets its own account for a
+	// store it opens itself.
+	By string `cbor:"by,omitempty"`
+	// Inactive registers a new route inactive (`route register --inactive`).
+	Inactive bool `cbor:"inactive,omitempty"`
 }
 
 // AdminGrant is a GrantSpec with times in unix ms (for CBOR).
@@ -80,6 +87,9 @@ type AdminReply struct {
 	AttemptsLeftOff int          `cbor:"attemptsLeftOff"`
 	Attempt         *AttemptView `cbor:"attempt"`
 	Agent           *AgentView   `cbor:"agent"`
+	// RouteUnchanged says a route activation or deactivation found the
+	// route in that state already: nothing was journaled.
+	RouteUnchanged bool `cbor:"routeUnchanged,omitempty"`
 }
 
 // Admin runs administrative requests: a *Store, or the daemon's admin socket.
@@ -136,11 +146,17 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 		if req.Route == nil {
 			return rep, refusedf("route register without a request")
 		}
-		v, err := s.RegisterRoute(req.Name, req.App, *req.Route)
+		v, err := s.RegisterRouteAs(req.Name, req.App, *req.Route, RouteRegistration{Inactive: req.Inactive, By: req.By})
 		if err != nil {
 			return rep, err
 		}
 		rep.Route = &v
+	case OpRouteActivate, OpRouteDeactivate, OpRouteRemove:
+		v, changed, err := s.SetRouteState(req.Name, routeOpState[req.Op], req.By)
+		if err != nil {
+			return rep, err
+		}
+		rep.Route, rep.RouteUnchanged = &v, !changed
 	case OpAttemptList, OpAttemptInspect, OpAttemptResolve:
 		return s.doAttempt(req)
 	case OpAgentSet:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/stewardrt/steward/journal"
@@ -69,7 +70,7 @@ func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Ref
 	c.purse.holds += charge
 	chosen.use(day)
 	st.agentHold(ctrlName, d.agent, d.conversation, day, charge)
-	a := &attempt{id: d.attempt, controller: ctrlName, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting,
+	a := &attempt{id: d.attempt, controller: ctrlName, application: d.application, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting,
 		agent: d.agent, conversation: d.conversation}
 	st.attempts[d.attempt] = a
 	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day, agentOps: s.agentOps(ctrlName, d)}, nil
@@ -146,8 +147,9 @@ const stoppedBeforeSending = "; the call was admitted, then stopped before it wa
 
 // recheck checks an admission again at the last moment, once the payer has
 // consented and just before the reservation is journaled, with s.mu held:
-// a freeze, a revoke or an expiry that landed during the consent wait, or
-// the dispatch's deadline passing, stops the call. The admission still holds its charge and its daily count
+// a freeze, a revoke or an expiry that landed during the consent wait, its
+// route deactivated or removed, or the dispatch's deadline passing, stops
+// the call. The admission still holds its charge and its daily count
 // (unless the day turned since), which the purse and count checks allow for.
 func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 	now := s.clockLocked()
@@ -156,7 +158,10 @@ func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 	}
 	g := adm.g
 	var ref *msg.Refusal
-	switch {
+	switch why := s.st.notActiveReason(d.route); {
+	case why != "":
+		s.logRefusal(d, "the route was deactivated or removed during the consent wait", "route", d.route)
+		ref = &msg.Refusal{Code: msg.CodeUnavailable, Reason: strings.TrimSuffix(why, nothingReservedOrSent)}
 	case g.revoked:
 		s.logRefusal(d, "the grant was revoked during the consent wait", "grant", g.g.ID)
 		ref = &msg.Refusal{Code: msg.CodeNoGrant, Reason: revokedReason(d)}

@@ -25,16 +25,17 @@ func peerOf(ctx context.Context) (wire.PeerCred, bool) {
 	return pc, ok
 }
 
-// doAdmin runs one admin socket request. A resolution names its resolver
-// from the connection's SO_PEERCRED, never from the request, and a
+// doAdmin runs one admin socket request. A resolution and a route change
+// name who asked from the connection's SO_PEERCRED, never from the request, and a
 // redelivery is the host's own work (it delivers to the application).
 func (h *Host) doAdmin(ctx context.Context, ar AdminRequest) (AdminReply, error) {
+	pc, ok := peerOf(ctx)
+	if !ok {
+		return AdminReply{}, fmt.Errorf("the admin connection has no peer credentials")
+	}
+	ar.By = fmt.Sprintf("uid:%d", pc.UID) // a route change's (route_admin.go)
 	if ar.Resolve != nil {
-		pc, ok := peerOf(ctx)
-		if !ok {
-			return AdminReply{}, fmt.Errorf("the admin connection has no peer credentials")
-		}
-		ar.Resolve.By = fmt.Sprintf("uid:%d", pc.UID)
+		ar.Resolve.By = ar.By
 		if ar.Op == OpAttemptResolve && ar.Resolve.Action == ResolveRedeliver {
 			v, err := h.redeliver(*ar.Resolve)
 			if err != nil {
@@ -102,7 +103,7 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 }
 
 // redeliveryOf rebuilds what delivering attempt a again needs from its
-// reservation: the route now selected for its application and controller,
+// reservation: the active route of its application and controller,
 // the checked dispatch of its kept request (which must still be the one
 // canonical request under that route, with the reserved hash), and an
 // admission holding the reservation as it stands, for commitOutcome.
@@ -121,16 +122,11 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
-	found := false
-	for _, name := range st.routeOrder {
-		if sel := st.routes[name].selected(); sel.rec.Application == rr.Application && sel.rec.Controller == rr.Controller {
-			rt, found = sel.rec, true
-			break
-		}
+	name := st.activeFor(rr.Controller, rr.Application, "")
+	if name == "" {
+		return rt, nil, nil, nil, refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.id, rr.Application, rr.Controller)
 	}
-	if !found {
-		return rt, nil, nil, nil, refusedf("attempt %s: no selected route delivers to application %s for controller %s: it can be released or charged, not redelivered", a.id, rr.Application, rr.Controller)
-	}
+	rt = st.routes[name].selected().rec
 	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
 	if err == nil && !bytes.Equal(c.sha[:], rr.RequestSHA256) {
 		err = fmt.Errorf("it does not hash to the reserved request")

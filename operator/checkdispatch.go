@@ -15,6 +15,7 @@ import (
 // derived from those bytes and the route rather than taken from the frame.
 type checkedDispatch struct {
 	attempt     string
+	route       string              // the route it came on, which must still be active when it is reserved
 	application string              // the route's
 	kind        string              // msg.KindList, KindDescribe or KindInvoke, from the method and path
 	operation   string              // "" for a list
@@ -43,7 +44,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	if err := validAttemptID(d.Attempt); err != nil {
 		return nil, err
 	}
-	c := &checkedDispatch{attempt: d.Attempt, application: rt.Application, deadline: d.Deadline}
+	c := &checkedDispatch{attempt: d.Attempt, route: rt.Route, application: rt.Application, deadline: d.Deadline}
 	if d.Deadline < 0 {
 		return nil, fmt.Errorf("deadline %d is before 1970", d.Deadline)
 	}

@@ -55,7 +55,10 @@ func commands() map[string]command {
 		"grant issue":      {"grant issue --controller C --application A [--operations PATTERN]... --price N [--discovery-price N] [--refusal-price N] --per-day N --not-after TIME --store DIR", (*CLI).cmdGrantIssue},
 		"grant revoke":     {"grant revoke ID --store DIR", (*CLI).cmdGrantRevoke},
 		"grant list":       {"grant list --store DIR [--json]", (*CLI).cmdGrantList},
-		"route register":   {"route register ROUTE APP REQUEST.json --store DIR", (*CLI).cmdRouteRegister},
+		"route register":   {"route register ROUTE APP REQUEST.json [--inactive] --store DIR", (*CLI).cmdRouteRegister},
+		"route activate":   {"route activate ROUTE --store DIR", (*CLI).cmdRouteActivate},
+		"route deactivate": {"route deactivate ROUTE --store DIR", (*CLI).cmdRouteDeactivate},
+		"route remove":     {"route remove ROUTE --store DIR", (*CLI).cmdRouteRemove},
 		"route list":       {"route list --store DIR [--json]", (*CLI).cmdRouteList},
 		"route show":       {"route show ROUTE --store DIR [--json]", (*CLI).cmdRouteShow},
 		"bundle build":     {"bundle build CONTROLLER --out FILE --store DIR [--host-uid UID]", (*CLI).cmdBundleBuild},
@@ -113,7 +116,8 @@ func (c *CLI) Main(args []string) int {
 func (c *CLI) usage(cmds map[string]command) {
 	fmt.Fprintln(c.Stderr, "usage: steward-operator COMMAND [flags]; commands:")
 	for _, n := range []string{"init", "serve", "controller add", "controller list", "purse fund", "purse show", "purse freeze", "purse thaw",
-		"grant issue", "grant revoke", "grant list", "route register", "route list", "route show", "bundle build",
+		"grant issue", "grant revoke", "grant list", "route register", "route activate", "route deactivate", "route remove",
+		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
 		"agent set", "agent show", "agent list"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)

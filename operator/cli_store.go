@@ -197,51 +197,6 @@ func (c *CLI) cmdGrantList(args []string) error {
 		})
 }
 
-func (c *CLI) cmdRouteRegister(args []string) error {
-	fs, store := flags("route register")
-	pos, err := c.parse(fs, args, 3)
-	if err != nil {
-		return err
-	}
-	b, err := readBounded(pos[2], maxRouteRequest)
-	if err != nil {
-		return err
-	}
-	req, err := ParseRouteRequest(b)
-	if err != nil {
-		return err
-	}
-	rep, err := c.admin(*store, AdminRequest{Op: OpRouteRegister, Name: pos[0], App: pos[1], Route: &req})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.Stdout, "route %s revision %d selected: %s\n", rep.Route.Route, rep.Route.Revision, rep.Route.ID)
-	return nil
-}
-
-func (c *CLI) cmdRouteList(args []string) error {
-	return show(c, "route list", args, 0, func(s *Store, _ []string) ([]RouteView, error) { return s.Routes(), nil },
-		func(rs []RouteView) {
-			for _, r := range rs {
-				fmt.Fprintf(c.Stdout, "%s\trevision %d of %d\t%s -> %s\tcontroller %s\tforward %s\n", r.Route, r.Revision, r.Revisions, r.Application, r.Upstream, r.Controller, r.Forward)
-			}
-		})
-}
-
-func (c *CLI) cmdRouteShow(args []string) error {
-	return show(c, "route show", args, 1, func(s *Store, pos []string) ([]RouteView, error) { return s.Route(pos[0]) },
-		func(revs []RouteView) {
-			for _, r := range revs {
-				account := r.AppAccount
-				if account == "" {
-					account = "(unchecked)"
-				}
-				fmt.Fprintf(c.Stdout, "revision %d %s replaces %q: app %s upstream %s account %s forward %s reverse %s prefix %s connect %dms response %dms issued %s\n",
-					r.Revision, r.ID, r.Replaces, r.Application, r.Upstream, account, r.Forward, r.Reverse, r.Prefix, r.Timeouts.ConnectMs, r.Timeouts.ResponseMs, r.IssuedAt)
-			}
-		})
-}
-
 func (c *CLI) cmdBundleBuild(args []string) error {
 	fs, store := flags("bundle build")
 	out := fs.String("out", "", "write the bundle to `FILE`")

@@ -30,7 +30,22 @@
 //	purse-thaw      {controller}
 //	grant-issue     {grant}                      grant: signed msg.Grant (COSE_Sign)
 //	grant-revoke    {id}
-//	route-register  {record}                     record: signed msg.RouteRecord
+//	route-register  {record}                     record: signed msg.RouteRecord;
+//	                 version 1 of route-register.v2: its route is active (a
+//	                 route with no state record is); still read.
+//	route-register.v2 {record, state, by, at}
+//	                 what hosts write now: a signed msg.RouteRecord, who
+//	                 registered it (by: "uid:N", the admin peer's SO_PEERCRED
+//	                 while the host runs, the store's account otherwise) and
+//	                 when (at: unix ms, the store's clock), and the route's
+//	                 state once registered: active or inactive for a new
+//	                 route (`route register --inactive`), the route's own for
+//	                 a later revision (a new revision keeps it).
+//	route-state     {route, state, by, at}       an operator's `route activate`
+//	                 (state active), `route deactivate` (inactive) or `route
+//	                 remove` (removed), by and at as for route-register.v2.
+//	                 Removal is final: a removed route takes no revision and
+//	                 no other state, and gives up its forward socket.
 //	reserve         {attempt, controller, grant, application, operation, kind,
 //	                 requestSha256, charge, consent, day, ledger}
 //	                 the reservation and mark-send of one attempt, in ONE record:
@@ -210,8 +225,8 @@
 // # Admin socket
 //
 // While `serve` runs it holds the journal lock, and administrative commands
-// (fund, freeze, thaw, grant issue/revoke, controller add, route register,
-// agent set)
+// (fund, freeze, thaw, grant issue/revoke, controller add, route
+// register/activate/deactivate/remove, agent set)
 // reach it over STORE/admin.sock: a wire listener (mode 0600 in the 0700
 // store) that admits only the daemon's own UID, speaking signed frames (the
 // operator key's Ed25519 half on both sides, roles "operator-admin-client"
@@ -221,6 +236,29 @@
 // never what the request says, and a redelivery is the host's own work.
 // With no host, list and inspect read the journal read-only and a release
 // or charge runs on the store directly; a redelivery needs the host.
+// A route change names who asked the same way ("uid:N" from SO_PEERCRED;
+// the command's own account on a store it opens itself).
+//
+// # Route states
+//
+// A route is active, inactive or removed (RouteState; route_state.go):
+// route-register.v2 records give a new route its first state and
+// route-state records change it, so replay rebuilds every state (a route
+// with neither, registered before route states, is active). Only active
+// routes are listened on and in a controller's route table
+// (state.activeRoutes, which the listeners and the control socket share);
+// at most one is active for an application of a controller; the route
+// bound counts routes not removed; removal is final and refused while an
+// attempt of the route's application is uncertain or being delivered.
+// While the host runs, a change through the admin socket takes effect at
+// once (Store.mutateRoute, routelisten.go): the listener an activation or
+// registration needs is opened before its record is appended, and the
+// listener set is matched to the state after. A dispatch is served by its
+// route's selected revision as it is when the dispatch arrives, so one on
+// a channel opened before the route was deactivated or removed, or before
+// its revision moved to another socket, is refused unavailable with
+// nothing journaled; one admitted before and waiting for consent is
+// stopped by the last-moment check, like a freeze.
 //
 // # Under systemd
 //

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stewardrt/steward/wire"
@@ -69,5 +70,91 @@ func FuzzRouteRequest(f *testing.F) {
 	f.Add([]byte(`{"controller":"c","upstream":"/a","forward":"/b","reverse":"/c","prefix":"/v1","timeouts":{"connectMs":1,"responseMs":2}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ParseRouteRequest(b)
+	})
+}
+
+// routeStateInvariants fails when the store's routes break what every
+// route change must keep: a known state, at most one active route an
+// application of a controller, at most msg.MaxSelectedRoutes routes not
+// removed, and no removed route holding a forward socket.
+func routeStateInvariants(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	active := map[[2]string]string{}
+	for _, name := range s.st.routeOrder {
+		r := s.st.routes[name]
+		sel := r.selected().rec
+		switch r.state {
+		case RouteActive:
+			k := [2]string{sel.Controller, sel.Application}
+			if other, dup := active[k]; dup {
+				t.Fatalf("routes %s and %s are both active for application %s", other, name, sel.Application)
+			}
+			active[k] = name
+		case RouteInactive:
+		case RouteRemoved:
+			if s.st.forwards[sel.Forward] == name {
+				t.Fatalf("removed route %s holds its forward socket", name)
+			}
+		default:
+			t.Fatalf("route %s is in state %q", name, r.state)
+		}
+	}
+	if n := s.st.notRemoved(); n > msg.MaxSelectedRoutes {
+		t.Fatalf("%d routes not removed", n)
+	}
+}
+
+// FuzzAdminRequest: an admin request body as the host decodes it
+// (strictly) and, for the route operations, runs it on a store: whatever
+// is accepted keeps the route invariants, and a refusal is ErrRefused.
+// The admin socket admits only the daemon's own account; the body is
+// fuzzed because the host decodes it all the same.
+func FuzzAdminRequest(f *testing.F) {
+	dir := shortDir(f)
+	store := dir + "/store"
+	if _, err := Init(store); err != nil {
+		f.Fatal(err)
+	}
+	s, err := Open(store)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	if _, err := s.AddController("ctl", 1, newPeer(f, "ctl").keysFile()); err != nil {
+		f.Fatal(err)
+	}
+	route := func(fwd string) *RouteRequest {
+		return &RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/" + fwd, Reverse: dir + "/rev.sock",
+			Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 10, ResponseMs: 10}}
+	}
+	for _, req := range []AdminRequest{
+		{Op: OpRouteRegister, Name: "r1", App: "app", Route: route("f1.sock")},
+		{Op: OpRouteRegister, Name: "r2", App: "app", Route: route("f2.sock"), Inactive: true, By: "uid:0"},
+		{Op: OpRouteActivate, Name: "r2", By: "uid:0"},
+		{Op: OpRouteDeactivate, Name: "r1"},
+		{Op: OpRouteRemove, Name: "r1", By: "uid:1000"},
+	} {
+		b, err := wire.Marshal(req)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req AdminRequest
+		if wire.Unmarshal(b, &req) != nil {
+			return
+		}
+		switch req.Op {
+		case OpRouteRegister, OpRouteActivate, OpRouteDeactivate, OpRouteRemove:
+		default:
+			return
+		}
+		if _, err := s.Do(req); err != nil && !errors.Is(err, ErrRefused) {
+			t.Fatalf("%s: %v (not a refusal)", req.Op, err)
+		}
+		routeStateInvariants(t, s)
 	})
 }

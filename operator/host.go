@@ -92,42 +92,22 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	}
 	s.wake = h.poke
 
-	var listeners []*wire.Listener
-	closeAll := func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}
-	s.mu.Lock()
-	var routes []msg.RouteRecord
-	for _, n := range s.st.routeOrder {
-		routes = append(routes, s.st.routes[n].selected().rec)
-	}
-	s.mu.Unlock()
-	h.checkRouteAccounts(routes)
-	for _, rt := range routes {
-		l, err := h.listenRoute(rt)
-		if err != nil {
-			closeAll()
-			return err
-		}
-		listeners = append(listeners, l)
-	}
-	al, err := h.listenAdmin()
-	if err != nil {
-		closeAll()
-		return err
-	}
-	listeners = append(listeners, al)
-
 	srvCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var loops sync.WaitGroup
-	for i, rt := range routes {
-		l, rt := listeners[i], rt
-		loops.Add(1)
-		go func() { defer loops.Done(); h.acceptLoop(srvCtx, l, h.routeHandler(rt), h.routeChannelConfig(rt), 0) }()
+	routes := newRouteListeners(srvCtx, h)
+	if err := routes.settle(); err != nil {
+		routes.closeAll()
+		return err
 	}
+	// Set before the admin socket is listened on: every route change it
+	// carries takes effect on this set (Store.mutateRoute).
+	s.listening = routes
+	al, err := h.listenAdmin()
+	if err != nil {
+		routes.closeAll()
+		return err
+	}
+	var loops sync.WaitGroup
 	loops.Add(1)
 	go func() {
 		defer loops.Done()
@@ -136,7 +116,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
-	log.Info("steward-operator: serving", "store", dir, "routes", len(routes))
+	log.Info("steward-operator: serving", "store", dir, "routes", routes.count())
 	if opts.Ready != nil {
 		opts.Ready()
 	}
@@ -155,9 +135,11 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		log.Error("steward-operator: " + failed.Error())
 	}
 	log.Info("steward-operator: shutting down")
-	closeAll()
+	al.Close()
+	routes.closeAll() // a route change still under way opens nothing now
 	cancel()
 	loops.Wait()
+	routes.loops.Wait()
 	h.workMu.Lock()
 	h.closing = true
 	h.workMu.Unlock()
@@ -289,8 +271,15 @@ func isEOF(err error) bool {
 // host journal could not give back.
 const inspectUnreadable = "the host journal could not be read; the attempt's outcome is unknown here until the host is restarted"
 
-// routeHandler answers dispatch and inspect on one route's forward channel.
-func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
+// routeHandler answers dispatch, inspect and allowance on the forward
+// channels of one listener. A dispatch is served by its route's selected
+// revision as it is when the dispatch arrives, and refused (unavailable,
+// nothing journaled) once the route is not active or its revision is
+// served on another socket or for another controller: the listener may
+// be closed while its channels stay open. Inspect and allowance reserve
+// nothing and are answered for the listener's controller either way.
+func (h *Host) routeHandler(rl *routeListener) wire.Handler {
+	ctrl := rl.controller
 	return wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
 		switch req.T {
 		case msg.TypeDispatch:
@@ -302,13 +291,17 @@ func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
 				return msg.TypeRefused, msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host is shutting down"}
 			}
 			defer h.leave()
+			rt, why := h.s.routeToServe(rl)
+			if why != "" {
+				return msg.TypeDispatchResult, refused(&d, msg.CodeUnavailable, "%s", why)
+			}
 			return msg.TypeDispatchResult, h.dispatch(ctx, &rt, &d)
 		case msg.TypeInspect:
 			var in msg.Inspect
 			if err := req.Decode(&in); err != nil {
 				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "inspect: " + err.Error()}
 			}
-			res, err := h.s.Inspect(rt.Controller, in.Attempt)
+			res, err := h.s.Inspect(ctrl, in.Attempt)
 			if err != nil {
 				// The error names the journal's files: they go to the
 				// log, not to the controller and its agents.
@@ -324,7 +317,7 @@ func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
 			if err := validDispatchAgent(al.Agent); err != nil {
 				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
 			}
-			return msg.TypeAllowanceResult, h.s.Allowance(rt.Controller, al.Agent)
+			return msg.TypeAllowanceResult, h.s.Allowance(ctrl, al.Agent)
 		default:
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a forward socket", req.T)}
 		}
@@ -362,6 +355,23 @@ func (h *Host) reverseClient(ctx context.Context, rt *msg.RouteRecord, c *contro
 	cl := wire.NewClient(ch)
 	h.reverse[rt.Reverse] = cl
 	return cl, nil
+}
+
+// routeToServe is the revision a dispatch on listener rl's channel is
+// served by, or why it is refused: the route is not active, or its
+// selected revision is served on another socket or for another controller
+// (the controller redials it from the route's record).
+func (s *Store) routeToServe(rl *routeListener) (msg.RouteRecord, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if why := s.st.notActiveReason(rl.route); why != "" {
+		return msg.RouteRecord{}, why
+	}
+	sel := s.st.routes[rl.route].selected()
+	if !rl.serves(sel) {
+		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", rl.route, sel.rec.Revision)
+	}
+	return sel.rec, ""
 }
 
 // adminSocketPath is the admin socket of a store.

@@ -57,6 +57,8 @@ var hostRecords = []recordKind{
 	hostRecord(kindGrantIssue, (*replayer).grantIssue, nil),
 	hostRecord(kindGrantRevoke, (*replayer).grantRevoke, nil),
 	hostRecord(kindRouteRegister, (*replayer).routeRegister, nil),
+	hostRecord(kindRouteRegisterV2, (*replayer).routeRegisterV2, nil),
+	hostRecord(kindRouteState, (*replayer).routeState, nil),
 	hostRecord(kindReserve, (*replayer).reserveV1, (*journalAudit).reserve),
 	hostRecord(kindReserveV2, (*replayer).reserveV2, (*journalAudit).reserveV2),
 	hostRecord(kindNotSent, (*replayer).notSentV1, (*journalAudit).notSentV1),

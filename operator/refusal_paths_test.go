@@ -39,7 +39,7 @@ func TestInspectRefusalNamesNoPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ, rep := h.routeHandler(msg.RouteRecord{Controller: "dev"}).ServeFrame(context.Background(), &wire.Envelope{T: msg.TypeInspect, Body: body})
+	typ, rep := h.routeHandler(&routeListener{route: "r1", controller: "dev"}).ServeFrame(context.Background(), &wire.Envelope{T: msg.TypeInspect, Body: body})
 	ref, ok := rep.(msg.Refusal)
 	if typ != msg.TypeRefused || !ok || ref.Code != msg.CodeJournal || ref.Reason != inspectUnreadable {
 		t.Fatalf("inspect answered %s %+v, want refused %s %q", typ, rep, msg.CodeJournal, inspectUnreadable)

@@ -96,15 +96,6 @@ func (rp *replayer) grantRevoke(_ journal.Record, b *recGrantRevoke) error {
 	return nil
 }
 
-func (rp *replayer) routeRegister(_ journal.Record, b *recRouteRegister) error {
-	rec, id, err := rp.st.checkRoute(b.Record, rp.pub)
-	if err != nil {
-		return err
-	}
-	rp.st.addRoute(rec, b.Record, id)
-	return nil
-}
-
 func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 	st := rp.st
 	if _, dup := st.attempts[b.Attempt]; dup {
@@ -127,7 +118,7 @@ func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 	// Until a later record says otherwise, a reservation without an
 	// outcome is uncertain: sending may have begun before a crash.
 	st.attempts[b.Attempt] = &attempt{
-		id: b.Attempt, controller: b.Controller, grant: b.Grant, charge: b.Charge,
+		id: b.Attempt, controller: b.Controller, application: b.Application, grant: b.Grant, charge: b.Charge,
 		day: b.Day, state: msg.StateUncertain, detail: "the host stopped before recording an outcome",
 	}
 	return nil

@@ -95,10 +95,12 @@ type grant struct {
 	count   uint64 // admitted requests on day (holds included)
 }
 
-// route is every revision of one route; the selected one is the last.
+// route is every revision of one route (the selected one is the last)
+// and its state (route_state.go).
 type route struct {
 	name string
 	revs []routeRev
+	routeStateMark
 }
 
 type routeRev struct {
@@ -113,12 +115,15 @@ func (r *route) selected() *routeRev { return &r.revs[len(r.revs)-1] }
 type attempt struct {
 	id         string
 	controller string
-	grant      string
-	charge     uint64
-	day        int64
-	state      msg.State // or stateAdmitting before anything is durable
-	outcomeSeq uint64    // journal seq of the outcome record, when definite, or of the resolve record
-	detail     string
+	// application is the reservation's: a route is not removed while an
+	// attempt of its application is unresolved (route_state.go).
+	application string
+	grant       string
+	charge      uint64
+	day         int64
+	state       msg.State // or stateAdmitting before anything is durable
+	outcomeSeq  uint64    // journal seq of the outcome record, when definite, or of the resolve record
+	detail      string
 	// reserveSeq is the journal seq of the attempt's reserve record, which
 	// holds the request bytes a redelivery sends (read back from the
 	// journal, never kept in memory). resolving marks an operator's
@@ -225,7 +230,8 @@ func (st *state) addGrant(g msg.Grant, signed []byte) {
 // checkRoute verifies a signed route revision against the route's history
 // and the bounds: it must replace exactly the selected revision (no forks),
 // never a record already in the history (no cycles), at most
-// msg.MaxRouteRevisions a route and msg.MaxSelectedRoutes routes.
+// msg.MaxRouteRevisions a route and msg.MaxSelectedRoutes routes that are
+// not removed; a removed route takes no revision.
 func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
 	rec, err := msg.VerifyRoute(signed, pub)
 	if err != nil {
@@ -253,13 +259,16 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 		if len(rec.Replaces) != 0 {
 			return rec, nil, refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
 		}
-		if len(st.routes) >= msg.MaxSelectedRoutes {
-			return rec, nil, refusedf("route %s: %d routes are selected, the bound is %d", rec.Route, len(st.routes), msg.MaxSelectedRoutes)
+		if n := st.notRemoved(); n >= msg.MaxSelectedRoutes {
+			return rec, nil, refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
 		}
 		if rec.Revision != 1 {
 			return rec, nil, refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
 		}
 	} else {
+		if r.state == RouteRemoved {
+			return rec, nil, refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
+		}
 		sel := r.selected()
 		if string(rec.Replaces) != string(sel.id) {
 			for i, rv := range r.revs {
@@ -282,10 +291,12 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 	return rec, id, nil
 }
 
-func (st *state) addRoute(rec msg.RouteRecord, signed, id []byte) {
+// addRoute applies a checked revision; m is the state of a new route (a
+// later revision keeps the route's).
+func (st *state) addRoute(rec msg.RouteRecord, signed, id []byte, m routeStateMark) {
 	r := st.routes[rec.Route]
 	if r == nil {
-		r = &route{name: rec.Route}
+		r = &route{name: rec.Route, routeStateMark: m}
 		st.routes[rec.Route] = r
 		st.routeOrder = append(st.routeOrder, rec.Route)
 	} else {

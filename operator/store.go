@@ -53,6 +53,10 @@ type Store struct {
 	now  func() time.Time
 	log  *slog.Logger // where the clock going back is reported
 	wake func()       // wakes the checkpointer after an outcome; nil without a host
+	// listening is the running host's forward listeners (routelisten.go),
+	// which a route change prepares and settles (mutateRoute); nil
+	// without a host. Set before the admin socket is listened on.
+	listening *routeListeners
 }
 
 // storeConfig is the journal's bound config: the store's identity.

@@ -90,40 +90,40 @@ func TestRouteHistory(t *testing.T) {
 		n = lastSeq(t, s)
 		_, err = s.RegisterRoute("r1", "app", rr)
 		wantRefused(t, err, "64 revisions, the bound is 64")
-		// 8 selected routes: the 8th is accepted, the 9th refused
+		// 8 routes not removed: the 8th is accepted, the 9th refused
 		for i := 2; i <= msg.MaxSelectedRoutes; i++ {
 			r := w.route
 			r.Forward = fmt.Sprintf("%s/f%d.sock", w.dir, i)
-			if _, err := s.RegisterRoute(fmt.Sprintf("r%d", i), "app", r); err != nil {
+			if _, err := s.RegisterRoute(fmt.Sprintf("r%d", i), fmt.Sprintf("app%d", i), r); err != nil {
 				t.Fatalf("route %d: %v", i, err)
 			}
 		}
 		n = lastSeq(t, s)
 		r := w.route
 		r.Forward = w.dir + "/f9.sock"
-		_, err = s.RegisterRoute("r9", "app", r)
-		wantRefused(t, err, "8 routes are selected, the bound is 8")
+		_, err = s.RegisterRoute("r9", "app9", r)
+		wantRefused(t, err, "route r9: 8 routes are registered and not removed, the bound is 8: remove one first (steward-operator route remove)")
 		// two routes on one forward socket
 		r.Forward = w.dir + "/f2.sock"
 		rv, _ := s.Route("r3")
 		r.Replaces = rv[0].ID
-		_, err = s.RegisterRoute("r3", "app", r)
+		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "is route r2's")
 		// timeouts at and past their bounds
 		r = w.route
 		r.Replaces = rv[0].ID
 		r.Forward = w.dir + "/f3.sock"
 		r.Timeouts.ConnectMs = maxConnectMs + 1
-		_, err = s.RegisterRoute("r3", "app", r)
+		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "connect timeout 10001 ms is outside 1 to 10000")
 		r.Timeouts.ConnectMs, r.Timeouts.ResponseMs = maxConnectMs, maxResponseMs+1
-		_, err = s.RegisterRoute("r3", "app", r)
+		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "response timeout 300001 ms")
 		if got := lastSeq(t, s); got != n {
 			t.Fatalf("refused registrations journaled: %d -> %d", n, got)
 		}
 		r.Timeouts.ResponseMs = maxResponseMs
-		if _, err := s.RegisterRoute("r3", "app", r); err != nil {
+		if _, err := s.RegisterRoute("r3", "app3", r); err != nil {
 			t.Fatal(err)
 		}
 	})
