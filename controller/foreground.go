@@ -108,7 +108,7 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request) for
 		if req.Tool != ToolCall && req.Tool != ToolDiscover {
 			return fail(fmt.Errorf("tool %q cannot run on the foreground socket (only %s and %s)", req.Tool, ToolDiscover, ToolCall))
 		}
-		p, err := c.plan(req.Tool, req.Arguments, ctlconf.PrincipalForeground)
+		p, err := c.plan(ctx, req.Tool, req.Arguments, ctlconf.PrincipalForeground)
 		if err != nil {
 			return fail(err)
 		}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,7 +109,7 @@ func decodeArgs(raw []byte, v any) ([]byte, error) {
 // section 8 and builds the exact request: an invoke carries the agent's
 // scoped requestId (ScopedRequestID). Nothing is journaled before it
 // succeeds.
-func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) {
+func (c *Controller) plan(ctx context.Context, tool string, raw []byte, agent string) (*plan, error) {
 	switch tool {
 	case ToolCall:
 		var a CallArgs
@@ -116,7 +117,7 @@ func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) 
 		if err != nil {
 			return nil, err
 		}
-		route, err := c.routeOf(a.Application)
+		route, err := c.routeOf(ctx, a.Application)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +153,7 @@ func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) 
 		if err != nil {
 			return nil, err
 		}
-		route, err := c.routeOf(a.Application)
+		route, err := c.routeOf(ctx, a.Application)
 		if err != nil {
 			return nil, err
 		}
@@ -198,17 +199,6 @@ func (c *Controller) plan(tool string, raw []byte, agent string) (*plan, error) 
 	default:
 		return nil, argErr("unknown tool %q", tool)
 	}
-}
-
-func (c *Controller) routeOf(app string) (msg.RouteRecord, error) {
-	if app == "" {
-		return msg.RouteRecord{}, argErr("application: missing")
-	}
-	r, ok := c.bind.Routes[app]
-	if !ok {
-		return msg.RouteRecord{}, argErr("application: %q is not a configured application", app)
-	}
-	return r, nil
 }
 
 // requestBytes is the application's own limits.request_bytes, 0 until a

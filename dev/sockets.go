@@ -120,7 +120,7 @@ func checkPrivateDir(dir string) error {
 
 // sockets lists every socket of the stack.
 func (l Layout) sockets() []string {
-	return []string{l.ApplianceSocket, l.ForwardSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket, l.AdminSocket}
+	return []string{l.ApplianceSocket, l.ForwardSocket, l.ControlSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket, l.AdminSocket}
 }
 
 // removeSocketDir removes the sockets' directory after a clean shutdown,

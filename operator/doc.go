@@ -25,6 +25,11 @@
 // journal's own records (bind, rebind) belong to package journal.
 //
 //	controller-add  {name, uid, keys}            keys: msg.ControllerKeys CBOR
+//	controller-add.v2 {name, uid, keys, control}  control: the controller's
+//	                 control socket (control.go), which `bundle build` puts
+//	                 in its bundle; controller-add is this without one
+//	controller-control {controller, control}     sets the control socket of
+//	                 a controller added by a controller-add record
 //	purse-fund      {controller, amount, ledger}
 //	purse-freeze    {controller}
 //	purse-thaw      {controller}

@@ -14,7 +14,7 @@ func FuzzControllerKeys(f *testing.F) {
 	f.Add([]byte{0xa0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := newState()
-		c, err := st.checkControllerAdd(recControllerAdd{Name: "c", UID: 1, Keys: b})
+		c, err := st.checkControllerAdd(recControllerAddV2{Name: "c", UID: 1, Keys: b, Control: "/run/c.sock"})
 		if err == nil && (c.tool == nil || c.dispatch == nil) {
 			t.Fatal("accepted keys without a tool or dispatch key")
 		}

@@ -119,6 +119,11 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		return err
 	}
 	listeners = append(listeners, al)
+	controls, err := h.listenControls(&listeners)
+	if err != nil {
+		closeAll()
+		return err
+	}
 
 	srvCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -133,6 +138,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		defer loops.Done()
 		h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig(), adminIdleTimeout)
 	}()
+	h.serveControls(srvCtx, &loops, controls)
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
@@ -304,27 +310,9 @@ func (h *Host) routeHandler(rt msg.RouteRecord) wire.Handler {
 			defer h.leave()
 			return msg.TypeDispatchResult, h.dispatch(ctx, &rt, &d)
 		case msg.TypeInspect:
-			var in msg.Inspect
-			if err := req.Decode(&in); err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "inspect: " + err.Error()}
-			}
-			res, err := h.s.Inspect(rt.Controller, in.Attempt)
-			if err != nil {
-				// The error names the journal's files: they go to the
-				// log, not to the controller and its agents.
-				h.log.Error("steward-operator: inspect: reading the host journal", "attempt", in.Attempt, "err", err)
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeJournal, Reason: inspectUnreadable}
-			}
-			return msg.TypeInspectResult, res
+			return h.answerInspect(rt.Controller, req)
 		case msg.TypeAllowance:
-			var al msg.Allowance
-			if err := req.Decode(&al); err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
-			}
-			if err := validDispatchAgent(al.Agent); err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
-			}
-			return msg.TypeAllowanceResult, h.s.Allowance(rt.Controller, al.Agent)
+			return h.answerAllowance(rt.Controller, req)
 		default:
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a forward socket", req.T)}
 		}
