@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/oracleops"
@@ -30,6 +31,11 @@ import (
 // be looked up: the host's control socket did not answer. Nothing was
 // journaled and nothing was sent to any application.
 const routesUnavailable = "the host cannot be reached to look up its applications now; nothing was journaled or sent"
+
+// routesLookupTimeout bounds one lookup, dial included: the host is on
+// this machine and answers from memory, so a lookup that takes longer is a
+// host that cannot serve the call now.
+const routesLookupTimeout = 2 * time.Second
 
 // unavailableError is a refusal with code unavailable: the host could not
 // be asked. The tools answer it as msg.CodeUnavailable (planRefusal).
@@ -83,6 +89,8 @@ func newRouteTable() routeTable {
 // returns those it may use, sorted by application. A host that cannot be
 // asked, or whose answer cannot be used, is an *unavailableError.
 func (c *Controller) liveRoutes(ctx context.Context) ([]msg.RouteRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, routesLookupTimeout)
+	defer cancel()
 	env, _, err := c.ctl.call(ctx, msg.TypeRoutes, msg.Routes{Known: c.routes.known()})
 	if err != nil {
 		c.log.Warn("the host's control socket did not answer a route lookup", "err", err)

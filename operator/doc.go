@@ -212,6 +212,17 @@
 // A route's forward channel also answers allowance (what an agent may
 // still spend today), besides dispatch and inspect.
 //
+// # Control socket
+//
+// Each controller's record names its control socket (controller add
+// --control; controller control for one added before it), and the host
+// listens on it at start, bound as a forward socket is (control.go). It
+// answers routes (the RouteIDs of the selected revisions of that
+// controller's routes, with the signed records the controller does not
+// already know), inspect and allowance; a controller with no route still
+// has it, so the routes registered later are found there. bundle build
+// puts the path in the bundle and refuses a controller without one.
+//
 // # Admin socket
 //
 // While `serve` runs it holds the journal lock, and administrative commands
