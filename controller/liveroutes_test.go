@@ -168,8 +168,8 @@ func tableController(t testing.TB, log *slog.Logger) (*Controller, *controlHost)
 // this controller may use, sorted by application; each record is sent
 // and checked once (the next lookup names it Known and gets no bytes);
 // a record of another controller, another protocol, a bad prefix or
-// another key is left out, logged once; a route the host stops offering
-// leaves the table.
+// another key is left out, and an application's second route, each
+// logged once; a route the host stops offering leaves the table.
 func TestLiveRoutesChecked(t *testing.T) {
 	var logBuf syncBuffer
 	c, h := tableController(t, slog.New(slog.NewTextHandler(&logBuf, nil)))
@@ -187,7 +187,8 @@ func TestLiveRoutesChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.set(zeta, foreign, v2, alpha, badPrefix, forged)
+	alpha2 := h.route(t, "r-alpha2", "alpha", "dev", nil)
+	h.set(zeta, foreign, v2, alpha, badPrefix, forged, alpha2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := range 3 {
@@ -195,15 +196,16 @@ func TestLiveRoutesChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(routes) != 2 || routes[0].Application != "alpha" || routes[1].Application != "zeta" {
-			t.Fatalf("lookup %d: %+v, want alpha and zeta", i, routes)
+		if len(routes) != 2 || routes[0].Route != "r-alpha" || routes[1].Application != "zeta" {
+			t.Fatalf("lookup %d: %+v, want r-alpha (the first of alpha's in the host's order) and zeta", i, routes)
 		}
-		if i > 0 && len(h.lastKnown()) != 6 {
-			t.Fatalf("lookup %d named %d records Known, want all 6 it was sent", i, len(h.lastKnown()))
+		if i > 0 && len(h.lastKnown()) != 7 {
+			t.Fatalf("lookup %d named %d records Known, want all 7 it was sent", i, len(h.lastKnown()))
 		}
 	}
 	logs := logBuf.String()
-	for _, why := range []string{`it is controller \"someone-else\"'s`, `it speaks \"oracle-operations-v2\"`, "prefix", "does not verify with the bundle's host key"} {
+	for _, why := range []string{`it is controller \"someone-else\"'s`, `it speaks \"oracle-operations-v2\"`, "prefix", "does not verify with the bundle's host key",
+		"the host offers a second route for an application"} {
 		if n := strings.Count(logs, why); n != 1 {
 			t.Errorf("%q logged %d times over 3 lookups, want once:\n%s", why, n, logs)
 		}
