@@ -101,7 +101,7 @@ func TestTarget(t *testing.T) {
 // TestPlanAddress: plan reads an address into the same request as
 // application and operationId, and journals what the agent sent.
 func TestPlanAddress(t *testing.T) {
-	c := fuzzController()
+	c := fuzzController(t)
 	ctx := context.Background()
 	byAddr, err := c.plan(ctx, ToolCall, []byte(`{"address":"appliance/calc.evaluate","requestId":"r1","conversationId":"c1","arguments":{}}`), "a")
 	if err != nil {
@@ -126,7 +126,7 @@ func TestPlanAddress(t *testing.T) {
 		{ToolDiscover, `{"address":"appliance/calc.evaluate","query":"x"}`, "arguments refused: address names one operation: query, availability, limit and offset must be absent"},
 		{ToolDiscover, `{"operationId":"calc.evaluate"}`, "arguments refused: application: missing: operationId names an operation of one application; give application too, or address"},
 		{ToolDiscover, `{"query":"calc"}`, "arguments refused: application: missing: a search across applications is an MCP oracle_discover; here give application or address"},
-		{ToolCall, `{"address":"nowhere/calc.evaluate","requestId":"r1","conversationId":"c1","arguments":{}}`, `arguments refused: application: "nowhere" is not a configured application`},
+		{ToolCall, `{"address":"nowhere/calc.evaluate","requestId":"r1","conversationId":"c1","arguments":{}}`, `arguments refused: application: "nowhere" is not an application of this controller (steward_overview lists them)`},
 	} {
 		_, err := c.plan(ctx, v.tool, []byte(v.raw), "a")
 		if err == nil || err.Error() != v.want {

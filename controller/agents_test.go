@@ -19,6 +19,7 @@ import (
 	"github.com/stewardrt/steward/internal/testaccount"
 	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -329,9 +330,11 @@ func frameHost(t *testing.T, s *stack, answer func(*wire.Envelope) (string, any)
 	serveFrames(t, s, answer)
 }
 
-// serveFrames listens on the stack's forward socket as a stand-in host:
-// it completes each handshake with the operator's key and answers every
-// request with answer. The stack's own host must not be serving.
+// serveFrames listens on the stack's forward and control sockets as a
+// stand-in host: it completes each handshake with the operator's key and
+// answers every request with answer, but a routes request on the control
+// socket, which it answers with the stack's route as the host would. The
+// stack's own host must not be serving.
 func serveFrames(t *testing.T, s *stack, answer func(*wire.Envelope) (string, any)) {
 	t.Helper()
 	hostKey, err := wire.ReadHybridKey(filepath.Join(s.store, "operator.key"))
@@ -342,15 +345,36 @@ func serveFrames(t *testing.T, s *stack, answer func(*wire.Envelope) (string, an
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwd := filepath.Join(s.dir, "fwd.sock")
-	l, err := wire.Listen(wire.ListenConfig{Path: fwd, Mode: 0o600, Allow: func(wire.PeerCred) error { return nil },
+	st, err := operator.OpenReadOnly(s.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := st.SignedRoute("r-appliance")
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := func(req *wire.Envelope) (string, any) {
+		if req.T == msg.TypeRoutes {
+			return msg.TypeRoutesResult, msg.RoutesResult{Active: [][]byte{msg.RouteID(route)}, Records: [][]byte{route}}
+		}
+		return answer(req)
+	}
+	serveSocket(t, filepath.Join(s.dir, "fwd.sock"), msg.PurposeDispatch, hostKey, tool, answer)
+	serveSocket(t, filepath.Join(s.dir, "control.sock"), msg.PurposeControl, hostKey, tool, routes)
+}
+
+// serveSocket is one socket of serveFrames.
+func serveSocket(t *testing.T, path, purpose string, hostKey *wire.HybridSigningKey, tool *wire.SigningKey, answer func(*wire.Envelope) (string, any)) {
+	t.Helper()
+	l, err := wire.Listen(wire.ListenConfig{Path: path, Mode: 0o600, Allow: func(wire.PeerCred) error { return nil },
 		Refuse: wire.RefuseFrame(hostKey.Ed25519())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	cfg := wire.ChannelConfig{Key: hostKey.Ed25519(), Role: msg.RoleHost, PeerRole: msg.RoleControllerTool,
-		PeerKeys: wire.NewKeyring(tool.Public()), Path: fwd, Purpose: msg.PurposeDispatch,
+		PeerKeys: wire.NewKeyring(tool.Public()), Path: path, Purpose: purpose,
 		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame}
 	go func() {
 		for {
@@ -455,7 +479,7 @@ func TestDispatchAndAllowanceNameTheAgent(t *testing.T) {
 // own body carries the scoped id, and planning it again gives the same
 // bytes (what a replay and a redelivery rely on).
 func TestSameUnscoped(t *testing.T) {
-	c := fuzzController()
+	c := fuzzController(t)
 	raw, _ := json.Marshal(callArgs("r1", map[string]any{"text": "hello"}))
 	p, err := c.plan(context.Background(), ToolCall, raw, "uid:1000")
 	if err != nil {

@@ -31,18 +31,19 @@ type OverviewLimits struct {
 // The notes of an overview whose limits the host did not report.
 const (
 	limitsNone    = "the host reports no per-agent limits: your calls are limited by the operator's grant and the payer alone"
-	limitsUnasked = "the host could not be asked for your limits now: none of its routes is reachable"
+	limitsUnasked = "the host could not be asked for your limits now: its control socket is not reachable"
 	limitsNoLimit = "the operator set no limits for you: your calls are limited by the operator's grant and the payer alone"
 )
 
-// allowance asks the host on f what agent may still spend today. A host
+// allowance asks the host on the control channel what agent may still
+// spend today. A host
 // that refuses the question (one before per-agent limits answers an
 // unknown request type with a refusal) reports no per-agent limits; an
 // answer about another agent, or a malformed one, is not shown.
-func (c *Controller) allowance(ctx context.Context, f *forward, agent string) OverviewLimits {
-	env, _, err := f.call(ctx, msg.TypeAllowance, msg.Allowance{Agent: agent})
+func (c *Controller) allowance(ctx context.Context, agent string) OverviewLimits {
+	env, _, err := c.ctl.call(ctx, msg.TypeAllowance, msg.Allowance{Agent: agent})
 	if err != nil {
-		c.log.Warn("asking the host for an agent's allowance", "agent", agent, "route", f.route.Route, "err", err)
+		c.log.Warn("asking the host for an agent's allowance", "agent", agent, "err", err)
 		return OverviewLimits{Note: "the host did not answer for your limits now"}
 	}
 	switch env.T {
@@ -63,7 +64,7 @@ func (c *Controller) allowance(ctx context.Context, f *forward, agent string) Ov
 	case msg.TypeRefused:
 		var r msg.Refusal
 		env.Decode(&r)
-		c.log.Info("the host reports no per-agent limits", "route", f.route.Route, "code", r.Code, "reason", r.Reason)
+		c.log.Info("the host reports no per-agent limits", "code", r.Code, "reason", r.Reason)
 		return OverviewLimits{Note: limitsNone}
 	default:
 		c.log.Error("the host answered an allowance with an unexpected frame", "type", env.T)

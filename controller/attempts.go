@@ -62,8 +62,8 @@ func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
 		RequestID: b.RequestID, Agent: b.Owner(), Route: b.Route, Kind: b.Kind, State: stateEnded, BeginSeq: seq}, b, nil
 }
 
-// Inspect asks the host, over the attempt's forward channel, what it
-// recorded of the attempt.
+// Inspect asks the host, over the control channel, what it recorded of
+// the attempt.
 func (c *Controller) Inspect(ctx context.Context, id string) (Inspection, error) {
 	a, b, err := c.findAttempt(id)
 	if err != nil {
@@ -85,11 +85,8 @@ func inspection(a Attempt, ir msg.InspectResult) Inspection {
 }
 
 func (c *Controller) askHost(ctx context.Context, b ledger.Begin) (msg.InspectResult, error) {
-	f := c.fwd[b.Application]
-	if f == nil {
-		return msg.InspectResult{}, fmt.Errorf("attempt %s: application %q is no longer configured", b.Attempt, b.Application)
-	}
-	env, _, err := f.call(ctx, msg.TypeInspect, msg.Inspect{Attempt: b.Attempt})
+	// The control channel: the attempt's route may have left the table.
+	env, _, err := c.ctl.call(ctx, msg.TypeInspect, msg.Inspect{Attempt: b.Attempt})
 	if err != nil {
 		return msg.InspectResult{}, fmt.Errorf("attempt %s: asking the host: %w", b.Attempt, err)
 	}

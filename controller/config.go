@@ -8,7 +8,6 @@ import (
 // installer links without the rest of the controller; these names are
 // the same things, for the controller's own code.
 const (
-	MaxServices    = ctlconf.MaxServices
 	MaxConfigBytes = ctlconf.MaxConfigBytes
 	MaxBundleBytes = ctlconf.MaxBundleBytes
 )
@@ -24,12 +23,6 @@ type Sockets = ctlconf.Sockets
 
 // Agents is the allow-list of the MCP socket (package ctlconf).
 type Agents = ctlconf.Agents
-
-// ToolTask is what the agent-facing tools may reach (package ctlconf).
-type ToolTask = ctlconf.ToolTask
-
-// Service is one application the tools can call (package ctlconf).
-type Service = ctlconf.Service
 
 // ParseConfig is ctlconf.Parse.
 func ParseConfig(raw []byte) (*Config, error) { return ctlconf.Parse(raw) }

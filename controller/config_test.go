@@ -3,7 +3,6 @@ package controller
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +15,8 @@ import (
 )
 
 // testBundle signs a bundle for controller name with one route per app,
-// route name = "r-"+app, with a fresh operator key.
+// route name = "r-"+app, and a control socket in dir, with a fresh
+// operator key.
 func testBundle(t *testing.T, dir, name string, apps ...string) string {
 	t.Helper()
 	k, err := wire.GenerateHybridKey()
@@ -36,7 +36,8 @@ func testBundle(t *testing.T, dir, name string, apps ...string) string {
 		}
 		routes = append(routes, r)
 	}
-	b, err := msg.SignBundle(k, msg.Bundle{Controller: name, HostKey: k.Public().MarshalCOSEKey(), HostUID: uint32(os.Getuid()), Routes: routes, IssuedAt: time.Now().UnixMilli()})
+	b, err := msg.SignBundle(k, msg.Bundle{Controller: name, HostKey: k.Public().MarshalCOSEKey(), HostUID: uint32(os.Getuid()), Routes: routes, IssuedAt: time.Now().UnixMilli(),
+		Control: filepath.Join(dir, "control.sock")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,23 +48,16 @@ func testBundle(t *testing.T, dir, name string, apps ...string) string {
 	return p
 }
 
-// baseConfig is a valid config as a generic map, for tests to break.
-func baseConfig(dir, bundle string, apps ...string) map[string]any {
-	var svcs []any
-	var routes []any
-	for _, a := range apps {
-		svcs = append(svcs, map[string]any{"application": a, "protocol": "oracle-operations-v1"})
-		routes = append(routes, "r-"+a)
-	}
+// baseConfig is a valid config as a generic map, for tests to break. It
+// lists no application: the host's active routes are the controller's.
+func baseConfig(dir, bundle string) map[string]any {
 	return map[string]any{
 		"name": "dev", "stateDir": filepath.Join(dir, "state"), "keyDir": filepath.Join(dir, "keys"),
 		"bundle": bundle,
 		"sockets": map[string]any{"mcp": filepath.Join(dir, "mcp.sock"), "reverse": filepath.Join(dir, "reverse.sock"),
 			"foreground": filepath.Join(dir, "fg.sock")},
-		"agents":                           map[string]any{"uids": []int{os.Getuid()}, "gids": []int{}},
-		"foregroundUids":                   []int{os.Getuid()},
-		"allowedApplicationLifetimeRoutes": routes,
-		"toolTask":                         map[string]any{"applicationServices": svcs},
+		"agents":         map[string]any{"uids": []int{os.Getuid()}, "gids": []int{}},
+		"foregroundUids": []int{os.Getuid()},
 	}
 }
 
@@ -79,7 +73,7 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestConfigValid(t *testing.T) {
 	dir := t.TempDir()
 	b := testBundle(t, dir, "dev", "appliance")
-	c, err := ParseConfig(mustJSON(t, baseConfig(dir, b, "appliance")))
+	c, err := ParseConfig(mustJSON(t, baseConfig(dir, b)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +81,11 @@ func TestConfigValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := bind.Routes["appliance"]; r.Route != "r-appliance" {
-		t.Fatalf("route %+v", r)
+	if bind.Bundle.Control != filepath.Join(dir, "control.sock") {
+		t.Fatalf("bundle's control socket %q", bind.Bundle.Control)
 	}
 	// foregroundUids absent means root and the controller's own account.
-	m := baseConfig(dir, b, "appliance")
+	m := baseConfig(dir, b)
 	delete(m, "foregroundUids")
 	c, err = ParseConfig(mustJSON(t, m))
 	if err != nil {
@@ -116,24 +110,9 @@ func TestConfigRefusals(t *testing.T) {
 		atBun bool // refused only once the bundle is read
 	}{
 		{name: "unknown field", edit: func(m map[string]any) { m["colour"] = "blue" }, want: `unknown field "colour"`},
-		{name: "unknown nested field", edit: func(m map[string]any) {
-			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v1", "x": 1}}}
-		}, want: `unknown field "x"`},
-		{name: "unknown protocol", edit: func(m map[string]any) {
-			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v2"}}}
-		}, want: `unknown protocol "oracle-operations-v2" (only oracle-operations-v1 exists)`},
-		{name: "duplicate application", edit: func(m map[string]any) {
-			s := map[string]any{"application": "appliance", "protocol": "oracle-operations-v1"}
-			m["toolTask"] = map[string]any{"applicationServices": []any{s, s}}
-		}, want: `duplicate application "appliance"`},
-		{name: "17 services", edit: func(m map[string]any) {
-			var svcs []any
-			for i := range MaxServices + 1 {
-				svcs = append(svcs, map[string]any{"application": fmt.Sprintf("app%d", i), "protocol": "oracle-operations-v1"})
-			}
-			m["toolTask"] = map[string]any{"applicationServices": svcs}
-		}, want: "17 services exceeds the bound of 16"},
-		{name: "no services", edit: func(m map[string]any) { m["toolTask"] = map[string]any{"applicationServices": []any{}} }, want: "no application services"},
+		{name: "toolTask", edit: func(m map[string]any) {
+			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v1"}}}
+		}, want: "toolTask: no longer part of a controller config: the host's active routes are its applications; remove it and enroll the config with steward-installer controller-enroll"},
 		{name: "relative path", edit: func(m map[string]any) { m["stateDir"] = "state" }, want: "stateDir"},
 		{name: "same sockets", edit: func(m map[string]any) {
 			m["sockets"] = map[string]any{"mcp": "/run/a.sock", "reverse": "/run/a.sock", "foreground": "/run/b.sock"}
@@ -147,17 +126,12 @@ func TestConfigRefusals(t *testing.T) {
 		{name: "mcpHTTP not clean", edit: func(m map[string]any) { m["sockets"].(map[string]any)["mcpHTTP"] = "/run/x/../mcp-http.sock" },
 			want: `sockets.mcpHTTP: "/run/x/../mcp-http.sock" must be a clean absolute path`},
 		{name: "trailing data", raw: "TRAIL", want: "data after the config object"},
-		{name: "service without a route", edit: func(m map[string]any) {
-			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "missing", "protocol": "oracle-operations-v1"}}}
-		}, want: `service "missing" has no matching route`, atBun: true},
-		{name: "route not allowed", edit: func(m map[string]any) { m["allowedApplicationLifetimeRoutes"] = []string{"r-other"} },
-			want: `service "appliance" has no matching route`, atBun: true},
 		{name: "bundle for another controller", edit: func(m map[string]any) { m["name"] = "someone-else" },
 			want: `was built for controller "dev", not "someone-else"`, atBun: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := baseConfig(dir, b, "appliance")
+			m := baseConfig(dir, b)
 			if tc.edit != nil {
 				tc.edit(m)
 			}
@@ -185,30 +159,10 @@ func TestConfigRefusals(t *testing.T) {
 	}
 }
 
-func TestConfigSixteenServices(t *testing.T) {
-	dir := t.TempDir()
-	var apps []string
-	for i := range MaxServices {
-		apps = append(apps, fmt.Sprintf("app%d", i))
-	}
-	b := testBundle(t, dir, "dev", apps...)
-	c, err := ParseConfig(mustJSON(t, baseConfig(dir, b, apps...)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bind, err := LoadBundle(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bind.Routes) != MaxServices {
-		t.Fatalf("%d routes", len(bind.Routes))
-	}
-}
-
 func TestConfigBindingMismatch(t *testing.T) {
 	dir := t.TempDir()
 	b := testBundle(t, dir, "dev", "appliance")
-	m := baseConfig(dir, b, "appliance")
+	m := baseConfig(dir, b)
 	c1, err := ParseConfig(mustJSON(t, m))
 	if err != nil {
 		t.Fatal(err)

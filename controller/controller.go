@@ -21,13 +21,16 @@ import (
 // keys, its journal and the index rebuilt from it. Serve runs it as a
 // daemon; the attempts commands use it with the daemon stopped.
 type Controller struct {
-	cfg    *Config
-	raw    []byte
-	bind   *Binding
-	keys   *Keys
-	j      *journal.Journal
-	led    *ledger.Ledger
-	fwd    map[string]*forward // by application
+	cfg  *Config
+	raw  []byte
+	bind *Binding
+	keys *Keys
+	j    *journal.Journal
+	led  *ledger.Ledger
+	// ctl is the control channel (control.go); routes the live route
+	// table and the forward channels of its routes (liveroutes.go).
+	ctl    *hostChannel
+	routes routeTable
 	log    *slog.Logger
 	limits sync.Map         // application -> int: its limits.request_bytes, once seen
 	gate   sync.RWMutex     // read-held by each dispatch; write-held from shutdown on
@@ -84,16 +87,14 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 		now = time.Now
 	}
 	led := ledger.New()
-	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: led, fwd: map[string]*forward{}, log: log,
+	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: led, routes: newRouteTable(), log: log,
 		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public())}
 	if h, err := os.Hostname(); err == nil {
 		c.hostname = h
 	} else {
 		log.Warn("this host's name could not be read: addresses with a node prefix are refused", "err", err)
 	}
-	for app, r := range bind.Routes {
-		c.fwd[app] = &forward{route: r, c: c}
-	}
+	c.ctl = newControl(c)
 	return c
 }
 
@@ -131,13 +132,12 @@ func openJournal(cfg *Config, raw []byte, segmentSize int64) (*journal.Journal, 
 }
 
 // Close waits for the dispatches in flight, then closes the forward
-// channels and the journal.
+// channels, the control channel and the journal.
 func (c *Controller) Close() error {
 	c.gate.Lock() // never unlocked: no dispatch starts after Close
 
-	for _, f := range c.fwd {
-		f.close()
-	}
+	c.routes.closeAll()
+	c.ctl.close()
 	return c.j.Close()
 }
 

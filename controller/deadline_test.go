@@ -97,8 +97,7 @@ func TestDispatchTimeoutsConfig(t *testing.T) {
 		t.Fatalf("defaults: %v %d", c.DefaultTimeout(), c.MaxTimeoutMs())
 	}
 	base := `{"name":"c","stateDir":"/s","keyDir":"/k","bundle":"/b","sockets":{"mcp":"/m","reverse":"/r","foreground":"/f"},` +
-		`"agents":{"uids":[],"gids":[]},"allowedApplicationLifetimeRoutes":[],` +
-		`"toolTask":{"applicationServices":[{"application":"a","protocol":"oracle-operations-v1"}]}`
+		`"agents":{"uids":[],"gids":[]}`
 	for _, tc := range []struct{ dispatch, want string }{
 		{`{"defaultTimeoutMs":300000,"maxTimeoutMs":300000}`, ""},
 		{`{"maxTimeoutMs":300001}`, "dispatch.maxTimeoutMs: 300001 is outside 1 to 300000 (0 or absent: the default)"},

@@ -142,7 +142,7 @@ func withReceipt(t *ToolResult, res ledger.Result) *ToolResult {
 func (c *Controller) runTool(ctx context.Context, tool string, raw []byte, agent string) *ToolResult {
 	p, err := c.plan(ctx, tool, raw, agent)
 	if err != nil {
-		return refused(msg.CodeBadRequest, err.Error(), "")
+		return planRefusal(err)
 	}
 	return c.dispatch(ctx, p, "")
 }
@@ -298,7 +298,8 @@ func waitUntil(deadline int64, now time.Time) time.Time {
 // past it (waitUntil) the controller stops waiting, and the attempt is
 // uncertain: the host may still have delivered it.
 func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) ledger.Result {
-	f := c.fwd[p.application]
+	f, release := c.useForward(p.route)
+	defer release()
 	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal}
 	// The dispatch outlives the agent's request: once sent, its answer is
 	// journaled whether or not anyone is still waiting.

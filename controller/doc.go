@@ -13,8 +13,6 @@
 //	 "agents": {"uids": [1000], "gids": [995],
 //	            "named": [{"name": "alice", "account": "alice"}, {"group": "steward-bots"}]},
 //	 "foregroundUids": [0],
-//	 "allowedApplicationLifetimeRoutes": ["appliance"],
-//	 "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]},
 //	 "payer": {"maxPerCall": 10, "perDay": 1000, "principals": {"uid:1000": {"maxPerCall": 5, "perDay": 100}}}}
 //
 // agents says who may use the MCP socket and as which agent (DESIGN.md
@@ -36,9 +34,12 @@
 // MCP peer, "foreground" for the foreground socket), and without a policy
 // to none. At most ctlconf.MaxPayerPrincipals overrides.
 //
-// foregroundUids defaults to [0]. At most MaxServices services, each a
-// different application speaking oracle-operations-v1, and each matched to
-// exactly one route of the bundle whose name is allowed. The canonical form
+// foregroundUids defaults to [0]. The config lists no applications: the
+// host's active routes are the controller's applications, asked live on
+// the host's control socket (the bundle's Bundle.Control) on every tool
+// call that needs a route and every overview (liveroutes.go), so adding
+// an application needs no enrollment. A config that still has toolTask or
+// allowedApplicationLifetimeRoutes is refused saying so. The canonical form
 // of the config file's bytes (canonjson.CanonicalJSON) is what the journal
 // binds: a changed config refuses to start until it is enrolled
 // (steward-installer controller-enroll); a reformatted one binds the same.
@@ -48,8 +49,9 @@
 // KEYDIR holds controller.key, tool.key, dispatch.key and provider.key
 // (wire COSE_Key files, 0600 in a 0700 directory) and controller.pub, the
 // msg.ControllerKeys (CBOR) that `steward-operator controller add` pins.
-// The tool key signs the forward channel (dispatch, inspect); the dispatch
-// key signs the reverse channel and every payer consent.
+// The tool key signs the forward channels (dispatch) and the control
+// channel (routes, inspect, allowance); the dispatch key signs the reverse
+// channel and every payer consent.
 //
 // # Journal
 //

@@ -3,26 +3,23 @@ package controller
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 
 	"github.com/stewardrt/steward/controller/foreground"
-	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/wire"
-	"github.com/stewardrt/steward/wire/msg"
 )
 
-// fuzzController has one configured application and no journal: plan
-// never touches the journal.
-func fuzzController() *Controller {
-	return &Controller{cfg: &Config{Name: "dev"}, led: ledger.New(), log: slog.Default(),
-		bind: &Binding{Routes: map[string]msg.RouteRecord{"appliance": {Route: "r", Application: "appliance", Prefix: "/v1"}}}}
+// fuzzController has one application, appliance, on a control socket
+// (tableController), and no journal: plan never touches the journal.
+func fuzzController(t testing.TB) *Controller {
+	c, _ := tableController(t, nil)
+	return c
 }
 
 // FuzzPlanArgs feeds agent-controlled tool arguments to the validator: it
 // must never panic, and what it accepts must be within the bounds.
 func FuzzPlanArgs(f *testing.F) {
-	c := fuzzController()
+	c := fuzzController(f)
 	f.Fuzz(func(t *testing.T, discover bool, raw []byte) {
 		tool := ToolCall
 		if discover {

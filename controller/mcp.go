@@ -125,6 +125,11 @@ func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
 }
 
+// overviewUnreachable is the overview's note when the host's control
+// socket did not answer: no application is listed, since only the host
+// says which there are.
+const overviewUnreachable = "the host cannot be reached now: its applications and your limits are unknown until it can be"
+
 func (c *Controller) overview(ctx context.Context, principal string) Overview {
 	o := Overview{Applications: []OverviewApplication{}}
 	if principal != "" {
@@ -133,24 +138,25 @@ func (c *Controller) overview(ctx context.Context, principal string) Overview {
 			o.Payer = OverviewPayer{Policy: true, MaxPerCall: lim.MaxPerCall, PerDay: lim.PerDay, RemainingToday: left, Day: dayString(day)}
 		}
 	}
-	var asked bool
-	for _, svc := range c.cfg.ToolTask.ApplicationServices {
-		avail := "unreachable"
-		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		f := c.fwd[svc.Application]
-		if f.reachable(dctx) {
-			avail = "reachable"
-			if !asked && principal != "" {
-				// The operator's limits span the controller's applications:
-				// any one route's host answers for all of them.
-				o.Limits, asked = c.allowance(dctx, f, principal), true
-			}
-		}
-		cancel()
-		o.Applications = append(o.Applications, OverviewApplication{Application: svc.Application, Protocol: svc.Protocol, Availability: avail})
+	// The applications are the host's active routes now (liveroutes.go),
+	// and the limits its word for this agent, both on the control channel.
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	routes, err := c.liveRoutes(dctx)
+	if err != nil {
+		o.Limits = OverviewLimits{Note: overviewUnreachable}
+		return o
 	}
-	if !asked {
-		o.Limits = OverviewLimits{Note: limitsUnasked}
+	o.Limits = OverviewLimits{Note: limitsUnasked}
+	if principal != "" {
+		o.Limits = c.allowance(dctx, principal)
+	}
+	for _, r := range routes {
+		avail := "unreachable"
+		if c.reachable(dctx, r) {
+			avail = "reachable"
+		}
+		o.Applications = append(o.Applications, OverviewApplication{Application: r.Application, Protocol: r.Protocol, Availability: avail})
 	}
 	o.Applications = slices.DeleteFunc(o.Applications, func(a OverviewApplication) bool { return !o.Limits.allows(a.Application) })
 	return o

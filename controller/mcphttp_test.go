@@ -234,7 +234,7 @@ func TestMCPHTTPOffByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		if e.Type()&os.ModeSocket != 0 && !slices.Contains([]string{"mcp.sock", "fg.sock", "rev.sock", "fwd.sock", "app.sock"}, e.Name()) {
+		if e.Type()&os.ModeSocket != 0 && !slices.Contains([]string{"mcp.sock", "fg.sock", "rev.sock", "fwd.sock", "control.sock", "app.sock"}, e.Name()) {
 			t.Fatalf("socket %s bound without sockets.mcpHTTP", e.Name())
 		}
 	}

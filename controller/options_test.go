@@ -6,7 +6,7 @@ import "testing"
 // later open with the default keeps it.
 func TestOpenJournalSegmentSize(t *testing.T) {
 	dir := t.TempDir()
-	m := baseConfig(dir, testBundle(t, dir, "dev", "appliance"), "appliance")
+	m := baseConfig(dir, testBundle(t, dir, "dev", "appliance"))
 	raw := mustJSON(t, m)
 	cfg, err := ParseConfig(raw)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestAddressCall(t *testing.T) {
 	s.wantRefused(t, ctx, cs, ToolCall, call,
 		"arguments refused: application: missing: give address (APPLICATION/OPERATION), or application and operationId")
 	s.wantRefused(t, ctx, cs, ToolCall, with("address", "third/calc.evaluate"),
-		`arguments refused: application: "third" is not a configured application`)
+		`arguments refused: application: "third" is not an application of this controller (steward_overview lists them)`)
 	// The address bound, one past: the longest application name, "/"
 	// and an operation id one byte past its own bound.
 	long := strings.Repeat("a", MaxApplicationLen) + "/o" + strings.Repeat("p", 160)

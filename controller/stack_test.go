@@ -130,7 +130,7 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AddController("dev", uid, pub); err != nil {
+	if _, err := st.AddController("dev", uid, pub, filepath.Join(dir, "control.sock")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.FundPurse("dev", o.funded); err != nil {
@@ -163,18 +163,11 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	}
 	m := map[string]any{
 		"name": "dev", "stateDir": filepath.Join(dir, "cstate"), "keyDir": keyDir, "bundle": bundlePath,
-		"sockets":                          map[string]any{"mcp": filepath.Join(dir, "mcp.sock"), "reverse": filepath.Join(dir, "rev.sock"), "foreground": filepath.Join(dir, "fg.sock")},
-		"agents":                           map[string]any{"uids": []uint32{uid}, "gids": []uint32{}},
-		"foregroundUids":                   []uint32{uid},
-		"allowedApplicationLifetimeRoutes": []string{"r-appliance"},
-		"toolTask":                         map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v1"}}},
+		"sockets":        map[string]any{"mcp": filepath.Join(dir, "mcp.sock"), "reverse": filepath.Join(dir, "rev.sock"), "foreground": filepath.Join(dir, "fg.sock")},
+		"agents":         map[string]any{"uids": []uint32{uid}, "gids": []uint32{}},
+		"foregroundUids": []uint32{uid},
 		// A payer policy that never limits: tests of the policy edit it.
 		"payer": map[string]any{"maxPerCall": 1 << 20, "perDay": uint64(1) << 50},
-	}
-	for _, a := range o.more {
-		m["allowedApplicationLifetimeRoutes"] = append(m["allowedApplicationLifetimeRoutes"].([]string), "r-"+a.name)
-		m["toolTask"].(map[string]any)["applicationServices"] = append(m["toolTask"].(map[string]any)["applicationServices"].([]any),
-			map[string]any{"application": a.name, "protocol": "oracle-operations-v1"})
 	}
 	if o.edit != nil {
 		o.edit(m)

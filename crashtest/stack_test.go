@@ -114,9 +114,7 @@ func newStack(t *testing.T) *stack {
   "sockets": {"mcp": %q, "reverse": %q, "foreground": %q},
   "agents": {"uids": [%s], "gids": []},
   "foregroundUids": [%s],
-  "allowedApplicationLifetimeRoutes": ["appliance"],
-  "payer": {"maxPerCall": 100, "perDay": %d},
-  "toolTask": {"applicationServices": [{"application": "appliance", "protocol": "oracle-operations-v1"}]}
+  "payer": {"maxPerCall": 100, "perDay": %d}
 }`, filepath.Join(ctlDir, "state"), keys, filepath.Join(ctlDir, "host.bundle"),
 		s.mcpSocket, reverse, filepath.Join(dir, "run-ctl", "foreground.sock"),
 		agent, foreground, int64(funded)), "ctl", 0o600)
@@ -126,7 +124,8 @@ func newStack(t *testing.T) *stack {
 	ctlPub := filepath.Join(s.hostDir, "controller.pub")
 	s.give(filepath.Join(keys, "controller.pub"), ctlPub, "host", 0o644)
 	s.run("steward-operator", "init", "--store", s.store)
-	s.run("steward-operator", "controller", "add", "dev", "--uid", ctlUID, "--keys", ctlPub, "--store", s.store)
+	s.run("steward-operator", "controller", "add", "dev", "--uid", ctlUID, "--keys", ctlPub,
+		"--control", filepath.Join(dir, "run-host", "control.sock"), "--store", s.store)
 	s.run("steward-operator", "purse", "fund", "dev", strconv.Itoa(funded), "--store", s.store)
 	s.run("steward-operator", "grant", "issue", "--controller", "dev", "--application", "appliance",
 		"--price", strconv.Itoa(price), "--per-day", "1000000000", "--not-after", "+24h", "--store", s.store)

@@ -23,6 +23,7 @@ type Layout struct {
 
 	ApplianceSocket  string // RUN/appliance.sock: the application's upstream socket (host only)
 	ForwardSocket    string // RUN/route-appliance.sock: the host's route listener (controller dials)
+	ControlSocket    string // RUN/control.sock: the host's control socket for the controller (controller dials)
 	ReverseSocket    string // RUN/reverse.sock: the controller's custody socket (host dials)
 	MCPSocket        string // RUN/mcp.sock: the controller's MCP socket (agents)
 	ForegroundSocket string // RUN/foreground.sock: the controller's foreground socket
@@ -63,6 +64,7 @@ func NewLayout(state string) (Layout, error) {
 	l.Run = run
 	l.ApplianceSocket = filepath.Join(run, "appliance.sock")
 	l.ForwardSocket = filepath.Join(run, "route-appliance.sock")
+	l.ControlSocket = filepath.Join(run, "control.sock")
 	l.ReverseSocket = filepath.Join(run, "reverse.sock")
 	l.MCPSocket = filepath.Join(run, "mcp.sock")
 	l.ForegroundSocket = filepath.Join(run, "foreground.sock")

@@ -86,7 +86,7 @@ func provision(l Layout, w io.Writer) error {
 	}
 	defer st.Close()
 	uid := uint32(os.Getuid())
-	if err := pinController(st, uid, pub, pubPath, w); err != nil {
+	if err := pinController(st, l, uid, pub, pubPath, w); err != nil {
 		return err
 	}
 	if err := fundPurse(st, w); err != nil {
@@ -113,7 +113,7 @@ func provision(l Layout, w io.Writer) error {
 
 // pinController pins the dev controller in the store, or checks that the
 // pinned account and keys are the ones this start runs with.
-func pinController(st *operator.Store, uid uint32, pub []byte, pubPath string, w io.Writer) error {
+func pinController(st *operator.Store, l Layout, uid uint32, pub []byte, pubPath string, w io.Writer) error {
 	keys, err := controller.ReadPublicKeys(pubPath)
 	if err != nil {
 		return err
@@ -132,9 +132,12 @@ func pinController(st *operator.Store, uid uint32, pub []byte, pubPath string, w
 		if c.ToolKID != tool.KID().String() {
 			return fmt.Errorf("the store pins controller %s with tool key %s, but %s holds %s: use a fresh --state", ControllerName, c.ToolKID, pubPath, tool.KID())
 		}
+		if c.Control != l.ControlSocket {
+			return fmt.Errorf("the store pins controller %s with control socket %q, not this layout's %s: use a fresh --state", ControllerName, c.Control, l.ControlSocket)
+		}
 		return nil
 	}
-	if _, err := st.AddController(ControllerName, uid, pub); err != nil {
+	if _, err := st.AddController(ControllerName, uid, pub, l.ControlSocket); err != nil {
 		return fmt.Errorf("controller add: %w", err)
 	}
 	fmt.Fprintf(w, "pinned controller %s (uid %d)\n", ControllerName, uid)
@@ -236,13 +239,9 @@ func controllerConfig(l Layout, uid uint32) ([]byte, error) {
 			Foreground: l.ForegroundSocket,
 			MCPHTTP:    l.MCPHTTPSocket,
 		},
-		Agents:                           controller.Agents{UIDs: []uint32{uid}, GIDs: []uint32{}},
-		ForegroundUIDs:                   []uint32{uid},
-		AllowedApplicationLifetimeRoutes: []string{RouteName},
-		ToolTask: controller.ToolTask{ApplicationServices: []controller.Service{
-			{Application: Application, Protocol: msg.ProtocolOracleOperationsV1},
-		}},
-		Payer: &controller.Payer{MaxPerCall: PayerMaxPerCall, PerDay: PayerPerDay},
+		Agents:         controller.Agents{UIDs: []uint32{uid}, GIDs: []uint32{}},
+		ForegroundUIDs: []uint32{uid},
+		Payer:          &controller.Payer{MaxPerCall: PayerMaxPerCall, PerDay: PayerPerDay},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

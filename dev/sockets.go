@@ -120,7 +120,7 @@ func checkPrivateDir(dir string) error {
 
 // sockets lists every socket of the stack.
 func (l Layout) sockets() []string {
-	s := []string{l.ApplianceSocket, l.ForwardSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket, l.AdminSocket}
+	s := []string{l.ApplianceSocket, l.ForwardSocket, l.ControlSocket, l.ReverseSocket, l.MCPSocket, l.ForegroundSocket, l.AdminSocket}
 	if l.MCPHTTPSocket != "" {
 		s = append(s, l.MCPHTTPSocket) // "/mcp-http.sock" is shorter than "/route-appliance.sock"
 	}

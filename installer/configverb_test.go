@@ -124,9 +124,9 @@ func TestControllerConfigRefusals(t *testing.T) {
 			m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
 				map[string]string{"name": "ops", "account": "root"}, map[string]string{"name": "ops2", "account": "root"}}}
 		}), `controller config refused: agents.named[1] {name "ops2", account "root"} maps uid 0, which agents.named[0] {name "ops", account "root"} already maps: a uid may match one entry only`},
-		{"a service the bundle has no route for", edit(func(m map[string]any) {
+		{"a config that still lists its applications", edit(func(m map[string]any) {
 			m["toolTask"] = map[string]any{"applicationServices": []any{map[string]any{"application": "other", "protocol": "oracle-operations-v1"}}}
-		}), `service "other" has no matching route`},
+		}), `controller config refused: toolTask: no longer part of a controller config: the host's active routes are its applications; remove it and enroll the config with steward-installer controller-enroll`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := writeOperatorFile(t, "config.json", c.body)

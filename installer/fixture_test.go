@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/systemd"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -39,10 +40,7 @@ func newCtlFixture(t *testing.T, name string) *ctlFixture {
 		Name: name, StateDir: state, KeyDir: filepath.Join(state, "keys"), Bundle: filepath.Join(state, "host.bundle"),
 		Sockets: controller.Sockets{MCP: filepath.Join(dir, "mcp.sock"), Reverse: filepath.Join(dir, "reverse.sock"),
 			Foreground: filepath.Join(dir, "foreground.sock")},
-		Agents:                           controller.Agents{UIDs: []uint32{}, GIDs: []uint32{}},
-		AllowedApplicationLifetimeRoutes: []string{"appliance"},
-		ToolTask: controller.ToolTask{ApplicationServices: []controller.Service{
-			{Application: "appliance", Protocol: msg.ProtocolOracleOperationsV1}}},
+		Agents: controller.Agents{UIDs: []uint32{}, GIDs: []uint32{}},
 	}
 	f.env = Env{EUID: os.Geteuid(), SudoUID: strconv.FormatUint(uint64(operatorUID()), 10),
 		Executable: "/nonexistent/steward-installer",
@@ -147,7 +145,7 @@ func makeBundles(t *testing.T, name string, hostUIDs ...uint32) [][]byte {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.AddController(name, 4343, pub); err != nil {
+	if _, err := st.AddController(name, 4343, pub, systemd.ControlSocketPath(name)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.RegisterRoute("appliance", "appliance", operator.RouteRequest{

@@ -259,8 +259,8 @@ func enterPrivateRoot(scratch string) error {
 		return err
 	}
 	etc := filepath.Join(scratch, "etc")
-	if out, err := exec.Command("/bin/cp", "-a", "/etc", etc).CombinedOutput(); err != nil {
-		return fmt.Errorf("copying /etc: %v: %s", err, out)
+	if err := copyEtc(etc); err != nil {
+		return err
 	}
 	if err := unix.Mount(etc, "/etc", "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s over /etc: %v", etc, err)
@@ -282,6 +282,28 @@ func enterPrivateRoot(scratch string) error {
 		return err
 	}
 	return os.Setenv("TMPDIR", tmp)
+}
+
+// copyEtc copies the machine's /etc to dst while holding the account
+// database's lock (shadow's lckpwdf: a write lock on /etc/.pwd.lock, which
+// useradd, userdel and groupadd take before they make their *.lock files
+// and release after removing them). Other tests of the same `go test ./...`
+// add and remove accounts at the same time; without the lock a copy may
+// list a passwd.lock that is gone when it is read, and fail.
+func copyEtc(dst string) error {
+	if f, err := os.OpenFile("/etc/.pwd.lock", os.O_WRONLY, 0); err == nil {
+		defer f.Close() // closing the file releases the lock
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+		if err := unix.FcntlFlock(f.Fd(), unix.F_SETLKW, &lk); err != nil {
+			return fmt.Errorf("locking the account database (/etc/.pwd.lock): %v", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("opening the account database's lock: %v", err)
+	}
+	if out, err := exec.Command("/bin/cp", "-a", "/etc", dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying /etc: %v: %s", err, out)
+	}
+	return nil
 }
 
 // noSharedMounts refuses a mount table in which any mount is shared (a

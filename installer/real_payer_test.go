@@ -13,7 +13,6 @@ import (
 
 	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/systemd"
-	"github.com/stewardrt/steward/wire/msg"
 )
 
 // fileState is what a test compares to show a file was not changed: its
@@ -97,9 +96,7 @@ func TestRealOperatorCannotChangeThePayer(t *testing.T) {
 		Name: "ctl", StateDir: systemd.ControllerStateDir, KeyDir: systemd.ControllerStateDir + "/keys",
 		Bundle:  systemd.DefaultControllerBundle,
 		Sockets: controller.Sockets{MCP: systemd.MCPSocketPath, Reverse: systemd.ReverseSocketPath, Foreground: systemd.ForegroundSocketPath},
-		Agents:  controller.Agents{UIDs: []uint32{}, GIDs: []uint32{}}, AllowedApplicationLifetimeRoutes: []string{"appliance"},
-		ToolTask: controller.ToolTask{ApplicationServices: []controller.Service{
-			{Application: "appliance", Protocol: msg.ProtocolOracleOperationsV1}}},
+		Agents:  controller.Agents{UIDs: []uint32{}, GIDs: []uint32{}},
 	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {

@@ -220,9 +220,11 @@ func TestRealInstall(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(out, "bundle-install: unchanged ") {
 			t.Errorf("operator: sudo bundle-install again: exit %d\n%s%s", code, out, errs)
 		}
-		// status shows the route the bundle selects, not running.
+		// status shows the host's control socket and the route the bundle
+		// carried, neither running.
 		code, out, errs = asOperator(t, installer, "status")
-		if code != 0 || !strings.Contains(out, "route   down    appliance: selected: application appliance, revision 1, forward /run/steward/host/appliance.sock; not running") {
+		if code != 0 || !strings.Contains(out, "control down    /run/steward/host/control-ctl.sock: the host's control socket for controller ctl: its live routes are the controller's applications; not running") ||
+			!strings.Contains(out, "route   down    appliance: in the bundle as built: application appliance, revision 1, forward /run/steward/host/appliance.sock; not running") {
 			t.Errorf("operator: sudo status with a bundle: exit %d\n%s%s", code, out, errs)
 		}
 		// Allowed by sudo, so it reaches the verb, which finds no journal:

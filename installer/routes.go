@@ -33,11 +33,15 @@ func statusRoutes(t tree, env ControllerEnv, db *accountDB) ([]finding, error) {
 	return out, err
 }
 
-// routeFindings lists the routes the installed bundle selects for the
-// controller, and whether the host serves each one now: its forward socket
-// exists. It does not connect: the host would refuse root as a wrong peer
-// and log it. Under --root the config and bundle are looked for at their
-// default places in the tree.
+// routeFindings reports the host's control socket for the controller
+// (the bundle's Bundle.Control), where the controller asks for its live
+// routes, and the routes the bundle carried when it was built, each with
+// whether the host serves its socket now: the socket exists. The live
+// route table is the host's (`steward-operator route list`); this does
+// not connect: the host would refuse root as a wrong peer and log it. A
+// bundle with no control socket is one the controller refuses. Under
+// --root the config and bundle are looked for at their default places in
+// the tree.
 func routeFindings(t tree, env ControllerEnv, db *accountDB) []finding {
 	cfgPath, bundlePath := env.Config, env.Bundle
 	if !t.real {
@@ -70,24 +74,34 @@ func routeFindings(t tree, env ControllerEnv, db *accountDB) []finding {
 	if err != nil {
 		return []finding{{Kind: "route", Name: bundlePath, State: stateDiffers, Detail: "the installed bundle does not verify: " + err.Error()}}
 	}
-	if len(routes) == 0 {
-		return []finding{{Kind: "route", Name: bundlePath, State: stateUnknown, Detail: fmt.Sprintf("the bundle for controller %s selects no route", b.Controller)}}
+	if b.Control == "" {
+		return []finding{{Kind: "control", Name: bundlePath, State: stateDiffers,
+			Detail: fmt.Sprintf("the bundle for controller %s names no control socket (built before the host had one), so the controller refuses it: rebuild it with `steward-operator bundle build %s` and install it", b.Controller, b.Controller)}}
 	}
-	var out []finding
+	out := []finding{servedSocket(t, finding{Kind: "control", Name: b.Control,
+		Detail: "the host's control socket for controller " + b.Controller + ": its live routes are the controller's applications"}, b.Control)}
+	if len(routes) == 0 {
+		return append(out, finding{Kind: "route", Name: bundlePath, State: stateUnknown,
+			Detail: fmt.Sprintf("the bundle for controller %s carried no route when it was built: the host's active routes are asked live on its control socket", b.Controller)})
+	}
 	for _, r := range routes {
-		f := finding{Kind: "route", Name: r.Route,
-			Detail: fmt.Sprintf("selected: application %s, revision %d, forward %s", r.Application, r.Revision, r.Forward)}
-		fwd := r.Forward
-		if !t.real {
-			fwd = t.abs(rel(fwd))
-		}
-		var st unix.Stat_t
-		if err := unix.Lstat(fwd, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
-			f.State, f.Detail = stateOK, f.Detail+"; running (the host's socket is there)"
-		} else {
-			f.State, f.Detail = stateDown, f.Detail+"; not running (no socket: the host does not serve it now)"
-		}
-		out = append(out, f)
+		out = append(out, servedSocket(t, finding{Kind: "route", Name: r.Route,
+			Detail: fmt.Sprintf("in the bundle as built: application %s, revision %d, forward %s", r.Application, r.Revision, r.Forward)}, r.Forward))
 	}
 	return out
+}
+
+// servedSocket completes f with whether the host serves the socket at path
+// now: it exists, as a socket.
+func servedSocket(t tree, f finding, path string) finding {
+	if !t.real {
+		path = t.abs(rel(path))
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+		f.State, f.Detail = stateOK, f.Detail+"; running (the host's socket is there)"
+	} else {
+		f.State, f.Detail = stateDown, f.Detail+"; not running (no socket: the host does not serve it now)"
+	}
+	return f
 }

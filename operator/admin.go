@@ -19,6 +19,9 @@ type ControllerView struct {
 	UID         uint32 `json:"uid"`
 	ToolKID     string `json:"toolKid"`
 	DispatchKID string `json:"dispatchKid"`
+	// Control is the controller's control socket; empty for a controller
+	// added before it was recorded (`controller control` sets it).
+	Control string `json:"control"`
 }
 
 // PurseView is a purse, as `purse show` prints it.
@@ -31,14 +34,32 @@ type PurseView struct {
 	Frozen     bool   `json:"frozen"`
 }
 
-// AddController pins a controller: its name, OS account UID and the public
-// keys of its roles (msg.ControllerKeys CBOR). Its purse starts empty.
-func (s *Store) AddController(name string, uid uint32, keys []byte) (ControllerView, error) {
-	rec := recControllerAdd{Name: name, UID: uid, Keys: keys}
+// AddController pins a controller: its name, OS account UID, the public
+// keys of its roles (msg.ControllerKeys CBOR) and its control socket
+// (control.go), which a new controller must have. Its purse starts empty.
+func (s *Store) AddController(name string, uid uint32, keys []byte, control string) (ControllerView, error) {
+	if control == "" {
+		return ControllerView{}, refusedf("controller %s: a control socket is required (--control PATH)", name)
+	}
+	rec := recControllerAddV2{Name: name, UID: uid, Keys: keys, Control: control}
 	var c *controller
-	err := s.mutate(kindControllerAdd, rec,
+	err := s.mutate(kindControllerAddV2, rec,
 		func() (err error) { c, err = s.st.checkControllerAdd(rec); return err },
 		func() { s.st.addController(c) })
+	if err != nil {
+		return ControllerView{}, err
+	}
+	return controllerView(c), nil
+}
+
+// SetControllerControl records the control socket of a controller added
+// before it was recorded (or moves it): `bundle build` needs it.
+func (s *Store) SetControllerControl(name, control string) (ControllerView, error) {
+	rec := recControllerControl{Controller: name, Control: control}
+	var c *controller
+	err := s.mutate(kindControllerControl, rec,
+		func() (err error) { c, err = s.st.checkControllerControl(rec); return err },
+		func() { c.control = control })
 	if err != nil {
 		return ControllerView{}, err
 	}
@@ -70,7 +91,7 @@ func (s *Store) mutate(kind string, rec any, check func() error, apply func()) e
 }
 
 func controllerView(c *controller) ControllerView {
-	return ControllerView{Name: c.name, UID: c.uid, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String()}
+	return ControllerView{Name: c.name, UID: c.uid, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String(), Control: c.control}
 }
 
 // Controllers lists the pinned controllers in the order they were added.
@@ -396,24 +417,29 @@ func (s *Store) SignedRoute(name string) ([]byte, error) {
 }
 
 // BuildBundle signs a bundle for a controller: the host's public keys and
-// account, and the active routes of that controller. Nothing secret.
+// account, its control socket, and the active routes of that controller
+// as they are now (the controller reads its live routes on the control
+// socket; a controller with no active route yet still gets a bundle, since
+// adding an application needs no enrollment). Nothing secret.
 func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, error) {
 	if s.key == nil {
 		return nil, fmt.Errorf("store %s is open read-only", s.dir)
 	}
 	s.mu.Lock()
-	if _, err := s.st.controller(controllerName); err != nil {
+	c, err := s.st.controller(controllerName)
+	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli()}
+	if c.control == "" {
+		s.mu.Unlock()
+		return nil, refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
+	}
+	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.control}
 	for _, rv := range s.st.activeRoutes(controllerName) {
 		b.Routes = append(b.Routes, rv.signed)
 	}
 	s.mu.Unlock()
-	if len(b.Routes) == 0 {
-		return nil, refusedf("controller %s has no active route", controllerName)
-	}
 	return msg.SignBundle(s.key, b)
 }
 

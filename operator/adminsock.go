@@ -39,6 +39,10 @@ const (
 	OpAttemptResolve = "attempt-resolve"
 )
 
+// OpControllerControl sets a controller's control socket (Control): one
+// added before `controller add` recorded it (control.go).
+const OpControllerControl = "controller-control"
+
 // AdminRequest is one administrative mutation, run by Store.Do directly or
 // by the running daemon for a command that found the journal locked.
 type AdminRequest struct {
@@ -61,6 +65,9 @@ type AdminRequest struct {
 	By string `cbor:"by,omitempty"`
 	// Inactive registers a new route inactive (`route register --inactive`).
 	Inactive bool `cbor:"inactive,omitempty"`
+	// Control is a controller's control socket (controller add,
+	// controller control); omitted when empty, as before it.
+	Control string `cbor:"control,omitempty"`
 }
 
 // AdminGrant is a GrantSpec with times in unix ms (for CBOR).
@@ -103,7 +110,13 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 	var rep AdminReply
 	switch req.Op {
 	case OpControllerAdd:
-		v, err := s.AddController(req.Name, req.UID, req.Keys)
+		v, err := s.AddController(req.Name, req.UID, req.Keys, req.Control)
+		if err != nil {
+			return rep, err
+		}
+		rep.Controller = &v
+	case OpControllerControl:
+		v, err := s.SetControllerControl(req.Name, req.Control)
 		if err != nil {
 			return rep, err
 		}

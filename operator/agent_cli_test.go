@@ -20,7 +20,7 @@ func agentStore(t *testing.T) string {
 	}
 	keys := filepath.Join(dir, "controller.pub")
 	os.WriteFile(keys, newPeer(t, "ctl").keysFile(), 0o644)
-	if code, _, errs := runCLI(t, "controller", "add", "ctl", "--uid", "0", "--keys", keys, "--store", store); code != 0 {
+	if code, _, errs := runCLI(t, "controller", "add", "ctl", "--uid", "0", "--keys", keys, "--control", "/run/steward/host/control-ctl.sock", "--store", store); code != 0 {
 		t.Fatal(errs)
 	}
 	return store

@@ -111,7 +111,11 @@ func (a *journalAudit) claimLedger(n, seq uint64) error {
 	return nil
 }
 
-func (a *journalAudit) controllerAdd(r journal.Record, b *recControllerAdd) error {
+func (a *journalAudit) controllerAddV1(r journal.Record, b *recControllerAdd) error {
+	return a.controllerAdd(r, b.upgrade())
+}
+
+func (a *journalAudit) controllerAdd(r journal.Record, b *recControllerAddV2) error {
 	where := recordWhere(r)
 	var ck msg.ControllerKeys
 	if err := wire.Unmarshal(b.Keys, &ck); err != nil {

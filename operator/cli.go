@@ -46,7 +46,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"init":             {"init --store DIR", (*CLI).cmdInit},
 		"serve":            {"serve --store DIR", (*CLI).cmdServe},
-		"controller add":   {"controller add NAME --uid UID --keys FILE --store DIR", (*CLI).cmdControllerAdd},
+		"controller add":   {"controller add NAME --uid UID --keys FILE --control PATH --store DIR", (*CLI).cmdControllerAdd},
 		"controller list":  {"controller list --store DIR [--json]", (*CLI).cmdControllerList},
 		"purse fund":       {"purse fund NAME AMOUNT --store DIR", (*CLI).cmdPurseFund},
 		"purse show":       {"purse show NAME --store DIR [--json]", (*CLI).cmdPurseShow},
@@ -72,6 +72,8 @@ func commands() map[string]command {
 			"[--conversations-per-day N] [--rate N] [--burst N] --store DIR", (*CLI).cmdAgentSet},
 		"agent show": {"agent show NAME --controller C --store DIR [--json]", (*CLI).cmdAgentShow},
 		"agent list": {"agent list --store DIR [--json]", (*CLI).cmdAgentList},
+
+		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
 	}
 }
 

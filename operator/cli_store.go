@@ -31,22 +31,44 @@ func (c *CLI) cmdControllerAdd(args []string) error {
 	fs, store := flags("controller add")
 	uid := fs.Int64("uid", -1, "the controller's OS account `UID`")
 	keys := fs.String("keys", "", "the controller's public keys `FILE` (steward-controller keys init)")
+	control := fs.String("control", "", "the controller's control socket `PATH`, where the host answers its live routes")
 	pos, err := c.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	if *uid < 0 || *uid > 1<<32-2 || *keys == "" {
-		return fmt.Errorf("%w: --uid UID and --keys FILE are required", errUsage)
+	if *uid < 0 || *uid > 1<<32-2 || *keys == "" || *control == "" {
+		return fmt.Errorf("%w: --uid UID, --keys FILE and --control PATH are required", errUsage)
 	}
 	b, err := readBounded(*keys, 64<<10)
 	if err != nil {
 		return err
 	}
-	rep, err := c.admin(*store, AdminRequest{Op: OpControllerAdd, Name: pos[0], UID: uint32(*uid), Keys: b})
+	rep, err := c.admin(*store, AdminRequest{Op: OpControllerAdd, Name: pos[0], UID: uint32(*uid), Keys: b, Control: *control})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "controller %s pinned: uid %d, tool key %s, dispatch key %s\n", rep.Controller.Name, rep.Controller.UID, rep.Controller.ToolKID, rep.Controller.DispatchKID)
+	fmt.Fprintf(c.Stdout, "controller %s pinned: uid %d, tool key %s, dispatch key %s, control socket %s\n", rep.Controller.Name, rep.Controller.UID, rep.Controller.ToolKID, rep.Controller.DispatchKID, rep.Controller.Control)
+	return nil
+}
+
+// cmdControllerControl journals the control socket of a controller added
+// before `controller add` recorded one, so that `bundle build` can put it
+// in the controller's bundle.
+func (c *CLI) cmdControllerControl(args []string) error {
+	fs, store := flags("controller control")
+	control := fs.String("control", "", "the controller's control socket `PATH`")
+	pos, err := c.parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if *control == "" {
+		return fmt.Errorf("%w: --control PATH is required", errUsage)
+	}
+	rep, err := c.admin(*store, AdminRequest{Op: OpControllerControl, Name: pos[0], Control: *control})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "controller %s: control socket %s (the host listens on it from its next start)\n", rep.Controller.Name, rep.Controller.Control)
 	return nil
 }
 
@@ -54,7 +76,11 @@ func (c *CLI) cmdControllerList(args []string) error {
 	return show(c, "controller list", args, 0, func(s *Store, _ []string) ([]ControllerView, error) { return s.Controllers(), nil },
 		func(cs []ControllerView) {
 			for _, v := range cs {
-				fmt.Fprintf(c.Stdout, "%s\tuid %d\ttool %s\tdispatch %s\n", v.Name, v.UID, v.ToolKID, v.DispatchKID)
+				control := v.Control
+				if control == "" {
+					control = "(none: controller control)"
+				}
+				fmt.Fprintf(c.Stdout, "%s\tuid %d\ttool %s\tdispatch %s\tcontrol %s\n", v.Name, v.UID, v.ToolKID, v.DispatchKID, control)
 			}
 		})
 }

@@ -39,7 +39,7 @@ func TestCommandLine(t *testing.T) {
 	p := newPeer(t, "ctl")
 	keys := filepath.Join(dir, "controller.pub")
 	os.WriteFile(keys, p.keysFile(), 0o644)
-	must("controller", "add", "ctl", "--uid", "0", "--keys", keys, "--store", store)
+	must("controller", "add", "ctl", "--uid", "0", "--keys", keys, "--control", "/run/steward/host/control-ctl.sock", "--store", store)
 	must("purse", "fund", "ctl", "25", "--store", store)
 	id := strings.TrimSpace(must("grant", "issue", "--controller", "ctl", "--application", "app", "--operations", "calc.*",
 		"--operations", "units.convert", "--price", "3", "--per-day", "10", "--not-after", "+24h", "--store", store))

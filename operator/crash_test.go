@@ -194,15 +194,25 @@ func TestAdminCommandsWhileServing(t *testing.T) {
 // TestWrongUIDPeer: a peer whose UID is not the controller's pinned UID
 // is refused with a signed frame that says so.
 func TestWrongUIDPeer(t *testing.T) {
-	uid, gid := testaccount.Peer(t)
 	w := newWorld(t, worldOpts{fund: 10, price: 1})
 	w.serve(t)
+	uid, out := dialAsOtherAccount(t, w, w.route.Forward)
+	if !strings.Contains(out, "refused") || !strings.Contains(out, fmt.Sprintf("peer uid %d is not controller ctl's uid 0", uid)) {
+		t.Fatalf("helper output: %s", out)
+	}
+}
+
+// dialAsOtherAccount dials the socket at path of the running world from a
+// second OS account (TestHelperDial in a child process) and returns that
+// account's uid and what the host answered.
+func dialAsOtherAccount(t *testing.T, w *world, path string) (uint32, string) {
+	uid, gid := testaccount.Peer(t)
 	// Let the second account reach the socket: the design gives the
 	// controller's group access; here the test account's group.
 	if err := os.Chmod(w.dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(w.route.Forward, 0, int(gid)); err != nil {
+	if err := os.Chown(path, 0, int(gid)); err != nil {
 		t.Fatal(err)
 	}
 	// The test binary lives in a root-only build dir: copy it where the
@@ -217,15 +227,13 @@ func TestWrongUIDPeer(t *testing.T) {
 	}
 	cmd := exec.Command(helper, "-test.run=^TestHelperDial$", "-test.v")
 	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "OPERATOR_HELPER_DIAL="+w.route.Forward, "OPERATOR_HELPER_HOSTKEY="+hex.EncodeToString(w.pub.MarshalCOSEKey()))
+	cmd.Env = append(os.Environ(), "OPERATOR_HELPER_DIAL="+path, "OPERATOR_HELPER_HOSTKEY="+hex.EncodeToString(w.pub.MarshalCOSEKey()))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Logf("helper: %v", err)
 	}
-	if !strings.Contains(string(out), "refused") || !strings.Contains(string(out), fmt.Sprintf("peer uid %d is not controller ctl's uid 0", uid)) {
-		t.Fatalf("helper output: %s", out)
-	}
+	return uid, string(out)
 }
 
 // TestHelperDial runs in the second account: it dials and prints what the

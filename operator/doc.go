@@ -25,6 +25,11 @@
 // journal's own records (bind, rebind) belong to package journal.
 //
 //	controller-add  {name, uid, keys}            keys: msg.ControllerKeys CBOR
+//	controller-add.v2 {name, uid, keys, control}  control: the controller's
+//	                 control socket (control.go), which `bundle build` puts
+//	                 in its bundle; controller-add is this without one
+//	controller-control {controller, control}     sets the control socket of
+//	                 a controller added by a controller-add record
 //	purse-fund      {controller, amount, ledger}
 //	purse-freeze    {controller}
 //	purse-thaw      {controller}
@@ -221,6 +226,17 @@
 // the reserve.v2 records that name it, its rate from a bucket in memory.
 // A route's forward channel also answers allowance (what an agent may
 // still spend today), besides dispatch and inspect.
+//
+// # Control socket
+//
+// Each controller's record names its control socket (controller add
+// --control; controller control for one added before it), and the host
+// listens on it at start, bound as a forward socket is (control.go). It
+// answers routes (the RouteIDs of the selected revisions of that
+// controller's routes, with the signed records the controller does not
+// already know), inspect and allowance; a controller with no route still
+// has it, so the routes registered later are found there. bundle build
+// puts the path in the bundle and refuses a controller without one.
 //
 // # Admin socket
 //

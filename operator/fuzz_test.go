@@ -15,7 +15,7 @@ func FuzzControllerKeys(f *testing.F) {
 	f.Add([]byte{0xa0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := newState()
-		c, err := st.checkControllerAdd(recControllerAdd{Name: "c", UID: 1, Keys: b})
+		c, err := st.checkControllerAdd(recControllerAddV2{Name: "c", UID: 1, Keys: b, Control: "/run/c.sock"})
 		if err == nil && (c.tool == nil || c.dispatch == nil) {
 			t.Fatal("accepted keys without a tool or dispatch key")
 		}
@@ -122,7 +122,7 @@ func FuzzAdminRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { s.Close() })
-	if _, err := s.AddController("ctl", 1, newPeer(f, "ctl").keysFile()); err != nil {
+	if _, err := s.AddController("ctl", 1, newPeer(f, "ctl").keysFile(), dir+"/control.sock"); err != nil {
 		f.Fatal(err)
 	}
 	route := func(fwd string) *RouteRequest {

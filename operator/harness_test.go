@@ -295,7 +295,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AddController("ctl", uint32(os.Geteuid()), w.peer.keysFile()); err != nil {
+	if _, err := s.AddController("ctl", uint32(os.Geteuid()), w.peer.keysFile(), filepath.Join(w.dir, "control.sock")); err != nil {
 		t.Fatal(err)
 	}
 	if o.fund > 0 {

@@ -102,8 +102,21 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	// Set before the admin socket is listened on: every route change it
 	// carries takes effect on this set (Store.mutateRoute).
 	s.listening = routes
+	var controlListeners []*wire.Listener
+	closeControls := func() {
+		for _, l := range controlListeners {
+			l.Close()
+		}
+	}
+	controls, err := h.listenControls(&controlListeners)
+	if err != nil {
+		closeControls()
+		routes.closeAll()
+		return err
+	}
 	al, err := h.listenAdmin()
 	if err != nil {
+		closeControls()
 		routes.closeAll()
 		return err
 	}
@@ -113,6 +126,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		defer loops.Done()
 		h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig(), adminIdleTimeout)
 	}()
+	h.serveControls(srvCtx, &loops, controls)
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
@@ -136,6 +150,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	}
 	log.Info("steward-operator: shutting down")
 	al.Close()
+	closeControls()
 	routes.closeAll() // a route change still under way opens nothing now
 	cancel()
 	loops.Wait()
@@ -297,27 +312,9 @@ func (h *Host) routeHandler(rl *routeListener) wire.Handler {
 			}
 			return msg.TypeDispatchResult, h.dispatch(ctx, &rt, &d)
 		case msg.TypeInspect:
-			var in msg.Inspect
-			if err := req.Decode(&in); err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "inspect: " + err.Error()}
-			}
-			res, err := h.s.Inspect(ctrl, in.Attempt)
-			if err != nil {
-				// The error names the journal's files: they go to the
-				// log, not to the controller and its agents.
-				h.log.Error("steward-operator: inspect: reading the host journal", "attempt", in.Attempt, "err", err)
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeJournal, Reason: inspectUnreadable}
-			}
-			return msg.TypeInspectResult, res
+			return h.answerInspect(ctrl, req)
 		case msg.TypeAllowance:
-			var al msg.Allowance
-			if err := req.Decode(&al); err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
-			}
-			if err := validDispatchAgent(al.Agent); err != nil {
-				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
-			}
-			return msg.TypeAllowanceResult, h.s.Allowance(ctrl, al.Agent)
+			return h.answerAllowance(ctrl, req)
 		default:
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a forward socket", req.T)}
 		}

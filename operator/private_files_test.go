@@ -30,7 +30,7 @@ func TestPrivateFilesUnderUmask0(t *testing.T) {
 		if err := os.WriteFile(keys, newPeer(t, "ctl").keysFile(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		must("controller", "add", "ctl", "--uid", "0", "--keys", keys, "--store", store)
+		must("controller", "add", "ctl", "--uid", "0", "--keys", keys, "--control", "/run/steward/host/control-ctl.sock", "--store", store)
 		must("purse", "fund", "ctl", "25", "--store", store)
 		must("grant", "issue", "--controller", "ctl", "--application", "app", "--operations", "calc.*",
 			"--price", "3", "--per-day", "10", "--not-after", "+24h", "--store", store)

@@ -26,6 +26,14 @@ const (
 	kindCheckpoint    = "checkpoint"
 )
 
+// The controller's control socket (control.go): controller-add.v2 is a
+// controller-add with it, and controller-control gives one to a
+// controller that a controller-add record pinned without it.
+const (
+	kindControllerAddV2   = "controller-add.v2"
+	kindControllerControl = "controller-control"
+)
+
 // hostRecords is the host journal's record language, the one list of its
 // kinds: each kind's body type, what Open's replay does with it (apply, in
 // replay.go) and what `receipts verify` does with it (verify, in audit.go;
@@ -50,7 +58,9 @@ const (
 //		return rp.reserve(r, b.upgrade()) // *recReserveV2
 //	}
 var hostRecords = []recordKind{
-	hostRecord(kindControllerAdd, (*replayer).controllerAdd, (*journalAudit).controllerAdd),
+	hostRecord(kindControllerAdd, (*replayer).controllerAddV1, (*journalAudit).controllerAddV1),
+	hostRecord(kindControllerAddV2, (*replayer).controllerAdd, (*journalAudit).controllerAdd),
+	hostRecord(kindControllerControl, (*replayer).controllerControl, nil),
 	hostRecord(kindPurseFund, (*replayer).purseFund, (*journalAudit).purseFund),
 	hostRecord(kindPurseFreeze, (*replayer).purseFrozen, nil),
 	hostRecord(kindPurseThaw, (*replayer).purseFrozen, nil),
@@ -139,6 +149,27 @@ type recControllerAdd struct {
 	Name string `cbor:"name"`
 	UID  uint32 `cbor:"uid"`
 	Keys []byte `cbor:"keys"`
+}
+
+// upgrade is a controller-add record as a controller-add.v2 with no
+// control socket: `controller control` gives it one.
+func (r *recControllerAdd) upgrade() *recControllerAddV2 {
+	return &recControllerAddV2{Name: r.Name, UID: r.UID, Keys: r.Keys}
+}
+
+// recControllerAddV2 is a controller-add with the controller's control
+// socket (operator/control.go).
+type recControllerAddV2 struct {
+	Name    string `cbor:"name"`
+	UID     uint32 `cbor:"uid"`
+	Keys    []byte `cbor:"keys"`
+	Control string `cbor:"control"`
+}
+
+// recControllerControl sets a controller's control socket.
+type recControllerControl struct {
+	Controller string `cbor:"controller"`
+	Control    string `cbor:"control"`
 }
 
 type recPurseFund struct {

@@ -49,12 +49,25 @@ func (rp *replayer) record(r journal.Record) error {
 	return nil
 }
 
-func (rp *replayer) controllerAdd(_ journal.Record, b *recControllerAdd) error {
+func (rp *replayer) controllerAddV1(r journal.Record, b *recControllerAdd) error {
+	return rp.controllerAdd(r, b.upgrade())
+}
+
+func (rp *replayer) controllerAdd(_ journal.Record, b *recControllerAddV2) error {
 	c, err := rp.st.checkControllerAdd(*b)
 	if err != nil {
 		return err
 	}
 	rp.st.addController(c)
+	return nil
+}
+
+func (rp *replayer) controllerControl(_ journal.Record, b *recControllerControl) error {
+	c, err := rp.st.checkControllerControl(*b)
+	if err != nil {
+		return err
+	}
+	c.control = b.Control
 	return nil
 }
 

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"fmt"
+	"path/filepath"
+	"strconv"
 
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -64,6 +66,9 @@ type controller struct {
 	toolRing *wire.Keyring
 	dispRing *wire.Keyring
 	purse    purse
+	// control is the controller's control socket (control.go); empty for
+	// one added before it was recorded, until `controller control`.
+	control string
 }
 
 // purse is a controller's credit. balance() is what the ledger says;
@@ -146,12 +151,17 @@ type attempt struct {
 const stateAdmitting msg.State = "admitting"
 
 // checkControllerAdd checks a controller-add record and builds the controller.
-func (st *state) checkControllerAdd(r recControllerAdd) (*controller, error) {
+func (st *state) checkControllerAdd(r recControllerAddV2) (*controller, error) {
 	if err := validName("controller", r.Name); err != nil {
 		return nil, err
 	}
 	if _, ok := st.controllers[r.Name]; ok {
 		return nil, refusedf("controller %s is already pinned", r.Name)
+	}
+	if r.Control != "" {
+		if err := st.checkControlSocket(r.Name, r.Control); err != nil {
+			return nil, err
+		}
 	}
 	var ck msg.ControllerKeys
 	if err := wire.Unmarshal(r.Keys, &ck); err != nil {
@@ -172,8 +182,56 @@ func (st *state) checkControllerAdd(r recControllerAdd) (*controller, error) {
 	}
 	return &controller{
 		name: r.Name, uid: r.UID, keys: r.Keys, tool: tool, dispatch: disp,
-		toolRing: wire.NewKeyring(tool), dispRing: wire.NewKeyring(disp),
+		toolRing: wire.NewKeyring(tool), dispRing: wire.NewKeyring(disp), control: r.Control,
 	}, nil
+}
+
+// checkControlSocket checks the control socket path of controller name:
+// a clean absolute socket path that no other controller's control socket
+// and no route's socket already is.
+func (st *state) checkControlSocket(name, path string) error {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(trunc(path, 120)))
+	}
+	if len(path) > maxPathLen {
+		return refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), maxPathLen)
+	}
+	for _, other := range st.ctrlOrder {
+		if other != name && st.controllers[other].control == path {
+			return refusedf("controller %s: control socket %s is controller %s's", name, path, other)
+		}
+	}
+	for _, rn := range st.routeOrder {
+		rec := st.routes[rn].selected().rec
+		if path == rec.Forward || path == rec.Reverse || path == rec.Upstream {
+			return refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
+		}
+	}
+	return nil
+}
+
+// checkControllerControl checks a controller-control record: the
+// controller exists and the path is a control socket it may have.
+func (st *state) checkControllerControl(r recControllerControl) (*controller, error) {
+	c, err := st.controller(r.Controller)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.checkControlSocket(c.name, r.Control); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// controlSocketOwner names the controller whose control socket path is,
+// or "".
+func (st *state) controlSocketOwner(path string) string {
+	for _, n := range st.ctrlOrder {
+		if st.controllers[n].control == path {
+			return n
+		}
+	}
+	return ""
 }
 
 func (st *state) addController(c *controller) {
@@ -287,6 +345,9 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 	}
 	if other, ok := st.forwards[rec.Forward]; ok && other != rec.Route {
 		return rec, nil, refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
+	}
+	if owner := st.controlSocketOwner(rec.Forward); owner != "" {
+		return rec, nil, refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
 	}
 	return rec, id, nil
 }

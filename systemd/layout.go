@@ -50,7 +50,8 @@ const (
 
 	// RouteSocketMode is the mode of each /run/steward/host/ROUTE.sock the
 	// host creates (owner steward-operator, group steward-controller through
-	// the directory's setgid bit).
+	// the directory's setgid bit), and of each controller's control socket
+	// there (ControlSocketPath).
 	RouteSocketMode = 0o660
 
 	// ReverseSocketMode is the mode of ReverseSocketPath, which the
@@ -58,6 +59,14 @@ const (
 	// steward-operator through ControllerRuntimeDir's setgid bit).
 	ReverseSocketMode = 0o660
 )
+
+// ControlSocketPath is where the host listens for controller's control
+// channel (its live routes, inspect and allowance) in this layout: beside
+// the routes' forward sockets in HostRuntimeDir, the path `steward-operator
+// controller add --control` records.
+func ControlSocketPath(controller string) string {
+	return HostRuntimeDir + "/control-" + controller + ".sock"
+}
 
 // Paths of the rendered files, relative to the root of the tree they are
 // installed into ("/" for a real install). Render's map is keyed by these.
@@ -85,7 +94,8 @@ type Dir struct {
 //
 // Why these modes:
 //   - /run/steward/host is 2750 steward-operator:steward-controller. The host
-//     binds one socket per route there; the controller (primary group
+//     binds one socket per route there and one control socket per
+//     controller (ControlSocketPath); the controller (primary group
 //     steward-controller) may traverse it and nobody else may. The setgid bit
 //     makes every socket created inside belong to group steward-controller
 //     from the moment it exists, so the host only has to create it with mode

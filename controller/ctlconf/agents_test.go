@@ -16,10 +16,8 @@ func agentsConfig(t *testing.T, agents map[string]any) []byte {
 	t.Helper()
 	m := map[string]any{
 		"name": "dev", "stateDir": "/s", "keyDir": "/k", "bundle": "/b",
-		"sockets":                          map[string]any{"mcp": "/m.sock", "reverse": "/r.sock", "foreground": "/f.sock"},
-		"agents":                           agents,
-		"allowedApplicationLifetimeRoutes": []string{"r"},
-		"toolTask":                         map[string]any{"applicationServices": []any{map[string]any{"application": "appliance", "protocol": "oracle-operations-v1"}}},
+		"sockets": map[string]any{"mcp": "/m.sock", "reverse": "/r.sock", "foreground": "/f.sock"},
+		"agents":  agents,
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {

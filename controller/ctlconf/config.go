@@ -9,15 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
+	"strings"
 
 	"github.com/stewardrt/steward/oracleops"
-	"github.com/stewardrt/steward/wire/msg"
 )
-
-// MaxServices bounds the application services of one controller config
-// (DESIGN.md section 8). This is the one place that owns the number.
-const MaxServices = 16
 
 // MaxConfigBytes bounds the config file. A config is a few hundred bytes;
 // the bound keeps a mistaken path (a log, a binary) from being read whole.
@@ -42,10 +37,6 @@ type Config struct {
 	// ForegroundUIDs may use the foreground socket; absent means root and
 	// the controller's own account (see ForegroundPeers).
 	ForegroundUIDs []uint32 `json:"foregroundUids,omitempty"`
-	// AllowedApplicationLifetimeRoutes names the bundle routes this
-	// controller may use for the lifetime of an application service.
-	AllowedApplicationLifetimeRoutes []string `json:"allowedApplicationLifetimeRoutes"`
-	ToolTask                         ToolTask `json:"toolTask"`
 	// Payer is the payer policy: without one, every charge is refused.
 	Payer *Payer `json:"payer,omitempty"`
 	// Dispatch sets the calls' timeouts (their deadlines); absent, the
@@ -70,26 +61,46 @@ type Sockets struct {
 	MCPHTTP string `json:"mcpHTTP,omitempty"`
 }
 
-// ToolTask is what the agent-facing tools may reach.
-type ToolTask struct {
-	ApplicationServices []Service `json:"applicationServices"`
-}
+// retiredFields are the fields a controller config had while it listed
+// its applications: the host's active routes are its applications now
+// (the control socket answers them live), so a config that still has one
+// is refused saying so, rather than with an unknown-field error.
+var retiredFields = []string{"toolTask", "allowedApplicationLifetimeRoutes"}
 
-// Service is one application the tools can discover and call, and the
-// protocol it speaks.
-type Service struct {
-	Application string `json:"application"`
-	Protocol    string `json:"protocol"`
+// refuseRetired refuses a config object that still has a retired field.
+func refuseRetired(raw []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return nil // the strict decode says what is wrong with it
+	}
+	var found []string
+	for _, f := range retiredFields {
+		if _, ok := top[f]; ok {
+			found = append(found, f)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	them := "them"
+	if len(found) == 1 {
+		them = "it"
+	}
+	return fmt.Errorf("%s: no longer part of a controller config: the host's active routes are its applications; remove %s and enroll the config with steward-installer controller-enroll",
+		strings.Join(found, " and "), them)
 }
 
 // Parse decodes and validates a config (everything that can be checked
 // without the bundle), resolving its named agents' accounts and groups in
-// the system's account database (see Agents). Unknown fields, trailing data, an unknown protocol,
-// a duplicate application and more than MaxServices services are refused,
-// each with one line that wraps ErrConfig.
+// the system's account database (see Agents). Unknown fields (the retired
+// toolTask and allowedApplicationLifetimeRoutes with their own line) and
+// trailing data are refused, each with one line that wraps ErrConfig.
 func Parse(raw []byte) (*Config, error) {
 	if len(raw) > MaxConfigBytes {
 		return nil, fmt.Errorf("%w: %d bytes exceeds the bound of %d", ErrConfig, len(raw), MaxConfigBytes)
+	}
+	if err := refuseRetired(raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -160,31 +171,6 @@ func (c *Config) validate() error {
 	slices.Sort(socks)
 	if len(slices.Compact(socks)) != n {
 		return errors.New("sockets: mcp, reverse, foreground and mcpHTTP (when set) must be different paths")
-	}
-	if len(c.ToolTask.ApplicationServices) == 0 {
-		return errors.New("toolTask.applicationServices: no application services")
-	}
-	if n := len(c.ToolTask.ApplicationServices); n > MaxServices {
-		return fmt.Errorf("toolTask.applicationServices: %d services exceeds the bound of %d", n, MaxServices)
-	}
-	seen := map[string]bool{}
-	for i, s := range c.ToolTask.ApplicationServices {
-		field := "toolTask.applicationServices[" + strconv.Itoa(i) + "]"
-		if err := ValidateName(field+".application", s.Application); err != nil {
-			return err
-		}
-		if s.Protocol != msg.ProtocolOracleOperationsV1 {
-			return fmt.Errorf("%s.protocol: unknown protocol %q (only %s exists)", field, s.Protocol, msg.ProtocolOracleOperationsV1)
-		}
-		if seen[s.Application] {
-			return fmt.Errorf("%s.application: duplicate application %q", field, s.Application)
-		}
-		seen[s.Application] = true
-	}
-	for i, r := range c.AllowedApplicationLifetimeRoutes {
-		if err := ValidateName("allowedApplicationLifetimeRoutes["+strconv.Itoa(i)+"]", r); err != nil {
-			return err
-		}
 	}
 	if err := c.validateDispatch(); err != nil {
 		return err
