@@ -176,6 +176,13 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		// The host knew what became of it: decide the call afresh.
 		prior, ok = c.led.Begin(b)
 	}
+	if ok && p.offline {
+		// The attempt that decided the call when it was planned no longer
+		// does (it ended without an answer meanwhile): a new attempt needs
+		// the route's live record.
+		c.led.Abort(id)
+		return refused(msg.CodeUnavailable, routesUnavailable, "")
+	}
 	if !ok {
 		if prior.Unscoped {
 			prior.SameRequest = c.sameUnscoped(p, prior.RequestSHA256)

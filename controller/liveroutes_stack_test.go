@@ -112,7 +112,9 @@ func TestRouteRegisteredWhileRunning(t *testing.T) {
 }
 // TestRouteLookupHostDown: with the host down the route lookup fails, and
 // the call is refused unavailable with the exact reason, nothing journaled
-// (and so nothing sent); the overview lists no application and says why.
+// (and so nothing sent), while a call an earlier attempt decides (a replay,
+// a conflict) is answered from the controller's journal; the overview
+// lists no application and says why.
 // Once the host is back the same session's call goes through: the control
 // channel is redialled.
 func TestRouteLookupHostDown(t *testing.T) {
@@ -121,8 +123,9 @@ func TestRouteLookupHostDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs := s.client(ctx)
-	if d, res := call(t, ctx, cs, ToolCall, callArgs("warm", map[string]any{"text": "x"})); res.IsError {
-		t.Fatalf("first call: %+v", d)
+	first, res := call(t, ctx, cs, ToolCall, callArgs("warm", map[string]any{"text": "x"}))
+	if res.IsError {
+		t.Fatalf("first call: %+v", first)
 	}
 	s.stopHost()
 	if err := <-s.hostDone; err != nil {
@@ -137,6 +140,18 @@ func TestRouteLookupHostDown(t *testing.T) {
 	}
 	if got := s.lastSeq(); got != seq {
 		t.Fatalf("the refused call journaled: last seq %d -> %d", seq, got)
+	}
+	// A call its recorded answer decides needs no route: the replay and
+	// the conflict are answered with the host down, nothing journaled.
+	if d, res := call(t, ctx, cs, ToolCall, callArgs("warm", map[string]any{"text": "x"})); res.IsError || !d.Replayed || d.Status != 200 ||
+		d.AttemptID != first.AttemptID || d.ReceiptID != first.ReceiptID {
+		t.Fatalf("replay with the host down: %+v, first %+v", d, first)
+	}
+	if d, _ := call(t, ctx, cs, ToolCall, callArgs("warm", map[string]any{"text": "y"})); d.Refusal == nil || d.Refusal.Code != msg.CodeConflict {
+		t.Fatalf("conflict with the host down: %+v", d)
+	}
+	if got := s.lastSeq(); got != seq {
+		t.Fatalf("the replay journaled: last seq %d -> %d", seq, got)
 	}
 	if ov := overviewOf(t, ctx, cs); len(ov.Applications) != 0 || ov.Limits.Note != overviewUnreachable {
 		t.Fatalf("overview with the host down: %+v", ov)

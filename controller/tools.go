@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/stewardrt/steward/oracleops"
@@ -74,6 +75,11 @@ type plan struct {
 	sha            [32]byte
 	route          msg.RouteRecord
 	principal      string // the agent that makes the call, and the payer's principal (Config.AgentOf, ctlconf.PrincipalForeground)
+	// offline: the host could not be asked for the route, and route is
+	// what an earlier attempt with this requestId recorded of it
+	// (recordedRoute). Such a plan may only be decided by that attempt:
+	// dispatch sends nothing for it.
+	offline bool
 	// timeout is how long the call may take: its dispatch's deadline is
 	// this long after the controller took it.
 	timeout time.Duration
@@ -173,8 +179,17 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 		opID = *op
 	}
 	route, err := c.routeOf(ctx, app)
+	offline := false
 	if err != nil {
-		return nil, err
+		// A host that cannot be reached for the route does not keep an
+		// agent from its recorded answer: an earlier attempt with this
+		// requestId that decides the call needs no route (recordedRoute).
+		var ue *unavailableError
+		r, ok := c.recordedRoute(agent, app, a.RequestID)
+		if !errors.As(err, &ue) || !ok {
+			return nil, err
+		}
+		route, offline = r, true
 	}
 	timeout, err := c.timeout(a.TimeoutMs)
 	if err != nil {
@@ -201,7 +216,23 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 	}
 	return &plan{tool: ToolCall, args: canon, application: app, kind: msg.KindInvoke,
 		operation: opID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID,
-		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent}, nil
+		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent, offline: offline}, nil
+}
+
+// recordedRoute is the route an earlier attempt of agent's requestID on
+// app was built with, as far as a replay needs it (its name and prefix),
+// when that attempt decides a new call with the same requestId without
+// anything being sent (ledger.Decided). Only the route's prefix goes into
+// the request, so the new call's request hash is compared with the
+// recorded one as when the host answers; dispatch refuses a plan made so
+// that would begin a new attempt after all (plan.offline).
+func (c *Controller) recordedRoute(agent, app, requestID string) (msg.RouteRecord, bool) {
+	path, name, ok := c.led.Decided(agent, app, requestID)
+	prefix, cut := strings.CutSuffix(path, "/invoke")
+	if !ok || !cut {
+		return msg.RouteRecord{}, false
+	}
+	return msg.RouteRecord{Route: name, Application: app, Prefix: prefix}, true
 }
 
 // planDiscover plans an oracle_discover of one application: a search of

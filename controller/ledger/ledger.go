@@ -82,7 +82,9 @@ func keyOf(b *Begin) reqKey { return reqKey{b.Owner(), b.Application, b.RequestI
 type reqEntry struct {
 	attempt   string
 	sha       [32]byte
-	unscoped  bool // begun before agents: its body carries the requestId itself
+	path      string // the request's path: its route's prefix, for a replay the host is not asked for (Decided)
+	route     string // its route's name
+	unscoped  bool   // begun before agents: its body carries the requestId itself
 	state     msg.State
 	answerSeq uint64 // the record (result or resolve) holding the definite answer, or the operator's resolution
 	// byOperator: the host's operator resolved it (released or performed),
@@ -235,7 +237,7 @@ func (l *Ledger) begin(b Begin, seq uint64, live bool) {
 		e.replaced = l.byReq[key]
 		var sha [32]byte
 		copy(sha[:], b.RequestSHA256)
-		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, unscoped: b.ScopedRequestID == "", state: e.state}
+		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, path: b.Path, route: b.Route, unscoped: b.ScopedRequestID == "", state: e.state}
 	}
 	if b.Foreground != "" {
 		if f := l.fg[b.Foreground]; f != nil {
@@ -286,6 +288,22 @@ func (l *Ledger) Begin(b Begin) (Prior, bool) {
 	}
 	l.begin(b, 0, true)
 	return Prior{}, true
+}
+
+// Decided reports whether agent's latest attempt of application app with
+// requestID decides a new call with that requestId without anything being
+// sent (Begin would return it: definite, pending, uncertain, or resolved by
+// the host's operator), and then the path and route name its request was
+// built with. A controller that cannot reach the host for the route's live
+// record can still answer such a call: a replay needs no route.
+func (l *Ledger) Decided(agent, app, requestID string) (path, route string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.byReq[reqKey{agent, app, requestID}]
+	if q == nil || !(q.state == msg.StateDefinite || q.state == msg.StatePending || q.state == msg.StateUncertain || q.byOperator) {
+		return "", "", false
+	}
+	return q.path, q.route, true
 }
 
 // Abort undoes a Begin whose record could not be journaled: the attempt is
