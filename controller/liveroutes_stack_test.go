@@ -110,6 +110,7 @@ func TestRouteRegisteredWhileRunning(t *testing.T) {
 	s.operatorCLI("route", "remove", "r-second")
 	notOffered("after its removal")
 }
+
 // TestRouteLookupHostDown: with the host down the route lookup fails, and
 // the call is refused unavailable with the exact reason, nothing journaled
 // (and so nothing sent), while a call an earlier attempt decides (a replay,

@@ -123,21 +123,45 @@ func (c *Controller) searchAcross(ctx context.Context, canon []byte, a DiscoverA
 		return &SearchResult{Outcome: msg.StateRefused, Matches: []SearchMatch{}, Applications: []SearchApplication{},
 			Refusal: &Refusal{Code: msg.CodeUnavailable, Reason: "the host's routes could not be read: " + err.Error() + "; nothing was sent"}}, nil
 	}
-	results := c.listEach(ctx, routes, canon, q, timeout, agent)
+	results := c.outsideLimits(ctx, routes, agent)
+	c.listEach(ctx, routes, results, canon, q, timeout, agent)
 	return mergeSearch(q, routes, results), nil
 }
 
-// listEach runs one listing per route, at most searchParallel at once,
-// and answers their results in the routes' order. Every listing's
+// notInLimits is the entry of an application a search did not ask: the
+// operator's limits for the agent name no operation of it, so its listing
+// would be refused by the host, an attempt and a receipt for nothing.
+const notInLimits = "not searched: the operator's limits for you allow no operation of this application; nothing was sent"
+
+// outsideLimits is the search's results before any listing: for each route
+// whose application the operator's limits for agent exclude (as the host
+// reports them: allowance), a refusal naming that; nil for the others. A
+// host that does not say leaves every application to be asked: its
+// admission refuses what the limits exclude all the same.
+func (c *Controller) outsideLimits(ctx context.Context, routes []msg.RouteRecord, agent string) []*ToolResult {
+	results := make([]*ToolResult, len(routes))
+	lim := c.allowance(ctx, agent)
+	for i, r := range routes {
+		if !lim.allows(r.Application) {
+			results[i] = refused(msg.CodeAgentLimit, notInLimits, "")
+		}
+	}
+	return results
+}
+
+// listEach runs one listing per route whose result is still nil, at most
+// searchParallel at once, putting each result at its route's place. Every listing's
 // deadline is the search's: timeout after the search began, so a listing
 // that waited for its turn has less of it, and one whose turn came too
 // late is not sent.
-func (c *Controller) listEach(ctx context.Context, routes []msg.RouteRecord, canon []byte, q oracleops.ListQuery, timeout time.Duration, agent string) []*ToolResult {
+func (c *Controller) listEach(ctx context.Context, routes []msg.RouteRecord, results []*ToolResult, canon []byte, q oracleops.ListQuery, timeout time.Duration, agent string) {
 	start := c.now()
-	results := make([]*ToolResult, len(routes))
 	sem := make(chan struct{}, searchParallel)
 	var wg sync.WaitGroup
 	for i, r := range routes {
+		if results[i] != nil {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -162,7 +186,6 @@ func (c *Controller) listEach(ctx context.Context, routes []msg.RouteRecord, can
 		}()
 	}
 	wg.Wait()
-	return results
 }
 
 // candidate is one operation of one application's listing.

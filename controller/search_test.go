@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/user"
 	"strings"
 	"testing"
 	"time"
@@ -398,4 +399,81 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestSearchWithinAgentLimits: a search across applications asks only the
+// applications the operator's limits for the agent name an operation of
+// (as the host reports them): the other is in the answer as not searched,
+// with no attempt, no host record and no charge, and an application the
+// limits allow is searched as before.
+func TestSearchWithinAgentLimits(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, stackOpts{more: []stackApp{{name: "second", price: 7}}, edit: func(m map[string]any) {
+		m["agents"] = map[string]any{"uids": []uint32{}, "gids": []uint32{}, "named": []any{
+			map[string]string{"name": "solo", "account": me.Username},
+		}}
+	}})
+	s.startController()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if code, out := s.operatorCmd("agent", "set", "solo", "--controller", s.cfg.Name, "--operations", "appliance/*"); code != 0 {
+		t.Fatalf("agent set: exit %d: %s", code, out)
+	}
+	cs := s.client(ctx)
+	before, receipts := s.purse(), s.receiptsOf("solo")
+	sr, res := search(t, ctx, cs, map[string]any{"query": "calc"})
+	if res.IsError || len(sr.Applications) != 2 {
+		t.Fatalf("search: isError %v, %+v", res.IsError, sr)
+	}
+	for _, a := range sr.Applications {
+		switch a.Application {
+		case "appliance":
+			if a.Outcome != msg.StateDefinite || a.AttemptID == "" || a.ReceiptID == "" {
+				t.Fatalf("appliance, which the limits allow: %+v", a)
+			}
+		case "second":
+			if a.Outcome != msg.StateRefused || a.AttemptID != "" || a.ReceiptID != "" || a.Refusal == nil ||
+				a.Refusal.Code != msg.CodeAgentLimit || a.Refusal.Reason != notInLimits {
+				t.Fatalf("second, which the limits exclude: %+v %+v", a, a.Refusal)
+			}
+		}
+	}
+	for _, m := range sr.Matches {
+		if m.Application != "appliance" {
+			t.Fatalf("a match of an application not searched: %+v", m)
+		}
+	}
+	// One listing on the host, one receipt, and none for second;
+	// discovery is free here, so nothing is charged.
+	if p := s.purse(); p.Balance != before.Balance {
+		t.Fatalf("balance %d -> %d", before.Balance, p.Balance)
+	}
+	if n := s.receiptsOf("solo") - receipts; n != 1 {
+		t.Fatalf("the search left %d receipts, want appliance's one", n)
+	}
+}
+
+// receiptsOf is how many receipts the host's chain holds for agent, as
+// the shipped receipts verify counts them.
+func (s *stack) receiptsOf(agent string) int {
+	s.t.Helper()
+	code, out := s.operatorCmd("receipts", "verify", "--json")
+	var rep struct {
+		Agents []struct {
+			Agent    string `json:"agent"`
+			Receipts int    `json:"receipts"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		s.t.Fatalf("receipts verify: exit %d, %v: %s", code, err, out)
+	}
+	for _, a := range rep.Agents {
+		if a.Agent == agent {
+			return a.Receipts
+		}
+	}
+	return 0
 }
