@@ -65,6 +65,16 @@ func TestAgentLimitsEndToEnd(t *testing.T) {
 	s.restartHost()
 	refusedSecond("after-restart")
 
+	got := s.receiptsByAgent()
+	if got["alpha"] != 1 || got["beta"] != 2 {
+		t.Fatalf("receipts by agent: %+v, want alpha 1 and beta 2", got)
+	}
+}
+
+// receiptsByAgent is how many receipts the host's chain holds for each
+// agent, as the shipped receipts verify counts them.
+func (s *stack) receiptsByAgent() map[string]int {
+	s.t.Helper()
 	code, out := s.operatorCmd("receipts", "verify", "--json")
 	var rep struct {
 		Agents []struct {
@@ -73,15 +83,13 @@ func TestAgentLimitsEndToEnd(t *testing.T) {
 		} `json:"agents"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
-		t.Fatalf("receipts verify: exit %d, %v: %s", code, err, out)
+		s.t.Fatalf("receipts verify: exit %d, %v: %s", code, err, out)
 	}
 	got := map[string]int{}
 	for _, a := range rep.Agents {
 		got[a.Agent] = a.Receipts
 	}
-	if got["alpha"] != 1 || got["beta"] != 2 {
-		t.Fatalf("receipts by agent: %+v, want alpha 1 and beta 2", rep.Agents)
-	}
+	return got
 }
 
 // hostLastSeq is the host journal's last sequence, read-only.

@@ -423,7 +423,7 @@ func TestSearchWithinAgentLimits(t *testing.T) {
 		t.Fatalf("agent set: exit %d: %s", code, out)
 	}
 	cs := s.client(ctx)
-	before, receipts := s.purse(), s.receiptsOf("solo")
+	before, receipts := s.purse(), s.receiptsByAgent()["solo"]
 	sr, res := search(t, ctx, cs, map[string]any{"query": "calc"})
 	if res.IsError || len(sr.Applications) != 2 {
 		t.Fatalf("search: isError %v, %+v", res.IsError, sr)
@@ -451,29 +451,7 @@ func TestSearchWithinAgentLimits(t *testing.T) {
 	if p := s.purse(); p.Balance != before.Balance {
 		t.Fatalf("balance %d -> %d", before.Balance, p.Balance)
 	}
-	if n := s.receiptsOf("solo") - receipts; n != 1 {
+	if n := s.receiptsByAgent()["solo"] - receipts; n != 1 {
 		t.Fatalf("the search left %d receipts, want appliance's one", n)
 	}
-}
-
-// receiptsOf is how many receipts the host's chain holds for agent, as
-// the shipped receipts verify counts them.
-func (s *stack) receiptsOf(agent string) int {
-	s.t.Helper()
-	code, out := s.operatorCmd("receipts", "verify", "--json")
-	var rep struct {
-		Agents []struct {
-			Agent    string `json:"agent"`
-			Receipts int    `json:"receipts"`
-		} `json:"agents"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
-		s.t.Fatalf("receipts verify: exit %d, %v: %s", code, err, out)
-	}
-	for _, a := range rep.Agents {
-		if a.Agent == agent {
-			return a.Receipts
-		}
-	}
-	return 0
 }
