@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 )
 
@@ -40,6 +41,9 @@ type mcpLines struct {
 	// request for any other method but ping is answered here
 	// (beforeInitialize), since go-sdk answers it with error code 0.
 	initialized bool
+	// version is the protocol version go-sdk answers that initialize
+	// with (negotiatedProtocol): it decides whether a batch is served.
+	version string
 }
 
 func newMCPLines(conn io.ReadCloser, answer io.Writer) *mcpLines {
@@ -65,6 +69,20 @@ func (l *mcpLines) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		// A whole line, or the last bytes before the stream's end.
+		if isBatch(line) {
+			answers, asArray, pass := batchVerdict(line, l.version, l.initialized, false)
+			if !pass {
+				if _, werr := l.answer.Write(batchAnswer(answers, asArray)); werr != nil {
+					return 0, werr
+				}
+				if err != nil {
+					return 0, err
+				}
+				continue
+			}
+			l.pending = line
+			break
+		}
 		if code, text, id, ok := mcpproxy.CheckLine(line); !ok {
 			if _, werr := l.answer.Write(mcpproxy.ErrorLine(id, code, "steward: "+text)); werr != nil {
 				return 0, werr
@@ -143,28 +161,35 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
-		Params struct {
-			Meta struct {
-				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
-		} `json:"params"`
+		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(line, &head) != nil || head.Method == nil {
 		return nil
 	}
+	answerable := len(head.ID) > 0 && len(head.ID) <= mcpproxy.MaxIDBytes && (head.ID[0] == '"' || head.ID[0] == '-' || (head.ID[0] >= '0' && head.ID[0] <= '9'))
 	switch *head.Method {
 	case "initialize":
-		l.initialized = true
+		version, ok := initializeVersion(head.Params)
+		if !ok && answerable {
+			return mcpproxy.ErrorLine(head.ID, jsonrpc.CodeInvalidParams, "steward: "+initializeParamsText)
+		}
+		l.initialized, l.version = true, negotiatedProtocol(version)
 		return nil
 	case "ping", "server/discover":
 		return nil
 	}
-	if head.Params.Meta.ProtocolVersion >= sessionlessProtocol {
+	var params struct {
+		Meta struct {
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(head.Params, &params) // params that are not an object carry no version
+	if params.Meta.ProtocolVersion >= sessionlessProtocol {
 		// The sessionless protocol (SEP-2575) has no initialize: each
 		// request carries its version, and go-sdk serves it so.
 		return nil
 	}
-	if len(head.ID) == 0 || len(head.ID) > mcpproxy.MaxIDBytes || (head.ID[0] != '"' && head.ID[0] != '-' && (head.ID[0] < '0' || head.ID[0] > '9')) {
+	if !answerable {
 		return nil // a notification (or no id to answer): never answered
 	}
 	return mcpproxy.ErrorLine(head.ID, mcpproxy.CodeInvalidRequest,
@@ -179,13 +204,16 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 // protocol versions that have batches). It returns nil for a line that
 // decodes.
 func notAMessage(line []byte) []byte {
-	i := 0
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
-		i++
-	}
-	if i == len(line) || line[i] == '[' {
+	if i := skipSpace(line, 0); i == len(line) || line[i] == '[' {
 		return nil
 	}
+	return messageRefusal(line)
+}
+
+// messageRefusal answers line, which is JSON, when go-sdk's decoder cannot
+// read it as one JSON-RPC 2.0 message (an array included: a batch's member
+// cannot be a batch), and returns nil when it can.
+func messageRefusal(line []byte) []byte {
 	if _, err := jsonrpc.DecodeMessage(line); err == nil {
 		return nil
 	}
@@ -193,4 +221,25 @@ func notAMessage(line []byte) []byte {
 	scan.Write(line)
 	return mcpproxy.ErrorLine(scan.ID(), mcpproxy.CodeInvalidRequest,
 		`steward: not a JSON-RPC 2.0 message: it needs "jsonrpc":"2.0", a string "method" (or a result or error), and an "id" that is a string or number when it has one`)
+}
+
+// initializeParamsText is the error answering an initialize whose params
+// go-sdk would refuse (with error code 0, and words about Go types) or
+// that names no protocol version, which decides the session's protocol.
+const initializeParamsText = `initialize needs params that are an object with "protocolVersion" (a string such as "2025-06-18"), "capabilities" (an object) and "clientInfo" (an object with "name" and "version"); the session is not initialized, and an initialize may follow`
+
+// initializeVersion reads an initialize request's params as go-sdk's
+// server does (mcp.InitializeParams) and returns the protocol version it
+// asks for; ok is false for params that are missing, null or not such an
+// object, or that name no protocol version. The MCP specification requires
+// all three members; go-sdk, and so steward, needs the version alone.
+func initializeVersion(params json.RawMessage) (version string, ok bool) {
+	if i := skipSpace(params, 0); i == len(params) || params[i] != '{' {
+		return "", false
+	}
+	var p mcp.InitializeParams
+	if json.Unmarshal(params, &p) != nil || p.ProtocolVersion == "" {
+		return "", false
+	}
+	return p.ProtocolVersion, true
 }
