@@ -10,7 +10,8 @@ import (
 	"github.com/stewardrt/steward/controller/mcpproxy"
 )
 
-// JSON-RPC batches (a message that is an array of messages). MCP
+// JSON-RPC batches (a message that is an array of messages; at most
+// mcpproxy.MaxBatchMembers of them, mcpproxy.CheckBatch). MCP
 // 2025-06-18 removed them; 2024-11-05 and 2025-03-26 have them. go-sdk
 // v1.8.0 on a line stream (mcp.IOTransport) ends the session on any batch
 // it does not serve: on a session of a version without batches, on an
@@ -22,11 +23,6 @@ import (
 // nothing of it is run. Over streamable HTTP go-sdk refuses what it does
 // not serve with a plain-text 400 and keeps the session; steward answers
 // those with JSON-RPC errors instead (mcphttp.go).
-
-// MaxBatchMembers bounds the messages in one batch. A refused batch is
-// answered per request, about 200 bytes each: without the bound a line of
-// 65,536 bytes ("[1,1,...]") would draw some 6 MB of answers.
-const MaxBatchMembers = 128
 
 // protocolHasBatches reports whether MCP protocol version v has JSON-RPC
 // batches (those before 2025-06-18).
@@ -66,25 +62,13 @@ type batchMember struct {
 // with a notification in it (over HTTP; not on a line stream).
 func batchVerdict(line []byte, version string, initialized, notificationsOK bool) (answers [][]byte, asArray, pass bool) {
 	asArray = initialized && protocolHasBatches(version)
-	raws, ok := splitBatch(line)
-	switch {
-	case !ok:
-		return [][]byte{errorObject(nil, mcpproxy.CodeParseError, "steward: request line is not JSON")}, false, false
-	case len(raws) == 0:
-		return [][]byte{errorObject(nil, mcpproxy.CodeInvalidRequest, "steward: an empty batch is not a request; a batch holds one message or more")}, false, false
-	case len(raws) > MaxBatchMembers:
-		return [][]byte{errorObject(nil, mcpproxy.CodeInvalidRequest,
-			fmt.Sprintf("steward: a batch of %d messages exceeds the bound of %d messages; nothing of it was run", len(raws), MaxBatchMembers))}, false, false
+	raws, code, text, ok := mcpproxy.CheckBatch(line)
+	if !ok {
+		return [][]byte{errorObject(nil, code, "steward: "+text)}, false, false
 	}
 	members := make([]batchMember, len(raws))
 	for i, raw := range raws {
-		m, valid := readBatchMember(raw)
-		if !valid {
-			// JSON-RPC answers a batch that is not JSON with one parse
-			// error, as a line.
-			return [][]byte{errorObject(nil, mcpproxy.CodeParseError, "steward: request line is not JSON")}, false, false
-		}
-		members[i] = m
+		members[i] = readBatchMember(raw)
 	}
 	reason := batchRefusal(members, version, initialized, notificationsOK)
 	if reason == "" {
@@ -131,23 +115,18 @@ func batchRefusal(members []batchMember, version string, initialized, notificati
 	return ""
 }
 
-// readBatchMember checks one member of a batch as a line would be
-// (CheckLine, notAMessage) and classifies it; valid is false when it is
-// not JSON (nesting past the bound is its own refusal, checked first).
-func readBatchMember(raw []byte) (m batchMember, valid bool) {
-	code, text, id, ok := mcpproxy.CheckLine(raw)
-	switch {
-	case ok:
-	case code == mcpproxy.CodeParseError:
-		return m, false
-	default:
+// readBatchMember checks one member of a batch (CheckBatch found it JSON,
+// unless nested past the bound) as a line would be (CheckLine,
+// messageRefusal) and classifies it.
+func readBatchMember(raw []byte) (m batchMember) {
+	if code, text, id, ok := mcpproxy.CheckLine(raw); !ok {
 		m.id = id
 		m.refusal = mcpproxy.ErrorLine(id, code, "steward: "+text)
-		return m, true
+		return m
 	}
 	if refusal := messageRefusal(raw); refusal != nil {
 		m.refusal = refusal
-		return m, true
+		return m
 	}
 	var scan mcpproxy.IDScan
 	scan.Write(raw)
@@ -159,67 +138,7 @@ func readBatchMember(raw []byte) (m batchMember, valid bool) {
 	json.Unmarshal(raw, &head) // it decoded as a message just now
 	m.request = head.Method != nil && len(head.ID) > 0 && !bytes.Equal(head.ID, nullID)
 	m.notice = head.Method != nil && !m.request
-	return m, true
-}
-
-// splitBatch cuts a JSON array into its members' bytes without decoding
-// them (each is checked on its own, the array's nesting not counted
-// against its member's); ok is false when line is not one array of
-// comma-separated values followed by white space alone. Whether each
-// member is JSON is left to the member's check.
-func splitBatch(line []byte) (members [][]byte, ok bool) {
-	i := skipSpace(line, 0)
-	if i == len(line) || line[i] != '[' {
-		return nil, false
-	}
-	i++
-	depth, start, inString, escape := 0, i, false, false
-	for ; i < len(line); i++ {
-		c := line[i]
-		if inString {
-			switch {
-			case escape:
-				escape = false
-			case c == '\\':
-				escape = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}':
-			depth--
-		case ']':
-			if depth == 0 {
-				last := bytes.TrimSpace(line[start:i])
-				if len(last) > 0 {
-					members = append(members, last)
-				} else if len(members) > 0 {
-					return nil, false // a trailing comma
-				}
-				return members, skipSpace(line, i+1) == len(line)
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				m := bytes.TrimSpace(line[start:i])
-				if len(m) == 0 {
-					return nil, false
-				}
-				members = append(members, m)
-				start = i + 1
-			}
-		}
-		if depth < 0 {
-			return nil, false
-		}
-	}
-	return nil, false
+	return m
 }
 
 // skipSpace is the index of the first byte of b at or after i that is not
@@ -232,13 +151,6 @@ func skipSpace(b []byte, i int) int {
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// isBatch reports whether line is a JSON array (a batch) by its first
-// byte that is not white space.
-func isBatch(line []byte) bool {
-	i := skipSpace(line, 0)
-	return i < len(line) && line[i] == '['
-}
 
 // errorObject is a JSON-RPC error answering the request whose id is id
 // (nil: null), without a newline.

@@ -133,9 +133,9 @@ func TestMCPBatchWithoutBatches(t *testing.T) {
 		}
 		return "[" + strings.Join(in, ",") + "]", out
 	}
-	line, want := members(MaxBatchMembers)
+	line, want := members(mcpproxy.MaxBatchMembers)
 	r.want(line, want...)
-	line, _ = members(MaxBatchMembers + 1)
+	line, _ = members(mcpproxy.MaxBatchMembers + 1)
 	r.want(line, errLine("null", -32600, "steward: a batch of 129 messages exceeds the bound of 128 messages; nothing of it was run"))
 }
 

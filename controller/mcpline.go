@@ -69,7 +69,7 @@ func (l *mcpLines) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		// A whole line, or the last bytes before the stream's end.
-		if isBatch(line) {
+		if mcpproxy.IsBatch(line) {
 			answers, asArray, pass := batchVerdict(line, l.version, l.initialized, false)
 			if !pass {
 				if _, werr := l.answer.Write(batchAnswer(answers, asArray)); werr != nil {
