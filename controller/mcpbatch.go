@@ -47,7 +47,7 @@ func negotiatedProtocol(client string) string {
 
 // batchMember is one message of a batch as steward reads it.
 type batchMember struct {
-	id      []byte // its id (IDScan), nil when none can be echoed
+	id      []byte // a request's id, or a refused member's (IDScan; nil when none can be echoed)
 	request bool   // a method and an id: a request, owed an answer
 	notice  bool   // a method and no id: a notification
 	refusal []byte // the answer to a member refused as a line would be
@@ -128,15 +128,17 @@ func readBatchMember(raw []byte) (m batchMember) {
 		m.refusal = refusal
 		return m
 	}
-	var scan mcpproxy.IDScan
-	scan.Write(raw)
-	m.id = scan.ID()
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 	}
 	json.Unmarshal(raw, &head) // it decoded as a message just now
 	m.request = head.Method != nil && len(head.ID) > 0 && !bytes.Equal(head.ID, nullID)
+	if m.request {
+		// The id as the request has it (a string or number, or it would
+		// not have decoded), however long: go-sdk answers a request so.
+		m.id = head.ID
+	}
 	m.notice = head.Method != nil && !m.request
 	return m
 }

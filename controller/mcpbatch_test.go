@@ -109,6 +109,8 @@ func TestMCPBatchWithoutBatches(t *testing.T) {
 	notPart := "steward: batches are not part of MCP protocol version 2025-06-18; send each message on a line of its own"
 	r.want("["+ping(`"a"`)+","+noticeMsg+`,{"jsonrpc":"2.0","id":7,"method":"tools/list"}]`,
 		errLine(`"a"`, -32600, notPart), errLine("7", -32600, notPart))
+	long := `"` + strings.Repeat("i", 2*mcpproxy.MaxIDBytes) + `"`
+	r.want("["+ping(long)+"]", errLine(long, -32600, notPart))
 	r.want("[]", errLine("null", -32600, "steward: an empty batch is not a request; a batch holds one message or more"))
 	r.want(" [ ] ", errLine("null", -32600, "steward: an empty batch is not a request; a batch holds one message or more"))
 	r.want("["+noticeMsg+"]", errLine("null", -32600, notPart))
