@@ -162,7 +162,8 @@ func (m *mcpHTTP) connContext(ctx context.Context, conn net.Conn) context.Contex
 }
 
 // ServeHTTP checks the request's peer, reads its body within the bounds,
-// refuses a request a web page sent (webOriginRefusal), keeps each session to the peer that opened it and the sessions of one
+// refuses a request a web page sent (webOriginRefusal) and a batch the
+// go-sdk handler does not serve (httpBatchRefusal), keeps each session to the peer that opened it and the sessions of one
 // account under the cap, and hands the request to the go-sdk handler.
 func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	peer, ok := r.Context().Value(httpPeerKey{}).(httpPeer)
@@ -179,6 +180,14 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if text := webOriginRefusal(r.Header); text != "" {
 		refuseRequest(w, http.StatusForbidden, bodyRequestID(body), text)
 		return
+	}
+	if r.Method == http.MethodPost && mcpproxy.IsBatch(body) {
+		if refusal := httpBatchRefusal(r.Header, body); refusal != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(refusal)
+			return
+		}
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		m.mu.Lock()
@@ -207,6 +216,27 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.mu.Unlock()
 		}
 	}}, r)
+}
+
+// httpBatchRefusal answers a POST whose body is a batch go-sdk's handler
+// would refuse with a plain-text 400 (a version without batches, an empty
+// batch, a member it cannot decode) or that steward's checks of a batch
+// refuse (mcpbatch.go), with JSON-RPC errors, one per request with its own
+// id; nil for a batch the handler serves. The version is the request's
+// Mcp-Protocol-Version, 2025-03-26 when it names none, as go-sdk reads it.
+// go-sdk's handler serves a notification in a batch. The answer is one
+// error object, or an array when the body asked at a version with batches
+// or holds more than one request.
+func httpBatchRefusal(h http.Header, body []byte) []byte {
+	version := h.Get("Mcp-Protocol-Version")
+	if version == "" {
+		version = "2025-03-26"
+	}
+	answers, asArray, pass := batchVerdict(body, version, true, true)
+	if pass {
+		return nil
+	}
+	return batchAnswer(answers, asArray || len(answers) > 1)
 }
 
 // readBody reads a POST's body whole, at most MaxMCPLine bytes, within the
