@@ -87,3 +87,46 @@ func TestMCPHTTPBatch(t *testing.T) {
 		t.Fatalf("a ping after the refused batch: %d %s", code, out)
 	}
 }
+
+// TestMCPHTTPInitializeRefusedParams: over streamable HTTP an initialize
+// whose params go-sdk refuses (it answers error code 0 and opens a session
+// all the same) or that names no protocol version is answered 400 with
+// -32602 and its id, and no session is opened; a correct one follows.
+func TestMCPHTTPInitializeRefusedParams(t *testing.T) {
+	s := newStack(t, stackOpts{edit: withMCPHTTP})
+	s.startController()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hc := unixHTTPClient(s.cfg.Sockets.MCPHTTP)
+	defer hc.CloseIdleConnections()
+	post := func(body string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, httpEndpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(out)
+	}
+	for i, params := range []string{`,"params":5`, `,"params":null`, ``, `,"params":{}`, `,"params":{"protocolVersion":5}`} {
+		id := fmt.Sprint(10 + i)
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize"` + params + `}`
+		code, sid, out := post(body)
+		if want := errLine(id, -32602, "steward: "+initializeParamsText) + "\n"; code != http.StatusBadRequest || sid != "" || out != want {
+			t.Fatalf("%s:\n got %d session %q %s\nwant 400, no session, %s", body, code, sid, out, want)
+		}
+	}
+	code, sid, out := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != http.StatusOK || sid == "" || !strings.Contains(out, `"protocolVersion":"2025-06-18"`) {
+		t.Fatalf("a correct initialize after the refused ones: %d %q %s", code, sid, out)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, httpEndpoint, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}

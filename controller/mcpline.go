@@ -166,12 +166,12 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	if json.Unmarshal(line, &head) != nil || head.Method == nil {
 		return nil
 	}
-	answerable := len(head.ID) > 0 && len(head.ID) <= mcpproxy.MaxIDBytes && (head.ID[0] == '"' || head.ID[0] == '-' || (head.ID[0] >= '0' && head.ID[0] <= '9'))
+	answerable := answerableID(head.ID)
 	switch *head.Method {
 	case "initialize":
 		version, ok := initializeVersion(head.Params)
 		if !ok && answerable {
-			return mcpproxy.ErrorLine(head.ID, jsonrpc.CodeInvalidParams, "steward: "+initializeParamsText)
+			return initializeRefusal(head.ID)
 		}
 		l.initialized, l.version = true, negotiatedProtocol(version)
 		return nil
@@ -227,6 +227,20 @@ func messageRefusal(line []byte) []byte {
 // go-sdk would refuse (with error code 0, and words about Go types) or
 // that names no protocol version, which decides the session's protocol.
 const initializeParamsText = `initialize needs params that are an object with "protocolVersion" (a string such as "2025-06-18"), "capabilities" (an object) and "clientInfo" (an object with "name" and "version"); the session is not initialized, and an initialize may follow`
+
+// answerableID reports whether id (a request's, as it was sent) is one an
+// answer echoes: a string or number of at most mcpproxy.MaxIDBytes.
+func answerableID(id json.RawMessage) bool {
+	return len(id) > 0 && len(id) <= mcpproxy.MaxIDBytes && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'))
+}
+
+// initializeRefusal answers the initialize request whose id is id when its
+// params are refused (initializeVersion): -32602, invalid params, where
+// go-sdk answers error code 0 (and, over streamable HTTP, opens a session
+// that cannot be initialized).
+func initializeRefusal(id json.RawMessage) []byte {
+	return mcpproxy.ErrorLine(id, jsonrpc.CodeInvalidParams, "steward: "+initializeParamsText)
+}
 
 // initializeVersion reads an initialize request's params as go-sdk's
 // server does (mcp.InitializeParams) and returns the protocol version it
