@@ -27,7 +27,12 @@ import (
 //   - nested too deep, an error naming the bound, with the line's id;
 //   - JSON that go-sdk cannot read as a JSON-RPC 2.0 message, -32600 with
 //     the line's id if it has one;
-//   - a request before initialize, -32600 with its id.
+//   - a request before initialize, -32600 with its id;
+//   - an initialize whose params go-sdk refuses (with error code 0) or that
+//     names no protocol version, -32602 with its id, the session left
+//     uninitialized for a correct one (initializeVersion);
+//   - a batch (a JSON array) go-sdk would not serve whole, one error per
+//     request with its id (batchVerdict, mcpbatch.go).
 //
 // Only the session's one reading goroutine calls Read. An answer is one
 // Write on the connection, as each of go-sdk's messages is, and the
@@ -200,9 +205,8 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 // that go-sdk's decoder cannot read as one JSON-RPC 2.0 message: a wrong or
 // missing "jsonrpc", a method that is not a string, an id that is not a
 // string or number, a response without an id. go-sdk ends the session on
-// such a line. A batch is passed on as it is (go-sdk reads it for the
-// protocol versions that have batches). It returns nil for a line that
-// decodes.
+// such a line. A batch's members are checked by batchVerdict. It returns
+// nil for a line that decodes.
 func notAMessage(line []byte) []byte {
 	if i := skipSpace(line, 0); i == len(line) || line[i] == '[' {
 		return nil
