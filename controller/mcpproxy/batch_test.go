@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,4 +68,40 @@ func TestProxyBatch(t *testing.T) {
 	if !bytes.Equal(echo.got.Bytes(), forwarded) {
 		t.Fatalf("the socket received %d bytes, want exactly the two admitted batches (%d bytes)", echo.got.Len(), len(forwarded))
 	}
+}
+
+// FuzzCheckBatch holds CheckBatch to encoding/json on batches whose
+// members nest within the bound: it admits exactly the JSON arrays of 1 to
+// MaxBatchMembers values, and its members are the array's elements.
+func FuzzCheckBatch(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ ] `, `[1]`, `[1,]`, `[,1]`, `[{"a":"]"},"\"",[[]]]`, `[1]x`, `[{"a":}]`, `["\\"]`, `[1 2]`, `[[1],{"b":[2]}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !IsBatch(line) || len(line) > MaxLine {
+			return
+		}
+		var scan IDScan
+		scan.Write(line)
+		if scan.MaxDepth() > MaxNesting {
+			return // a member may be past the bound: the member check's refusal
+		}
+		members, _, _, ok := CheckBatch(line)
+		var want []json.RawMessage
+		valid := json.Unmarshal(line, &want) == nil && len(want) > 0 && len(want) <= MaxBatchMembers
+		if ok != valid {
+			t.Fatalf("%q: CheckBatch ok %v, encoding/json %v", line, ok, valid)
+		}
+		if !ok {
+			return
+		}
+		if len(members) != len(want) {
+			t.Fatalf("%q: %d members, want %d", line, len(members), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(bytes.TrimSpace(want[i]), members[i]) {
+				t.Fatalf("%q: member %d is %q, want %q", line, i, members[i], want[i])
+			}
+		}
+	})
 }
