@@ -191,6 +191,16 @@ func TestMCPInitializeRefusedParams(t *testing.T) {
 			t.Fatalf("tools/list after %s:\n got %s\nwant %s", line, got, want)
 		}
 	}
+	// Under an id too long to echo, go-sdk answers (code 0, with the id),
+	// and the session is still not initialized.
+	long := `"` + strings.Repeat("i", 2*mcpproxy.MaxIDBytes) + `"`
+	if got := r.send(`{"jsonrpc":"2.0","id":`+long+`,"method":"initialize","params":5}`, 1)[0]; !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+long+`,"error":{"code":0,`) {
+		t.Fatalf("a refused initialize with a long id: %s", got)
+	}
+	if got, want := r.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, 1)[0],
+		errLine(`"l"`, -32600, `steward: "tools/list" before initialize; a session begins with an initialize request`); got != want {
+		t.Fatalf("tools/list after a refused initialize with a long id:\n got %s\nwant %s", got, want)
+	}
 	r.initialize(2, "2025-06-18")
 	r.goodCall("a refused initialize, then a correct one")
 }

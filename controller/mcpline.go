@@ -175,10 +175,14 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	switch *head.Method {
 	case "initialize":
 		version, ok := initializeVersion(head.Params)
-		if !ok && answerable {
+		switch {
+		case ok:
+			l.initialized, l.version = true, negotiatedProtocol(version)
+		case answerable:
 			return initializeRefusal(head.ID)
 		}
-		l.initialized, l.version = true, negotiatedProtocol(version)
+		// Refused params under an id too long to echo: go-sdk answers
+		// them (code 0, with the id), and the session stays uninitialized.
 		return nil
 	case "ping", "server/discover":
 		return nil
