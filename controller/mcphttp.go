@@ -162,7 +162,9 @@ func (m *mcpHTTP) connContext(ctx context.Context, conn net.Conn) context.Contex
 }
 
 // ServeHTTP checks the request's peer, reads its body within the bounds,
-// refuses a request a web page sent (webOriginRefusal), keeps each session to the peer that opened it and the sessions of one
+// refuses a request a web page sent (webOriginRefusal), an initialize
+// with params it cannot serve (httpInitializeRefusal) and a batch the
+// go-sdk handler does not serve (httpBatchRefusal), keeps each session to the peer that opened it and the sessions of one
 // account under the cap, and hands the request to the go-sdk handler.
 func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	peer, ok := r.Context().Value(httpPeerKey{}).(httpPeer)
@@ -179,6 +181,16 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if text := webOriginRefusal(r.Header); text != "" {
 		refuseRequest(w, http.StatusForbidden, bodyRequestID(body), text)
 		return
+	}
+	if refusal := httpInitializeRefusal(r, body); refusal != nil {
+		refuseWith(w, http.StatusBadRequest, refusal)
+		return
+	}
+	if r.Method == http.MethodPost && mcpproxy.IsBatch(body) {
+		if refusal := httpBatchRefusal(r.Header, body); refusal != nil {
+			refuseWith(w, http.StatusBadRequest, refusal)
+			return
+		}
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		m.mu.Lock()
@@ -207,6 +219,59 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.mu.Unlock()
 		}
 	}}, r)
+}
+
+// httpInitializeRefusal answers a POST whose body is one initialize
+// request with params steward refuses (initializeVersion): the go-sdk
+// handler answers it with error code 0 and opens a session all the same,
+// which would hold a place under the account's session cap for
+// mcpHTTPSessionIdle. No session is opened; a correct initialize may
+// follow. nil for any other request.
+func httpInitializeRefusal(r *http.Request, body []byte) []byte {
+	if r.Method != http.MethodPost || mcpproxy.IsBatch(body) {
+		return nil
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &head) != nil || head.Method == nil || *head.Method != "initialize" || !answerableID(head.ID) {
+		return nil
+	}
+	if _, ok := initializeVersion(head.Params); ok {
+		return nil
+	}
+	return initializeRefusal(head.ID)
+}
+
+// refuseWith answers a request with an HTTP error whose body is the
+// JSON-RPC error lines refusal.
+func refuseWith(w http.ResponseWriter, status int, refusal []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(refusal)
+}
+
+// httpBatchRefusal answers a POST whose body is a batch go-sdk's handler
+// would refuse with a plain-text 400 (a version without batches, an empty
+// batch, a member it cannot decode) or that steward's checks of a batch
+// refuse (mcpbatch.go), with JSON-RPC errors, one per request with its own
+// id; nil for a batch the handler serves. The version is the request's
+// Mcp-Protocol-Version, 2025-03-26 when it names none, as go-sdk reads it.
+// go-sdk's handler serves a notification in a batch. The answer is one
+// error object, or an array when the body asked at a version with batches
+// or holds more than one request.
+func httpBatchRefusal(h http.Header, body []byte) []byte {
+	version := h.Get("Mcp-Protocol-Version")
+	if version == "" {
+		version = "2025-03-26"
+	}
+	answers, asArray, pass := batchVerdict(body, version, true, true)
+	if pass {
+		return nil
+	}
+	return batchAnswer(answers, asArray || len(answers) > 1)
 }
 
 // readBody reads a POST's body whole, at most MaxMCPLine bytes, within the

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/mcpproxy"
 )
 
@@ -26,7 +27,12 @@ import (
 //   - nested too deep, an error naming the bound, with the line's id;
 //   - JSON that go-sdk cannot read as a JSON-RPC 2.0 message, -32600 with
 //     the line's id if it has one;
-//   - a request before initialize, -32600 with its id.
+//   - a request before initialize, -32600 with its id;
+//   - an initialize whose params go-sdk refuses (with error code 0) or that
+//     names no protocol version, -32602 with its id, the session left
+//     uninitialized for a correct one (initializeVersion);
+//   - a batch (a JSON array) go-sdk would not serve whole, one error per
+//     request with its id (batchVerdict, mcpbatch.go).
 //
 // Only the session's one reading goroutine calls Read. An answer is one
 // Write on the connection, as each of go-sdk's messages is, and the
@@ -40,6 +46,9 @@ type mcpLines struct {
 	// request for any other method but ping is answered here
 	// (beforeInitialize), since go-sdk answers it with error code 0.
 	initialized bool
+	// version is the protocol version go-sdk answers that initialize
+	// with (negotiatedProtocol): it decides whether a batch is served.
+	version string
 }
 
 func newMCPLines(conn io.ReadCloser, answer io.Writer) *mcpLines {
@@ -65,6 +74,20 @@ func (l *mcpLines) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		// A whole line, or the last bytes before the stream's end.
+		if mcpproxy.IsBatch(line) {
+			answers, asArray, pass := batchVerdict(line, l.version, l.initialized, false)
+			if !pass {
+				if _, werr := l.answer.Write(batchAnswer(answers, asArray)); werr != nil {
+					return 0, werr
+				}
+				if err != nil {
+					return 0, err
+				}
+				continue
+			}
+			l.pending = line
+			break
+		}
 		if code, text, id, ok := mcpproxy.CheckLine(line); !ok {
 			if _, werr := l.answer.Write(mcpproxy.ErrorLine(id, code, "steward: "+text)); werr != nil {
 				return 0, werr
@@ -143,28 +166,39 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
-		Params struct {
-			Meta struct {
-				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
-		} `json:"params"`
+		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(line, &head) != nil || head.Method == nil {
 		return nil
 	}
+	answerable := answerableID(head.ID)
 	switch *head.Method {
 	case "initialize":
-		l.initialized = true
+		version, ok := initializeVersion(head.Params)
+		switch {
+		case ok:
+			l.initialized, l.version = true, negotiatedProtocol(version)
+		case answerable:
+			return initializeRefusal(head.ID)
+		}
+		// Refused params under an id too long to echo: go-sdk answers
+		// them (code 0, with the id), and the session stays uninitialized.
 		return nil
 	case "ping", "server/discover":
 		return nil
 	}
-	if head.Params.Meta.ProtocolVersion >= sessionlessProtocol {
+	var params struct {
+		Meta struct {
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(head.Params, &params) // params that are not an object carry no version
+	if params.Meta.ProtocolVersion >= sessionlessProtocol {
 		// The sessionless protocol (SEP-2575) has no initialize: each
 		// request carries its version, and go-sdk serves it so.
 		return nil
 	}
-	if len(head.ID) == 0 || len(head.ID) > mcpproxy.MaxIDBytes || (head.ID[0] != '"' && head.ID[0] != '-' && (head.ID[0] < '0' || head.ID[0] > '9')) {
+	if !answerable {
 		return nil // a notification (or no id to answer): never answered
 	}
 	return mcpproxy.ErrorLine(head.ID, mcpproxy.CodeInvalidRequest,
@@ -175,17 +209,19 @@ func (l *mcpLines) beforeInitialize(line []byte) []byte {
 // that go-sdk's decoder cannot read as one JSON-RPC 2.0 message: a wrong or
 // missing "jsonrpc", a method that is not a string, an id that is not a
 // string or number, a response without an id. go-sdk ends the session on
-// such a line. A batch is passed on as it is (go-sdk reads it for the
-// protocol versions that have batches). It returns nil for a line that
-// decodes.
+// such a line. A batch's members are checked by batchVerdict. It returns
+// nil for a line that decodes.
 func notAMessage(line []byte) []byte {
-	i := 0
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
-		i++
-	}
-	if i == len(line) || line[i] == '[' {
+	if i := skipSpace(line, 0); i == len(line) || line[i] == '[' {
 		return nil
 	}
+	return messageRefusal(line)
+}
+
+// messageRefusal answers line, which is JSON, when go-sdk's decoder cannot
+// read it as one JSON-RPC 2.0 message (an array included: a batch's member
+// cannot be a batch), and returns nil when it can.
+func messageRefusal(line []byte) []byte {
 	if _, err := jsonrpc.DecodeMessage(line); err == nil {
 		return nil
 	}
@@ -193,4 +229,39 @@ func notAMessage(line []byte) []byte {
 	scan.Write(line)
 	return mcpproxy.ErrorLine(scan.ID(), mcpproxy.CodeInvalidRequest,
 		`steward: not a JSON-RPC 2.0 message: it needs "jsonrpc":"2.0", a string "method" (or a result or error), and an "id" that is a string or number when it has one`)
+}
+
+// initializeParamsText is the error answering an initialize whose params
+// go-sdk would refuse (with error code 0, and words about Go types) or
+// that names no protocol version, which decides the session's protocol.
+const initializeParamsText = `initialize needs params that are an object with "protocolVersion" (a string such as "2025-06-18"), "capabilities" (an object) and "clientInfo" (an object with "name" and "version"); the session is not initialized, and an initialize may follow`
+
+// answerableID reports whether id (a request's, as it was sent) is one an
+// answer echoes: a string or number of at most mcpproxy.MaxIDBytes.
+func answerableID(id json.RawMessage) bool {
+	return len(id) > 0 && len(id) <= mcpproxy.MaxIDBytes && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'))
+}
+
+// initializeRefusal answers the initialize request whose id is id when its
+// params are refused (initializeVersion): -32602, invalid params, where
+// go-sdk answers error code 0 (and, over streamable HTTP, opens a session
+// that cannot be initialized).
+func initializeRefusal(id json.RawMessage) []byte {
+	return mcpproxy.ErrorLine(id, jsonrpc.CodeInvalidParams, "steward: "+initializeParamsText)
+}
+
+// initializeVersion reads an initialize request's params as go-sdk's
+// server does (mcp.InitializeParams) and returns the protocol version it
+// asks for; ok is false for params that are missing, null or not such an
+// object, or that name no protocol version. The MCP specification requires
+// all three members; go-sdk, and so steward, needs the version alone.
+func initializeVersion(params json.RawMessage) (version string, ok bool) {
+	if i := skipSpace(params, 0); i == len(params) || params[i] != '{' {
+		return "", false
+	}
+	var p mcp.InitializeParams
+	if json.Unmarshal(params, &p) != nil || p.ProtocolVersion == "" {
+		return "", false
+	}
+	return p.ProtocolVersion, true
 }

@@ -22,7 +22,9 @@ import (
 // with the other sockets. A stack started without the option names no such
 // socket (its config is the one `steward-dev` has always written), and a
 // state provisioned with the option is refused without it, since the
-// controller's journal is bound to its config.
+// controller's journal is bound to its config, with an error that says
+// streamable HTTP was on (or, the other way round, off) rather than that
+// the state directory moved.
 func TestRunMCPHTTP(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "s")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -57,8 +59,8 @@ func TestRunMCPHTTP(t *testing.T) {
 	checkStopped(t, l.WithMCPHTTP())
 
 	err = Run(ctx, Options{State: state, Once: true, Stdout: io.Discard, Logger: quietLogger()})
-	if err == nil || !strings.Contains(err.Error(), "differs from the config this start computes") {
-		t.Errorf("a start without MCPHTTP of a state provisioned with it: %v", err)
+	if want := "steward-dev: provisioning " + state + ": this state was provisioned with streamable HTTP on (Options.MCPHTTP); start it the same way or remove the state directory " + state; err == nil || err.Error() != want {
+		t.Errorf("a start without MCPHTTP of a state provisioned with it:\n got %v\nwant %s", err, want)
 	}
 
 	plain := filepath.Join(t.TempDir(), "p")
@@ -73,6 +75,10 @@ func TestRunMCPHTTP(t *testing.T) {
 	pl, _ := NewLayout(plain)
 	if seen.MCPHTTPSocket != "" || bytes.Contains(mustRead(t, pl.Config), []byte("mcpHTTP")) || bytes.Contains(mustRead(t, pl.ManifestPath()), []byte("mcp_http")) {
 		t.Errorf("a stack without MCPHTTP names a streamable HTTP socket: %+v\n%s", seen, mustRead(t, pl.Config))
+	}
+	err = Run(ctx, Options{State: plain, Once: true, MCPHTTP: true, Stdout: io.Discard, Logger: quietLogger()})
+	if want := "steward-dev: provisioning " + plain + ": this state was provisioned with streamable HTTP off (Options.MCPHTTP); start it the same way or remove the state directory " + plain; err == nil || err.Error() != want {
+		t.Errorf("a start with MCPHTTP of a state provisioned without it:\n got %v\nwant %s", err, want)
 	}
 }
 

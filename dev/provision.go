@@ -273,7 +273,25 @@ func writeConfig(l Layout, uid uint32, w io.Writer) error {
 	case err != nil:
 		return err
 	case !bytes.Equal(have, want):
+		if text := httpToggled(l, uid, have); text != "" {
+			return errors.New(text)
+		}
 		return fmt.Errorf("%s differs from the config this start computes: the state directory was moved or changed, and the controller's journal is bound to the old config; move it back or use a fresh --state", l.Config)
 	}
 	return nil
+}
+
+// httpToggled says what changed when the config on disk (have) is the one
+// this start would compute with streamable HTTP the other way round
+// (Options.MCPHTTP), and "" otherwise: that is a start's flag, not a moved
+// state directory, and is told so.
+func httpToggled(l Layout, uid uint32, have []byte) string {
+	other, was := l.WithMCPHTTP(), "on"
+	if l.MCPHTTPSocket != "" {
+		other.MCPHTTPSocket, was = "", "off"
+	}
+	if b, err := controllerConfig(other, uid); err != nil || !bytes.Equal(have, b) {
+		return ""
+	}
+	return fmt.Sprintf("this state was provisioned with streamable HTTP %s (Options.MCPHTTP); start it the same way or remove the state directory %s", was, l.State)
 }

@@ -30,7 +30,10 @@ const MaxLine = 65536
 // line is drained; id null when it has none that can be read, since the
 // official clients close a session on an error whose id is null), and never
 // forwarded. A line within the bound that is not JSON, or that nests past
-// MaxNesting, is answered the same way (CheckLine) and not forwarded either.
+// MaxNesting, is answered the same way (CheckLine) and not forwarded either;
+// a batch (a JSON array) is forwarded when it is an array of one to
+// MaxBatchMembers JSON values (CheckBatch), its members' checks left to
+// the socket, which answers each request of a batch it refuses.
 // Replies from the socket are copied to stdout as bytes, whole
 // lines at a time so that an error line is never spliced into a reply.
 //
@@ -247,6 +250,17 @@ func lineTooLong(n int64, id []byte) []byte {
 	return ErrorLine(id, CodeInvalidRequest, "steward mcp: "+LineTooLong(n))
 }
 
+// checkRequestLine is CheckLine for a line that holds one message, and
+// CheckBatch for a batch, whose members' nesting and messages the MCP
+// socket checks one by one, answering each with its own id.
+func checkRequestLine(line []byte) (code int, message string, id []byte, ok bool) {
+	if IsBatch(line) {
+		_, code, message, ok = CheckBatch(line)
+		return code, message, nil, ok
+	}
+	return CheckLine(line)
+}
+
 // forwardLines copies bounded lines from in to conn, counting the calls
 // in each before it is written.
 func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mutex, calls *openCalls) error {
@@ -255,7 +269,7 @@ func forwardLines(in io.Reader, conn io.Writer, stdout io.Writer, outMu *sync.Mu
 		line, err := br.ReadSlice('\n')
 		switch {
 		case err == nil || (err == io.EOF && len(line) > 0):
-			if code, text, id, ok := CheckLine(line); !ok {
+			if code, text, id, ok := checkRequestLine(line); !ok {
 				// Answered here and never forwarded: the session goes on.
 				outMu.Lock()
 				_, werr := stdout.Write(ErrorLine(id, code, "steward mcp: "+text))
