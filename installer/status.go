@@ -98,25 +98,10 @@ func runStatus(ctx context.Context, c *call, o options) int {
 // the host's directory, when they exist.
 func socketFindings(t tree, db *accountDB) []finding {
 	var out []finding
-	check := func(path, user, group string, mode uint32) finding {
-		f := finding{Kind: "socket", Name: t.abs(rel(path))}
-		st, ok := lstatAs(t, rel(path), unix.S_IFSOCK, mode, &f)
-		switch {
-		case !ok && f.State == stateMissing:
-			// An absent socket is no installation fault.
-			f.State, f.Detail = stateAbsent, "nobody listens (unit not started)"
-		case !ok:
-		case t.real && ownerDiff(db, st.Uid, st.Gid, user, group) != "":
-			f.State, f.Detail = stateDiffers, ownerDiff(db, st.Uid, st.Gid, user, group)
-		default:
-			f.State, f.Detail = stateOK, fmt.Sprintf("%s:%s %04o", user, group, mode)
-		}
-		return f
-	}
 	for _, s := range systemd.Sockets() {
-		out = append(out, check(s.Path, s.User, s.Group, s.Mode))
+		out = append(out, socketFinding(t, db, s.Path, s.User, s.Group, s.Mode))
 	}
-	out = append(out, check(systemd.ReverseSocketPath, systemd.ControllerUser, systemd.OperatorUser, systemd.ReverseSocketMode))
+	out = append(out, socketFinding(t, db, systemd.ReverseSocketPath, systemd.ControllerUser, systemd.OperatorUser, systemd.ReverseSocketMode))
 	entries, _ := os.ReadDir(t.abs(rel(systemd.HostRuntimeDir)))
 	var routes []string
 	for _, e := range entries {
@@ -126,10 +111,29 @@ func socketFindings(t tree, db *accountDB) []finding {
 	}
 	sort.Strings(routes)
 	for _, r := range routes {
-		out = append(out, check(filepath.Join(systemd.HostRuntimeDir, r),
+		out = append(out, socketFinding(t, db, filepath.Join(systemd.HostRuntimeDir, r),
 			systemd.OperatorUser, systemd.ControllerUser, systemd.RouteSocketMode))
 	}
 	return out
+}
+
+// socketFinding checks the socket at path (absolute on the real system)
+// against its owner and mode: ok, absent (nobody listens: no installation
+// fault) or differs.
+func socketFinding(t tree, db *accountDB, path, user, group string, mode uint32) finding {
+	f := finding{Kind: "socket", Name: t.abs(rel(path))}
+	st, ok := lstatAs(t, rel(path), unix.S_IFSOCK, mode, &f)
+	switch {
+	case !ok && f.State == stateMissing:
+		// An absent socket is no installation fault.
+		f.State, f.Detail = stateAbsent, "nobody listens (unit not started)"
+	case !ok:
+	case t.real && ownerDiff(db, st.Uid, st.Gid, user, group) != "":
+		f.State, f.Detail = stateDiffers, ownerDiff(db, st.Uid, st.Gid, user, group)
+	default:
+		f.State, f.Detail = stateOK, fmt.Sprintf("%s:%s %04o", user, group, mode)
+	}
+	return f
 }
 
 // sdBooted reports whether systemd runs this machine (sd_booted(3)).

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -37,14 +38,16 @@ type PurseView struct {
 // AddController pins a controller: its name, OS account UID, the public
 // keys of its roles (msg.ControllerKeys CBOR) and its control socket
 // (control.go), which a new controller must have. Its purse starts empty.
+// While the host runs, the control socket is listened on before the
+// record is journaled (Store.mutateControl).
 func (s *Store) AddController(name string, uid uint32, keys []byte, control string) (ControllerView, error) {
 	if control == "" {
 		return ControllerView{}, refusedf("controller %s: a control socket is required (--control PATH)", name)
 	}
 	rec := recControllerAddV2{Name: name, UID: uid, Keys: keys, Control: control}
 	var c *controller
-	err := s.mutate(kindControllerAddV2, rec,
-		func() (err error) { c, err = s.st.checkControllerAdd(rec); return err },
+	err := s.mutateControl(kindControllerAddV2, rec, control,
+		func() (_ *controller, err error) { c, err = s.st.checkControllerAdd(rec); return c, err },
 		func() { s.st.addController(c) })
 	if err != nil {
 		return ControllerView{}, err
@@ -53,17 +56,34 @@ func (s *Store) AddController(name string, uid uint32, keys []byte, control stri
 }
 
 // SetControllerControl records the control socket of a controller added
-// before it was recorded (or moves it): `bundle build` needs it.
-func (s *Store) SetControllerControl(name, control string) (ControllerView, error) {
+// before it was recorded, or moves it, and reports whether it changed: a
+// controller's own socket again journals nothing. While the host runs,
+// the new socket is listened on before the record is journaled and the
+// old one closed after (Store.mutateControl).
+func (s *Store) SetControllerControl(name, control string) (ControllerView, bool, error) {
 	rec := recControllerControl{Controller: name, Control: control}
 	var c *controller
-	err := s.mutate(kindControllerControl, rec,
-		func() (err error) { c, err = s.st.checkControllerControl(rec); return err },
+	err := s.mutateControl(kindControllerControl, rec, control,
+		func() (_ *controller, err error) {
+			if c, err = s.st.checkControllerControl(rec); err != nil {
+				return nil, err
+			}
+			if c.control == control {
+				return nil, errUnchanged
+			}
+			return c, nil
+		},
 		func() { c.control = control })
-	if err != nil {
-		return ControllerView{}, err
+	changed := true
+	if errors.Is(err, errUnchanged) {
+		changed, err = false, nil
 	}
-	return controllerView(c), nil
+	if err != nil {
+		return ControllerView{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return controllerView(c), changed, nil
 }
 
 // mutate runs one administrative change in the order every change keeps:

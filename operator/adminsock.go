@@ -40,7 +40,9 @@ const (
 )
 
 // OpControllerControl sets a controller's control socket (Control): one
-// added before `controller add` recorded it (control.go).
+// added before `controller add` recorded it, or a new one (control.go).
+// Through the running host, it and OpControllerAdd take effect at once
+// (Store.mutateControl).
 const OpControllerControl = "controller-control"
 
 // AdminRequest is one administrative mutation, run by Store.Do directly or
@@ -97,6 +99,13 @@ type AdminReply struct {
 	// RouteUnchanged says a route activation or deactivation found the
 	// route in that state already: nothing was journaled.
 	RouteUnchanged bool `cbor:"routeUnchanged,omitempty"`
+	// ControlUnchanged says a controller control named the controller's
+	// control socket already: nothing was journaled.
+	ControlUnchanged bool `cbor:"controlUnchanged,omitempty"`
+	// ControlListened says a controller add or control ran on the running
+	// host, which listens on the control socket from now on; false when it
+	// ran on the store, which the host listens on when it starts.
+	ControlListened bool `cbor:"controlListened,omitempty"`
 }
 
 // Admin runs administrative requests: a *Store, or the daemon's admin socket.
@@ -114,13 +123,13 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 		if err != nil {
 			return rep, err
 		}
-		rep.Controller = &v
+		rep.Controller, rep.ControlListened = &v, s.controls != nil
 	case OpControllerControl:
-		v, err := s.SetControllerControl(req.Name, req.Control)
+		v, changed, err := s.SetControllerControl(req.Name, req.Control)
 		if err != nil {
 			return rep, err
 		}
-		rep.Controller = &v
+		rep.Controller, rep.ControlUnchanged, rep.ControlListened = &v, !changed, s.controls != nil
 	case OpPurseFund, OpPurseFreeze, OpPurseThaw:
 		var v PurseView
 		var err error
@@ -242,7 +251,9 @@ func (h *Host) adminHandler() wire.Handler {
 			}
 			return msg.TypeRefused, msg.Refusal{Code: code, Reason: err.Error()}
 		}
-		h.log.Info("steward-operator: admin", "op", ar.Op, "name", ar.Name)
+		// Who asked is the connection's peer, as in a route change's record.
+		pc, _ := peerOf(ctx)
+		h.log.Info("steward-operator: admin", "op", ar.Op, "name", ar.Name, "by", fmt.Sprintf("uid:%d", pc.UID))
 		return TypeAdminResult, rep
 	})
 }

@@ -48,12 +48,24 @@ func (c *CLI) cmdControllerAdd(args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "controller %s pinned: uid %d, tool key %s, dispatch key %s, control socket %s\n", rep.Controller.Name, rep.Controller.UID, rep.Controller.ToolKID, rep.Controller.DispatchKID, rep.Controller.Control)
+	fmt.Fprintf(c.Stdout, "controller %s: %s\n", rep.Controller.Name, listenedLine(rep))
 	return nil
 }
 
-// cmdControllerControl journals the control socket of a controller added
-// before `controller add` recorded one, so that `bundle build` can put it
-// in the controller's bundle.
+// listenedLine says when the host answers on a control socket a command
+// recorded: at once when it ran on the running host (its admin socket),
+// else from the host's start.
+func listenedLine(rep AdminReply) string {
+	if rep.ControlListened {
+		return "the running host listens on " + rep.Controller.Control + " now"
+	}
+	return "the host listens on " + rep.Controller.Control + " when it starts"
+}
+
+// cmdControllerControl journals a controller's control socket: one added
+// before `controller add` recorded one (`bundle build` needs it), or a new
+// one. Through the running host the new socket is listened on at once and
+// the old one closed.
 func (c *CLI) cmdControllerControl(args []string) error {
 	fs, store := flags("controller control")
 	control := fs.String("control", "", "the controller's control socket `PATH`")
@@ -68,7 +80,11 @@ func (c *CLI) cmdControllerControl(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "controller %s: control socket %s (the host listens on it from its next start)\n", rep.Controller.Name, rep.Controller.Control)
+	if rep.ControlUnchanged {
+		fmt.Fprintf(c.Stdout, "controller %s: control socket %s already: nothing journaled\n", rep.Controller.Name, rep.Controller.Control)
+		return nil
+	}
+	fmt.Fprintf(c.Stdout, "controller %s: control socket %s; %s\n", rep.Controller.Name, rep.Controller.Control, listenedLine(rep))
 	return nil
 }
 

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -17,68 +16,9 @@ import (
 // found there without restarting either daemon. It is bound like a forward
 // socket: mode 0660, SO_PEERCRED uid the controller's, the forward caps, a
 // signed refusal frame past them; the handshake is the forward socket's
-// (RoleHost, the controller's tool key) with PurposeControl.
-
-// controlSocket is one bound control socket and the controller it serves.
-type controlSocket struct {
-	controller string
-	l          *wire.Listener
-	cfg        wire.ChannelConfig
-}
-
-// listenControls binds the control socket of every controller that has
-// one, appending each listener to *listeners (which Serve closes on its
-// way out). A controller added before its control socket was recorded has
-// none until `steward-operator controller control` and a restart.
-func (h *Host) listenControls(listeners *[]*wire.Listener) ([]controlSocket, error) {
-	type pinned struct {
-		name, path string
-		uid        uint32
-		ring       *wire.Keyring
-	}
-	h.s.mu.Lock()
-	var cs []pinned
-	for _, n := range h.s.st.ctrlOrder {
-		if c := h.s.st.controllers[n]; c.control != "" {
-			cs = append(cs, pinned{name: n, path: c.control, uid: c.uid, ring: c.toolRing})
-		}
-	}
-	h.s.mu.Unlock()
-	var out []controlSocket
-	for _, c := range cs {
-		uid, name := c.uid, c.name
-		l, err := wire.Listen(wire.ListenConfig{
-			Path: c.path, Mode: 0o660,
-			Allow: func(pc wire.PeerCred) error {
-				if pc.UID != uid {
-					return fmt.Errorf("%w: peer uid %d is not controller %s's uid %d", wire.ErrWrongPeer, pc.UID, name, uid)
-				}
-				return nil
-			},
-			MaxConns: maxForwardConns, MaxPerUID: maxForwardPerUID,
-			Refuse: wire.RefuseFrame(h.key),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("controller %s: control socket: %w", name, err)
-		}
-		*listeners = append(*listeners, l)
-		out = append(out, controlSocket{controller: name, l: l, cfg: wire.ChannelConfig{
-			Key: h.key, Role: msg.RoleHost, PeerRole: msg.RoleControllerTool, PeerKeys: c.ring,
-			Path: c.path, Purpose: msg.PurposeControl,
-			SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
-		}})
-	}
-	return out, nil
-}
-
-// serveControls runs the accept loop of each bound control socket until
-// ctx ends or its listener closes; loops counts them.
-func (h *Host) serveControls(ctx context.Context, loops *sync.WaitGroup, cs []controlSocket) {
-	for _, c := range cs {
-		loops.Add(1)
-		go func() { defer loops.Done(); h.acceptLoop(ctx, c.l, h.controlHandler(c.controller), c.cfg, 0) }()
-	}
-}
+// (RoleHost, the controller's tool key) with PurposeControl. The running
+// host's set of them is controllisten.go's: `controller add` and
+// `controller control` change it at once.
 
 // controlHandler answers routes, inspect and allowance on one controller's
 // control channel. The controller is the channel's (its socket's peer

@@ -230,8 +230,12 @@
 // # Control socket
 //
 // Each controller's record names its control socket (controller add
-// --control; controller control for one added before it), and the host
-// listens on it at start, bound as a forward socket is (control.go). It
+// --control; controller control for one added before it, or to move it),
+// and the host listens on it at start, bound as a forward socket is
+// (control.go); through the running host both commands take effect at
+// once (Store.mutateControl, controllisten.go): the socket is listened on
+// before the record is appended, a moved socket's old listener closed
+// once the new one serves. It
 // answers routes (the RouteIDs of the selected revisions of that
 // controller's routes, with the signed records the controller does not
 // already know), inspect and allowance; a controller with no route still
@@ -241,7 +245,7 @@
 // # Admin socket
 //
 // While `serve` runs it holds the journal lock, and administrative commands
-// (fund, freeze, thaw, grant issue/revoke, controller add, route
+// (fund, freeze, thaw, grant issue/revoke, controller add/control, route
 // register/activate/deactivate/remove, agent set)
 // reach it over STORE/admin.sock: a wire listener (mode 0600 in the 0700
 // store) that admits only the daemon's own UID, speaking signed frames (the

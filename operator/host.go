@@ -102,21 +102,18 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	// Set before the admin socket is listened on: every route change it
 	// carries takes effect on this set (Store.mutateRoute).
 	s.listening = routes
-	var controlListeners []*wire.Listener
-	closeControls := func() {
-		for _, l := range controlListeners {
-			l.Close()
-		}
-	}
-	controls, err := h.listenControls(&controlListeners)
-	if err != nil {
-		closeControls()
+	controls := newControlListeners(srvCtx, h)
+	if err := controls.listenAll(); err != nil {
+		controls.closeAll()
 		routes.closeAll()
 		return err
 	}
+	// Set before the admin socket is listened on too: controller add and
+	// controller control take effect on this set (Store.mutateControl).
+	s.controls = controls
 	al, err := h.listenAdmin()
 	if err != nil {
-		closeControls()
+		controls.closeAll()
 		routes.closeAll()
 		return err
 	}
@@ -126,7 +123,6 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		defer loops.Done()
 		h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig(), adminIdleTimeout)
 	}()
-	h.serveControls(srvCtx, &loops, controls)
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
@@ -150,10 +146,11 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	}
 	log.Info("steward-operator: shutting down")
 	al.Close()
-	closeControls()
-	routes.closeAll() // a route change still under way opens nothing now
+	controls.closeAll() // as routes: a controller change under way opens nothing now
+	routes.closeAll()   // a route change still under way opens nothing now
 	cancel()
 	loops.Wait()
+	controls.loops.Wait()
 	routes.loops.Wait()
 	h.workMu.Lock()
 	h.closing = true

@@ -57,6 +57,11 @@ type Store struct {
 	// which a route change prepares and settles (mutateRoute); nil
 	// without a host. Set before the admin socket is listened on.
 	listening *routeListeners
+	// controls is the running host's control sockets (controllisten.go),
+	// which controller add and controller control prepare and commit
+	// (mutateControl); nil without a host. Set before the admin socket is
+	// listened on.
+	controls *controlListeners
 }
 
 // storeConfig is the journal's bound config: the store's identity.
