@@ -124,6 +124,14 @@ func checkInstalledLayout(cfg *ctlconf.Config, e ControllerEnv) error {
 			return fmt.Errorf("%s is %q, but the installed controller's is %q", p.field, p.got, p.want)
 		}
 	}
+	// The streamable HTTP socket is the controller's own (no unit makes
+	// it): the installed unit lets it bind under /run only in the
+	// directory of its MCP socket, which agents may traverse; anywhere else
+	// it could not bind, or agents could not reach it.
+	if p, dir := cfg.Sockets.MCPHTTP, filepath.Dir(e.MCP); p != "" && filepath.Dir(p) != dir {
+		return fmt.Errorf("sockets.mcpHTTP is %q, but the installed controller can serve it only in %s, beside its MCP socket (e.g. %q)",
+			p, dir, filepath.Join(dir, "mcp-http.sock"))
+	}
 	return nil
 }
 

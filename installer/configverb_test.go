@@ -70,6 +70,23 @@ func TestControllerConfigInstalls(t *testing.T) {
 		t.Fatalf("repeat: exit %d %+v\n%s", code, r, errs)
 	}
 
+	// A streamable HTTP socket beside the MCP socket is the installed
+	// layout's (the refusals test one anywhere else).
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["sockets"].(map[string]any)["mcpHTTP"] = filepath.Join(filepath.Dir(f.cfg.Sockets.MCP), "mcp-http.sock")
+	withHTTP, _ := json.Marshal(m)
+	code, out, errs = run(t, f.env, "controller-config", writeOperatorFile(t, "config.json", withHTTP))
+	if r := decodeConfigResult(t, out); code != ExitOK || errs != "" || !r.Changed {
+		t.Fatalf("with sockets.mcpHTTP beside sockets.mcp: exit %d %+v\n%s", code, r, errs)
+	}
+	code, out, errs = run(t, f.env, "controller-config", req)
+	if r := decodeConfigResult(t, out); code != ExitOK || errs != "" || !r.Changed {
+		t.Fatalf("back to the first config: exit %d %+v\n%s", code, r, errs)
+	}
+
 	// The controller started once with this config; a new one (another
 	// agent allowed) is installed, and the result says enroll comes next.
 	f.start(t, b).Close()
@@ -114,6 +131,8 @@ func TestControllerConfigRefusals(t *testing.T) {
 			`sockets.reverse is "/run/r.sock", but the installed controller's is "` + f.cfg.Sockets.Reverse + `"`},
 		{"another foreground socket", edit(func(m map[string]any) { sockets(m)["foreground"] = "/run/f.sock" }),
 			`sockets.foreground is "/run/f.sock", but the installed controller's is "` + f.cfg.Sockets.Foreground + `"`},
+		{"a streamable HTTP socket outside the MCP socket's directory", edit(func(m map[string]any) { sockets(m)["mcpHTTP"] = "/run/elsewhere/mcp-http.sock" }),
+			`sockets.mcpHTTP is "/run/elsewhere/mcp-http.sock", but the installed controller can serve it only in ` + filepath.Dir(f.cfg.Sockets.MCP) + `, beside its MCP socket`},
 		{"another state dir", edit(func(m map[string]any) { m["stateDir"] = "/var/lib/elsewhere" }),
 			`stateDir is "/var/lib/elsewhere", but the installed controller's is "` + f.cfg.StateDir + `"`},
 		{"no keys", edit(func(m map[string]any) { m["keyDir"] = filepath.Join(f.dir, "nokeys") }),
