@@ -85,15 +85,11 @@ func (cs *controlListeners) prepare(c *controller, path string) (*controlListene
 	if cl := cs.open[c.name]; cl != nil && cl.path == path {
 		return nil, nil
 	}
-	l, err := cs.h.listenControl(c, path)
+	l, err := cs.h.listenForController(c, path)
 	if err != nil {
 		return nil, err
 	}
-	return &controlListener{controller: c.name, path: path, l: l, cfg: wire.ChannelConfig{
-		Key: cs.h.key, Role: msg.RoleHost, PeerRole: msg.RoleControllerTool, PeerKeys: c.toolRing,
-		Path: path, Purpose: msg.PurposeControl,
-		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
-	}}, nil
+	return &controlListener{controller: c.name, path: path, l: l, cfg: cs.h.controllerChannel(c, path, msg.PurposeControl)}, nil
 }
 
 // commit serves a prepared listener (nil: nothing to do) as its
@@ -148,24 +144,6 @@ func (cs *controlListeners) closeAll() {
 		cl.l.Close()
 		delete(cs.open, name)
 	}
-}
-
-// listenControl binds path as controller c's control socket: bound like a
-// forward socket (mode 0660, SO_PEERCRED uid the controller's, the
-// forward caps, a signed refusal frame past them).
-func (h *Host) listenControl(c *controller, path string) (*wire.Listener, error) {
-	uid, name := c.uid, c.name
-	return wire.Listen(wire.ListenConfig{
-		Path: path, Mode: 0o660,
-		Allow: func(pc wire.PeerCred) error {
-			if pc.UID != uid {
-				return fmt.Errorf("%w: peer uid %d is not controller %s's uid %d", wire.ErrWrongPeer, pc.UID, name, uid)
-			}
-			return nil
-		},
-		MaxConns: maxForwardConns, MaxPerUID: maxForwardPerUID,
-		Refuse: wire.RefuseFrame(h.key),
-	})
 }
 
 // mutateControl is mutate for a change of a controller's control socket:

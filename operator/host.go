@@ -208,31 +208,45 @@ func (h *Host) listenRoute(rt msg.RouteRecord) (*wire.Listener, error) {
 	if !ok {
 		return nil, fmt.Errorf("route %s: no controller %s", rt.Route, rt.Controller)
 	}
-	uid := c.uid
-	l, err := wire.Listen(wire.ListenConfig{
-		Path: rt.Forward, Mode: 0o660,
-		Allow: func(pc wire.PeerCred) error {
-			if pc.UID != uid {
-				return fmt.Errorf("%w: peer uid %d is not controller %s's uid %d", wire.ErrWrongPeer, pc.UID, rt.Controller, uid)
-			}
-			return nil
-		},
-		MaxConns: maxForwardConns, MaxPerUID: maxForwardPerUID,
-		Refuse: wire.RefuseFrame(h.key),
-	})
+	l, err := h.listenForController(c, rt.Forward)
 	if err != nil {
 		return nil, fmt.Errorf("route %s: %w", rt.Route, err)
 	}
 	return l, nil
 }
 
+// listenForController binds path as a socket only controller c dials: a
+// route's forward socket or c's control socket. Mode 0660, the peer's
+// SO_PEERCRED uid c's, the forward caps and a signed refusal frame past
+// them.
+func (h *Host) listenForController(c *controller, path string) (*wire.Listener, error) {
+	uid, name := c.uid, c.name
+	return wire.Listen(wire.ListenConfig{
+		Path: path, Mode: 0o660,
+		Allow: func(pc wire.PeerCred) error {
+			if pc.UID != uid {
+				return fmt.Errorf("%w: peer uid %d is not controller %s's uid %d", wire.ErrWrongPeer, pc.UID, name, uid)
+			}
+			return nil
+		},
+		MaxConns: maxForwardConns, MaxPerUID: maxForwardPerUID,
+		Refuse: wire.RefuseFrame(h.key),
+	})
+}
+
 func (h *Host) routeChannelConfig(rt msg.RouteRecord) wire.ChannelConfig {
 	h.s.mu.Lock()
 	c := h.s.st.controllers[rt.Controller]
 	h.s.mu.Unlock()
+	return h.controllerChannel(c, rt.Forward, msg.PurposeDispatch)
+}
+
+// controllerChannel is the handshake of a socket controller c dials with
+// its tool key (listenForController), for purpose.
+func (h *Host) controllerChannel(c *controller, path, purpose string) wire.ChannelConfig {
 	return wire.ChannelConfig{
 		Key: h.key, Role: msg.RoleHost, PeerRole: msg.RoleControllerTool, PeerKeys: c.toolRing,
-		Path: rt.Forward, Purpose: msg.PurposeDispatch,
+		Path: path, Purpose: purpose,
 		SendLimit: wire.MaxReplyFrame, RecvLimit: wire.MaxRequestFrame,
 	}
 }
