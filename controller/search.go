@@ -108,16 +108,6 @@ func (c *Controller) searchAcross(ctx context.Context, canon []byte, a DiscoverA
 	if err != nil {
 		return nil, err
 	}
-	// The query is checked before anything is journaled, so that a
-	// query every application would refuse is refused once.
-	if err := oracleops.ValidateQuery(q.Query); err != nil {
-		return nil, argErr("%v", err)
-	}
-	if q.Availability != "" {
-		if err := oracleops.ValidateAvailabilityFilter(q.Availability); err != nil {
-			return nil, argErr("%v", err)
-		}
-	}
 	routes, err := c.liveRoutes(ctx)
 	if err != nil {
 		return &SearchResult{Outcome: msg.StateRefused, Matches: []SearchMatch{}, Applications: []SearchApplication{},

@@ -178,6 +178,21 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 	if op != nil {
 		opID = *op
 	}
+	timeout, err := c.timeout(a.TimeoutMs)
+	if err != nil {
+		return nil, err
+	}
+	if a.Arguments == nil {
+		return nil, argErr("arguments: missing, must be a JSON object")
+	}
+	// The arguments are checked before the route's lookup, a round trip
+	// to the host: a refusal of them costs nothing and reads the same
+	// whether the host is up or not.
+	// The agent's requestId is checked as the protocol's id before it
+	// is hashed into the scoped one, which always passes.
+	if err := oracleops.ValidateRequestID(a.RequestID); err != nil {
+		return nil, argErr("%v", err)
+	}
 	route, err := c.routeOf(ctx, app)
 	offline := false
 	if err != nil {
@@ -190,18 +205,6 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 			return nil, err
 		}
 		route, offline = r, true
-	}
-	timeout, err := c.timeout(a.TimeoutMs)
-	if err != nil {
-		return nil, err
-	}
-	if a.Arguments == nil {
-		return nil, argErr("arguments: missing, must be a JSON object")
-	}
-	// The agent's requestId is checked as the protocol's id before it
-	// is hashed into the scoped one, which always passes.
-	if err := oracleops.ValidateRequestID(a.RequestID); err != nil {
-		return nil, argErr("%v", err)
 	}
 	scoped := ScopedRequestID(agent, a.RequestID)
 	req, err := oracleops.BuildInvoke(route.Prefix, oracleops.InvokeBody{
@@ -245,16 +248,18 @@ func (c *Controller) planDiscover(ctx context.Context, canon []byte, a DiscoverA
 	if app == "" {
 		return nil, argErr("application: missing: operationId names an operation of one application; give application too, or address")
 	}
-	route, err := c.routeOf(ctx, app)
-	if err != nil {
-		return nil, err
-	}
+	// The arguments are checked before the route's lookup, a round trip
+	// to the host (planCall).
 	timeout, err := c.timeout(a.TimeoutMs)
 	if err != nil {
 		return nil, err
 	}
 	if op == nil {
 		q, err := listQuery(a)
+		if err != nil {
+			return nil, err
+		}
+		route, err := c.routeOf(ctx, app)
 		if err != nil {
 			return nil, err
 		}
@@ -266,6 +271,10 @@ func (c *Controller) planDiscover(ctx context.Context, canon []byte, a DiscoverA
 			named = "address"
 		}
 		return nil, argErr("%s names one operation: query, availability, limit and offset must be absent", named)
+	}
+	route, err := c.routeOf(ctx, app)
+	if err != nil {
+		return nil, err
 	}
 	req, err := oracleops.BuildDescribe(route.Prefix, *op)
 	if err != nil {
@@ -295,6 +304,17 @@ func listQuery(a DiscoverArgs) (oracleops.ListQuery, error) {
 	}
 	if a.Offset != nil {
 		q.Offset = *a.Offset
+	}
+	// Checked here, before any route is looked up or anything journaled,
+	// as BuildList checks them again: a query every application would
+	// refuse is refused once.
+	if err := oracleops.ValidateQuery(q.Query); err != nil {
+		return q, argErr("%v", err)
+	}
+	if q.Availability != "" {
+		if err := oracleops.ValidateAvailabilityFilter(q.Availability); err != nil {
+			return q, argErr("%v", err)
+		}
 	}
 	return q, nil
 }
