@@ -22,8 +22,8 @@ const (
 // policy, on the controller's side). Every limit is optional: nil means
 // the agent is not limited in that respect beyond the grant. A new record
 // for the same controller and agent replaces the one before it (Revision
-// one higher). Approvals (a later issue) add their field here, omitted
-// when empty, so older records keep their bytes.
+// one higher). Approvals add their field (Approval), omitted when empty,
+// so older records keep their bytes.
 type AgentLimits struct {
 	Controller string `cbor:"controller"`
 	Agent      string `cbor:"agent"`
@@ -44,6 +44,10 @@ type AgentLimits struct {
 	RatePerMinute       *uint64 `cbor:"ratePerMinute,omitempty"` // calls per minute, in memory
 	Burst               uint64  `cbor:"burst,omitempty"`         // calls above the rate allowed at once (0: 1)
 	IssuedAt            int64   `cbor:"issuedAt"`                // unix ms
+	// Approval marks operations whose calls wait for an approval
+	// (approval.go); nil: none do. Omitted when nil, so records signed
+	// before it keep their bytes.
+	Approval *ApprovalPolicy `cbor:"approval,omitempty"`
 }
 
 // SignAgentLimits signs l with the operator's hybrid key.

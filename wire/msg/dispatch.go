@@ -32,6 +32,11 @@ type Dispatch struct {
 	// a dispatch whose payer consent names another principal, and signs it
 	// into the receipt. Absent from controllers before agents.
 	Agent string `cbor:"agent,omitempty"`
+	// Justification is the agent's own short reason for a call to an
+	// operation marked for approval (at most MaxJustification bytes, one
+	// line): shown with the ask, never delivered to the application.
+	// Omitted when empty.
+	Justification string `cbor:"justification,omitempty"`
 	DispatchV1
 }
 
@@ -115,6 +120,9 @@ type DispatchResult struct {
 	// admitted it: the agent sees the price before it calls. Absent
 	// otherwise, and from hosts before it.
 	CallPrice *uint64 `cbor:"callPrice,omitempty"`
+	// Ask, on an outcome of StateAwaitingApproval, is the ask the host
+	// journaled for the attempt (approval.go). Absent otherwise.
+	Ask *AskTicket `cbor:"ask,omitempty"`
 }
 
 // Inspect asks the host what it recorded of one attempt.

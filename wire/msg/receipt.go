@@ -63,6 +63,12 @@ type Receipt struct {
 	// invocation's conversationId: who spent, and in which conversation.
 	Agent        string `cbor:"agent,omitempty"`
 	Conversation string `cbor:"conversation,omitempty"`
+	// Ask is the ask an attempt on an operation marked for approval went
+	// through, AnsweredBy who decided it ("uid:N" of a human approver,
+	// "agent:NAME" of an advisor, "expiry" for an on-timeout verdict).
+	// Omitted for an operation not marked.
+	Ask        string `cbor:"ask,omitempty"`
+	AnsweredBy string `cbor:"answeredBy,omitempty"`
 }
 
 // ReceiptHash is the chain link of a signed receipt: SHA-256 of its COSE bytes.
