@@ -22,25 +22,29 @@ type AgentSpec struct {
 	ConversationsPerDay    uint64   `cbor:"conversationsPerDay" json:"conversationsPerDay"`
 	RatePerMinute          *uint64  `cbor:"ratePerMinute" json:"ratePerMinute"`
 	Burst                  uint64   `cbor:"burst" json:"burst"`
+	// Approval marks operations whose calls wait for an approval; nil:
+	// none do. Omitted when nil, as the signed record omits it.
+	Approval *msg.ApprovalPolicy `cbor:"approval,omitempty" json:"approval,omitempty"`
 }
 
 // AgentView is an agent's limits and what it spent today, as `agent show`
 // and `agent list` print them (nil: not limited).
 type AgentView struct {
-	Controller             string   `json:"controller"`
-	Agent                  string   `json:"agent"`
-	Revision               uint64   `json:"revision"`
-	Operations             []string `json:"operations"`
-	CallsPerDay            *uint64  `json:"callsPerDay"`
-	CreditsPerDay          *uint64  `json:"creditsPerDay"`
-	CreditsPerConversation *uint64  `json:"creditsPerConversation"`
-	ConversationsPerDay    uint64   `json:"conversationsPerDay"` // the bound in force (the default when the record says 0)
-	RatePerMinute          *uint64  `json:"ratePerMinute"`
-	Burst                  uint64   `json:"burst"`
-	IssuedAt               string   `json:"issuedAt"`
-	CallsToday             uint64   `json:"callsToday"`
-	CreditsToday           uint64   `json:"creditsToday"`
-	ConversationsToday     int      `json:"conversationsToday"`
+	Controller             string              `json:"controller"`
+	Agent                  string              `json:"agent"`
+	Revision               uint64              `json:"revision"`
+	Operations             []string            `json:"operations"`
+	CallsPerDay            *uint64             `json:"callsPerDay"`
+	CreditsPerDay          *uint64             `json:"creditsPerDay"`
+	CreditsPerConversation *uint64             `json:"creditsPerConversation"`
+	ConversationsPerDay    uint64              `json:"conversationsPerDay"` // the bound in force (the default when the record says 0)
+	RatePerMinute          *uint64             `json:"ratePerMinute"`
+	Burst                  uint64              `json:"burst"`
+	IssuedAt               string              `json:"issuedAt"`
+	CallsToday             uint64              `json:"callsToday"`
+	CreditsToday           uint64              `json:"creditsToday"`
+	ConversationsToday     int                 `json:"conversationsToday"`
+	Approval               *msg.ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // SetAgentLimits signs the next revision of an agent's limits with the
@@ -61,7 +65,7 @@ func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
 		Controller: spec.Controller, Agent: spec.Agent, Revision: rev, Operations: spec.Operations,
 		CallsPerDay: spec.CallsPerDay, CreditsPerDay: spec.CreditsPerDay, CreditsPerConversation: spec.CreditsPerConversation,
 		ConversationsPerDay: spec.ConversationsPerDay, RatePerMinute: spec.RatePerMinute, Burst: spec.Burst,
-		IssuedAt: s.clock().UnixMilli(),
+		IssuedAt: s.clock().UnixMilli(), Approval: spec.Approval,
 	}
 	if err := validAgentLimits(&l); err != nil {
 		return AgentView{}, err
@@ -130,5 +134,6 @@ func (s *Store) agentView(al *agentLimits) AgentView {
 		ConversationsPerDay: convs, RatePerMinute: l.RatePerMinute, Burst: l.Burst,
 		IssuedAt:   time.UnixMilli(l.IssuedAt).UTC().Format(time.RFC3339),
 		CallsToday: n.calls, CreditsToday: n.credits, ConversationsToday: n.convs,
+		Approval: l.Approval,
 	}
 }
