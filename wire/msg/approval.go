@@ -108,17 +108,17 @@ type ApprovalPolicy struct {
 	// Operations are "APPLICATION/OPERATION" patterns (path.Match on each
 	// side, as AgentLimits.Operations); at least one. A listing or a
 	// descriptor is never marked: only an invocation is.
-	Operations []string `cbor:"operations"`
-	ParkMs     int64    `cbor:"parkMs,omitempty"`    // 0: DefaultApprovalPark
-	ExpiryMs   int64    `cbor:"expiryMs,omitempty"`  // 0: DefaultApprovalExpiry
-	OnTimeout  Verdict  `cbor:"onTimeout,omitempty"` // "": VerdictDeny
+	Operations []string `cbor:"operations" json:"operations"`
+	ParkMs     int64    `cbor:"parkMs,omitempty" json:"parkMs,omitempty"`       // 0: DefaultApprovalPark
+	ExpiryMs   int64    `cbor:"expiryMs,omitempty" json:"expiryMs,omitempty"`   // 0: DefaultApprovalExpiry
+	OnTimeout  Verdict  `cbor:"onTimeout,omitempty" json:"onTimeout,omitempty"` // "": VerdictDeny
 	// Advisors are the configured agents (by name, which the controller
 	// maps from SO_PEERCRED) that may answer this agent's asks. None: only
 	// humans answer.
-	Advisors []string `cbor:"advisors,omitempty"`
+	Advisors []string `cbor:"advisors,omitempty" json:"advisors,omitempty"`
 	// AgentAnswers bounds the asks of one conversation of this agent that
 	// advisors may decide (nil: DefaultAgentAnswers; 0: none).
-	AgentAnswers *uint64 `cbor:"agentAnswers,omitempty"`
+	AgentAnswers *uint64 `cbor:"agentAnswers,omitempty" json:"agentAnswers,omitempty"`
 }
 
 // Marks reports whether an invocation of operation op of application app
