@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -351,5 +350,45 @@ func TestAskSurvivesKill(t *testing.T) {
 			t.Fatalf("purse %+v", p)
 		}
 	})
-	_ = fmt.Sprint
+}
+
+// TestCollectAdvised: an advisor's approval is pushed and collected like a
+// human's; the receipt names the advisor as agent:NAME.
+func TestCollectAdvised(t *testing.T) {
+	w, _ := approvalWorld(t, &msg.ApprovalPolicy{Advisors: []string{"rev"}})
+	w.serve(t)
+	cl := w.dial(t)
+	tk := wantAwaiting(t, call(t, cl, calc(t, "a1", "alice", "c1")))
+	if r := w.host.s.Advise("ctl", advise(tk.ID, "rev", msg.VerdictApprove)); r.Refused != nil {
+		t.Fatalf("advice refused: %+v", r.Refused)
+	}
+	wantPush(t, w.peer, "a1", tk.ID, msg.AskApproved)
+	res := collectCall(t, cl, "a1")
+	wantAnswer(t, res)
+	if r := verifiedReceipt(t, w, res.Receipt); r.Ask != tk.ID || r.AnsweredBy != "agent:rev" {
+		t.Fatalf("receipt %+v", r)
+	}
+}
+
+// TestJustificationBound: a justification of msg.MaxJustification bytes is
+// carried into the ask; one byte more, or two lines, is refused before
+// admission, nothing journaled.
+func TestJustificationBound(t *testing.T) {
+	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w.serve(t)
+	cl := w.dial(t)
+	d := calc(t, "a1", "alice", "c1")
+	d.Justification = strings.Repeat("j", msg.MaxJustification+1)
+	wantExactRefusal(t, call(t, cl, d), msg.CodeBadRequest, "the justification of 513 bytes is over the bound of 512")
+	d.Justification = "one\ntwo"
+	wantExactRefusal(t, call(t, cl, d), msg.CodeBadRequest, "the justification must be one line")
+	d.Justification = strings.Repeat("j", msg.MaxJustification)
+	tk := wantAwaiting(t, call(t, cl, d))
+	if v, _ := w.host.s.AskShow(tk.ID); v.Justification != d.Justification {
+		t.Fatalf("justification of %d bytes", len(v.Justification))
+	}
+	w.stop()
+	if n := journalKinds(t, w); n[kindAsk] != 1 {
+		t.Fatalf("journal %v", n)
+	}
 }
