@@ -27,6 +27,7 @@ type Answer struct {
 // answerer is told, exactly.
 type AskRefusal struct{ Reason string }
 
+// Error is the refusal as refusedf words one: "refused: REASON".
 func (e *AskRefusal) Error() string { return ErrRefused.Error() + ": " + e.Reason }
 
 // Is makes an AskRefusal match ErrRefused.

@@ -254,7 +254,9 @@
 // both points, after the grant and the purse; its daily counts come from
 // the reserve.v2 records that name it, its rate from a bucket in memory.
 // A route's forward channel also answers allowance (what an agent may
-// still spend today), besides dispatch and inspect.
+// still spend today), besides dispatch and inspect, and collect: the
+// verdict of an attempt awaiting approval, and its end once decided
+// (DESIGN.md section 5, "Approvals"; ask_dispatch.go).
 //
 // # Control socket
 //
