@@ -1,0 +1,47 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// BenchmarkAgentCallUnmarked: charged invocations by an agent whose limits
+// record carries an approval policy that does not mark the operation: the
+// cost of a call not marked, to hold against the same call before
+// approvals (it must not get slower: no new record, no new lock round).
+func BenchmarkAgentCallUnmarked(b *testing.B) {
+	w := newWorld(b, worldOpts{fund: 1 << 40, price: 1, perDay: 1 << 40})
+	w.withStore(b, func(s *Store) {
+		if _, err := s.SetAgentLimits(AgentSpec{Controller: "ctl", Agent: "alice",
+			Approval: &msg.ApprovalPolicy{Operations: []string{"app/units.*"}}}); err != nil {
+			b.Fatal(err)
+		}
+	})
+	alice := "alice"
+	w.peer.principal.Store(&alice)
+	w.serve(b)
+	cl := w.dial(b)
+	run := benchRun.Add(1)
+	runDispatchers(b, 1, func(i int64) error {
+		d := invokeDispatch(b, fmt.Sprintf("u%d-%d", run, i), "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
+		d.Agent = "alice"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		env, err := cl.Call(ctx, msg.TypeDispatch, d)
+		if err != nil {
+			return err
+		}
+		var res msg.DispatchResult
+		if err := env.Decode(&res); err != nil {
+			return err
+		}
+		if res.Outcome != msg.StateDefinite || res.Status != 200 {
+			return fmt.Errorf("%+v", res)
+		}
+		return nil
+	})
+}
