@@ -69,7 +69,8 @@ func commands() map[string]command {
 		"attempts inspect": {"attempts inspect ID --store DIR [--json]", (*CLI).cmdAttemptsInspect},
 		"attempts resolve": {"attempts resolve ID (--redeliver|--release|--charge) --reason TEXT --store DIR [--json]", (*CLI).cmdAttemptsResolve},
 		"agent set": {"agent set NAME --controller C [--operations APP/OP]... [--calls-per-day N] [--credits-per-day N] [--credits-per-conversation N] " +
-			"[--conversations-per-day N] [--rate N] [--burst N] --store DIR", (*CLI).cmdAgentSet},
+			"[--conversations-per-day N] [--rate N] [--burst N] [--approve-ops APP/OP]... [--park DURATION] [--ask-expiry DURATION] " +
+			"[--on-timeout approve|deny] [--advisor NAME]... [--agent-answers N] --store DIR", (*CLI).cmdAgentSet},
 		"agent show": {"agent show NAME --controller C --store DIR [--json]", (*CLI).cmdAgentShow},
 		"agent list": {"agent list --store DIR [--json]", (*CLI).cmdAgentList},
 
