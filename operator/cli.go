@@ -43,9 +43,9 @@ type command struct {
 }
 
 func commands() map[string]command {
-	return map[string]command{
+	cmds := map[string]command{
 		"init":             {"init --store DIR", (*CLI).cmdInit},
-		"serve":            {"serve --store DIR", (*CLI).cmdServe},
+		"serve":            {"serve --store DIR [--approvals-socket PATH --approvers-group GROUP]", (*CLI).cmdServe},
 		"controller add":   {"controller add NAME --uid UID --keys FILE --control PATH --store DIR", (*CLI).cmdControllerAdd},
 		"controller list":  {"controller list --store DIR [--json]", (*CLI).cmdControllerList},
 		"purse fund":       {"purse fund NAME AMOUNT --store DIR", (*CLI).cmdPurseFund},
@@ -76,6 +76,10 @@ func commands() map[string]command {
 
 		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
 	}
+	for n, c := range approvalsCommands() {
+		cmds[n] = c
+	}
+	return cmds
 }
 
 // Main runs one steward-operator command and returns its exit code. Errors
@@ -122,7 +126,7 @@ func (c *CLI) usage(cmds map[string]command) {
 		"grant issue", "grant revoke", "grant list", "route register", "route activate", "route deactivate", "route remove",
 		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
-		"agent set", "agent show", "agent list"} {
+		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }
