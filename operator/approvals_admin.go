@@ -1,9 +1,7 @@
 package operator
 
 import (
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -52,46 +50,77 @@ type ApprovalsRequest struct {
 }
 
 // checkRespond refuses a respond's verdict other than approve or deny,
-// and a note past its bound or of more than one line.
+// and a note past its bound or of more than one line, as the store does
+// (checkAnswer), before anything is sent.
 func (r *ApprovalsRequest) checkRespond() error {
 	switch {
 	case r.Ask == "":
 		return refusedf("approvals respond without an ask")
 	case r.Verdict != msg.VerdictApprove && r.Verdict != msg.VerdictDeny:
-		return refusedf("ask %s: verdict %q: a human answers approve or deny", r.Ask, trunc(string(r.Verdict), 40))
-	case len(r.Note) > msg.MaxApprovalNote:
-		return refusedf("ask %s: a note of %d bytes, the bound is %d", r.Ask, len(r.Note), msg.MaxApprovalNote)
-	case !utf8.ValidString(r.Note) || strings.ContainsAny(r.Note, "\r\n"):
-		return refusedf("ask %s: the note must be one line of UTF-8", r.Ask)
+		return refusedf("verdict %q: an answer approves or denies", quoteLine(string(r.Verdict), 20))
+	}
+	if why := lineWithin("the note", r.Note, 0, msg.MaxApprovalNote); why != "" {
+		return refusedf("%s", why)
 	}
 	return nil
 }
 
 // ApprovalsReply is an approvals operation's AdminReply.Approvals.
 type ApprovalsReply struct {
-	// Asks are a list's, oldest first, at most msg.MaxAsksListed; LeftOff
-	// counts those it left off.
-	Asks    []msg.AskView `cbor:"asks,omitempty"`
-	LeftOff int           `cbor:"leftOff,omitempty"`
+	// Asks are a list's (Store.AskList).
+	Asks []msg.AskView `cbor:"asks,omitempty"`
 	// Ask is a show's ask, and a respond's as it stands after the answer.
 	Ask *msg.AskView `cbor:"ask,omitempty"`
 	// Events are an events request's, in journal order, and Cursor the
-	// After of the next request (the last event's sequence number, or the
-	// request's own After when there was none).
-	Events []ApprovalEvent `cbor:"events,omitempty"`
-	Cursor uint64          `cbor:"cursor,omitempty"`
-}
-
-// ApprovalEvent is one event of an ask, as `approvals watch` prints it:
-// raised, answered or expired, when (unix ms) and the ask as it stood then.
-type ApprovalEvent struct {
-	Event string      `cbor:"event"`
-	At    int64       `cbor:"at"`
-	Ask   msg.AskView `cbor:"ask"`
+	// After of the next request (Store.AskEvents).
+	Events []AskEvent `cbor:"events,omitempty"`
+	Cursor uint64     `cbor:"cursor,omitempty"`
 }
 
 // maxEventsWait bounds how long one events request waits for an event:
 // `approvals watch` asks again at once, so a short bound costs one round
-// trip and keeps a connection's request well inside the client's own
-// timeout.
+// trip, keeps a request well inside the client's own timeout, and holds a
+// host's shutdown at most this long.
 const maxEventsWait = 5 * time.Second
+
+// doApprovals runs an approvals operation on the store. A respond is
+// answered by req.By and Approvals.Account, which the running host sets
+// from the connection's SO_PEERCRED (Host.doAdmin) and a command on the
+// store from its own account.
+func (s *Store) doApprovals(req AdminRequest) (AdminReply, error) {
+	ar := req.Approvals
+	if ar == nil {
+		return AdminReply{}, refusedf("%s without its request", req.Op)
+	}
+	var rep ApprovalsReply
+	switch req.Op {
+	case OpApprovalsList:
+		rep.Asks = s.AskList(ar.All)
+	case OpApprovalsShow:
+		v, err := s.AskShow(ar.Ask)
+		if err != nil {
+			return AdminReply{}, err
+		}
+		rep.Ask = &v
+	case OpApprovalsRespond:
+		if err := ar.checkRespond(); err != nil {
+			return AdminReply{}, err
+		}
+		v, err := s.AnswerAsk(ar.Ask, Answer{Verdict: ar.Verdict, By: req.By, Account: ar.Account, Note: ar.Note})
+		if err != nil {
+			return AdminReply{}, err
+		}
+		rep.Ask = &v
+	case OpApprovalsEvents:
+		wait := time.Duration(ar.WaitMs) * time.Millisecond
+		if ar.WaitMs < 0 || wait > maxEventsWait {
+			return AdminReply{}, refusedf("approvals events: a wait of %dms, the bound is %v", ar.WaitMs, maxEventsWait)
+		}
+		evs, cursor, err := s.AskEvents(ar.After, wait)
+		if err != nil {
+			return AdminReply{}, err
+		}
+		rep.Events, rep.Cursor = evs, cursor
+	}
+	return AdminReply{Approvals: &rep}, nil
+}

@@ -117,9 +117,6 @@ func (c *CLI) cmdApprovalsList(args []string) error {
 		fmt.Fprintf(c.Stdout, "%s\t%s\t%s/%s\t%s/%s\tprice %d\texpires %s\n", v.ID, v.State, v.Controller, v.Agent,
 			v.Application, v.Operation, v.Price, time.UnixMilli(v.ExpiresAt).UTC().Format(time.RFC3339))
 	}
-	if rep.LeftOff > 0 {
-		fmt.Fprintf(c.Stdout, "(%d later asks left off: answer these first)\n", rep.LeftOff)
-	}
 	return nil
 }
 
