@@ -107,6 +107,11 @@ func TestApprovalsCommands(t *testing.T) {
 		t.Fatalf("list --all: %q", out)
 	}
 	w.stop()
+	// watch follows a running host; it never holds the store's lock.
+	if code, _, errs := run("watch"); code != ExitFailure || strings.Count(errs, "\n") != 1 ||
+		!strings.HasPrefix(errs, "steward-operator approvals watch: no running host answered on "+adminSocketPath(w.store)+" (watch follows a running host): ") {
+		t.Errorf("watch without a host: %d %q", code, errs)
+	}
 	// The answer's record names the answering account beside its uid.
 	w.withStore(t, func(s *Store) {
 		if v, err := s.AskShow(aliceAsk); err != nil || v.AnsweredBy != me {
