@@ -174,3 +174,43 @@ type watchLineOut struct {
 	At    int64     `json:"at"`
 	Ask   askOutput `json:"ask"`
 }
+
+// TestApprovalsRespondEndToEnd: a marked call becomes an ask on the
+// running host; `approvals respond` answers it through the admin socket,
+// the verdict is pushed to the controller, and its collect goes on: the
+// approved call delivered once with a receipt naming the ask and the
+// answering uid, the denied one refused at charge 0; receipts verify
+// finds nothing.
+func TestApprovalsRespondEndToEnd(t *testing.T) {
+	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w.serve(t)
+	cl := w.dial(t)
+	me := fmt.Sprintf("uid:%d", os.Geteuid())
+	yes := wantAwaiting(t, call(t, cl, calc(t, "a1", "alice", "c1")))
+	no := wantAwaiting(t, call(t, cl, calc(t, "a2", "alice", "c1")))
+	if code, _, errs := runCLI(t, "approvals", "respond", yes.ID, "--approve", "--note", "go ahead", "--store", w.store); code != 0 {
+		t.Fatal(errs)
+	}
+	wantPush(t, w.peer, "a1", yes.ID, msg.AskApproved)
+	res := collectCall(t, cl, "a1")
+	if r := verifiedReceipt(t, w, res.Receipt); res.Outcome != msg.StateDefinite || r.Ask != yes.ID || r.AnsweredBy != me || r.Charge != 4 {
+		t.Fatalf("approved: %s %+v", res.Outcome, r)
+	}
+	if code, _, errs := runCLI(t, "approvals", "respond", no.ID, "--deny", "--note", "not today", "--store", w.store); code != 0 {
+		t.Fatal(errs)
+	}
+	wantPush(t, w.peer, "a2", no.ID, msg.AskDenied)
+	res = collectCall(t, cl, "a2")
+	if r := verifiedReceipt(t, w, res.Receipt); res.Refusal == nil || res.Refusal.Code != msg.CodeDenied || r.Ask != no.ID || r.AnsweredBy != me || r.Charge != 0 {
+		t.Fatalf("denied: %s %+v %+v", res.Outcome, res.Refusal, r)
+	}
+	if w.app.calls.Load() != 1 {
+		t.Fatalf("delivered %d times", w.app.calls.Load())
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if rep, err := s.VerifyReceipts(1); err != nil || len(rep.Findings) != 0 {
+			t.Fatalf("verify %+v %v", rep.Findings, err)
+		}
+	})
+}
