@@ -44,6 +44,10 @@ type ServeOptions struct {
 	// lets it run backwards: see Store.clock. Tests inject one, since the
 	// machine's clock cannot be set back in a test.
 	Now func() time.Time
+	// started, when set (by this package's tests), is given the running
+	// host before Ready: tests answer asks on its store as the admin socket
+	// would.
+	started func(*Host)
 }
 
 // Host is the running host daemon over one open Store.
@@ -91,6 +95,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		h.adminPath = adminSocketPath(dir)
 	}
 	s.wake = h.poke
+	s.askDecided = h.pushVerdict
 
 	srvCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -127,6 +132,9 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
 	log.Info("steward-operator: serving", "store", dir, "routes", routes.count())
+	if opts.started != nil {
+		opts.started(h)
+	}
 	if opts.Ready != nil {
 		opts.Ready()
 	}
@@ -297,7 +305,7 @@ func isEOF(err error) bool {
 // host journal could not give back.
 const inspectUnreadable = "the host journal could not be read; the attempt's outcome is unknown here until the host is restarted"
 
-// routeHandler answers dispatch, inspect and allowance on the forward
+// routeHandler answers dispatch, collect, inspect and allowance on the forward
 // channels of one listener. A dispatch is served by its route's selected
 // revision as it is when the dispatch arrives, and refused (unavailable,
 // nothing journaled) once the route is not active or its revision is
@@ -322,6 +330,16 @@ func (h *Host) routeHandler(rl *routeListener) wire.Handler {
 				return msg.TypeDispatchResult, refused(&d, msg.CodeUnavailable, "%s", why)
 			}
 			return msg.TypeDispatchResult, h.dispatch(ctx, &rt, &d)
+		case msg.TypeCollect:
+			var col msg.Collect
+			if err := req.Decode(&col); err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "collect: " + err.Error()}
+			}
+			if !h.enter() {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host is shutting down"}
+			}
+			defer h.leave()
+			return msg.TypeDispatchResult, h.collect(ctx, rl, &col)
 		case msg.TypeInspect:
 			return h.answerInspect(ctrl, req)
 		case msg.TypeAllowance:
