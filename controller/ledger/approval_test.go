@@ -205,6 +205,9 @@ func TestAwaitingLive(t *testing.T) {
 	if !l.NeedsConsentRecord("a1") {
 		t.Error("an awaiting attempt needs its consent recorded")
 	}
+	if l.AskOf("a1") != "ask-aaaaaaaaaaaa" || l.AskOf("nope") != "" {
+		t.Errorf("AskOf: %q", l.AskOf("a1"))
+	}
 	if err := l.Consent(reserveOf(a1), "dev", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -522,6 +522,17 @@ func (l *Ledger) NeedsConsentRecord(id string) bool {
 	return e != nil && e.ask != "" && !e.recorded
 }
 
+// AskOf is the ask an open attempt's awaiting record names; "" when it
+// has none (it never awaited approval, or it has ended).
+func (l *Ledger) AskOf(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.open[id]; e != nil {
+		return e.ask
+	}
+	return ""
+}
+
 // Awaited records a journaled awaiting record of an attempt this process
 // dispatched: it now awaits approval.
 func (l *Ledger) Awaited(a Awaiting) {
