@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
 )
 
 // A tool's arguments are refused in steward's words: the field, what it
@@ -183,3 +184,17 @@ func numberWords(num, want string) string {
 
 // maxNumberShown bounds the digits of a refused number a refusal repeats.
 const maxNumberShown = 24
+
+// checkJustification refuses a justification longer than
+// msg.MaxJustification bytes or of more than one line: it is shown to a
+// human or an advisor deciding the call's ask, one line of the agent's own
+// words.
+func checkJustification(j string) error {
+	switch {
+	case len(j) > msg.MaxJustification:
+		return argErr("justification: %d bytes, at most %d", len(j), msg.MaxJustification)
+	case strings.ContainsAny(j, "\n\r\u2028\u2029"):
+		return argErr("justification: must be one line, without line breaks")
+	}
+	return nil
+}

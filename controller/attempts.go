@@ -172,6 +172,11 @@ func (c *Controller) resolution(b ledger.Begin, ir msg.InspectResult, by string)
 		if err == nil {
 			err = checkRedeliveredBy(rc, ir.RedeliveredBy)
 		}
+		if ask := c.led.AskOf(id); err == nil && ask != "" {
+			// An attempt that awaited approval: its answer's receipt names
+			// the ask (a begin whose awaiting record failed has none here).
+			err = checkReceiptAsk(rc, ask)
+		}
 		if err == nil {
 			err = c.checkReceiptConsent(rc, b)
 		}

@@ -46,6 +46,8 @@ type Controller struct {
 	// hostname is this host's name (os.Hostname), read once at start: an
 	// address's node must be it (address.go). "" when it could not be read.
 	hostname string
+	// asks are the calls that wait for an approval (approval.go).
+	asks *approvals
 }
 
 // open loads everything but the sockets: config, bundle, keys and the
@@ -88,7 +90,7 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 	}
 	led := ledger.New()
 	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: led, routes: newRouteTable(), log: log,
-		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public())}
+		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public()), asks: newApprovals()}
 	if h, err := os.Hostname(); err == nil {
 		c.hostname = h
 	} else {
@@ -134,6 +136,7 @@ func openJournal(cfg *Config, raw []byte, segmentSize int64) (*journal.Journal, 
 // Close waits for the dispatches in flight, then closes the forward
 // channels, the control channel and the journal.
 func (c *Controller) Close() error {
+	c.asks.stop() // a parked call collects once and ends, not at its ParkUntil
 	c.gate.Lock() // never unlocked: no dispatch starts after Close
 
 	c.routes.closeAll()

@@ -13,6 +13,7 @@ import (
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -66,6 +67,12 @@ type ToolResult struct {
 	CallPrice *uint64  `json:"callPrice,omitempty"`
 	Refusal   *Refusal `json:"refusal,omitempty"`
 	Detail    string   `json:"detail,omitempty"`
+	// Ask is the ask of a call to an operation marked for approval: on a
+	// result awaiting approval with its expiry and on-timeout verdict, on
+	// its end the one its verified receipt names; AnsweredBy is who
+	// decided it, from that receipt ("uid:N", "agent:NAME", "expiry").
+	Ask        *AskInfo `json:"ask,omitempty"`
+	AnsweredBy string   `json:"answeredBy,omitempty"`
 
 	// text, when set, is the result's text content in place of its JSON:
 	// an answer that has a shorter reading of its own (a search across
@@ -73,11 +80,23 @@ type ToolResult struct {
 	text string
 }
 
+// AskInfo names the ask a call waits or waited on.
+type AskInfo struct {
+	ID        string `json:"id"`
+	ExpiresAt string `json:"expiresAt,omitempty"` // RFC 3339, UTC: when it expires unanswered
+	OnTimeout string `json:"onTimeout,omitempty"` // approve or deny: what it expires to
+}
+
 // IsError reports every answer that is not the application's success: a
 // steward refusal, an unfinished transport outcome, and an application's
 // own answer whose status is not 2xx (its status and body are kept). An
-// agent that looks only at isError must not take a 404 for a result.
+// agent that looks only at isError must not take a 404 for a result. A
+// call awaiting approval is not an error: it is pending, and a call again
+// collects it.
 func (r *ToolResult) IsError() bool {
+	if r.Outcome == msg.StateAwaitingApproval {
+		return false
+	}
 	return r.Outcome != msg.StateDefinite || r.Status < 200 || r.Status > 299
 }
 
@@ -111,6 +130,14 @@ func (r *ToolResult) setBody(body []byte) {
 }
 
 func fromResult(res ledger.Result) *ToolResult {
+	t := fromOutcome(res)
+	if res.Ask != "" {
+		t.Ask, t.AnsweredBy = &AskInfo{ID: res.Ask}, res.AnsweredBy
+	}
+	return t
+}
+
+func fromOutcome(res ledger.Result) *ToolResult {
 	switch res.Outcome {
 	case msg.StateDefinite:
 		t := answer(res.Attempt, res.Status, res.Body, res.Receipt, res.Charge)
@@ -168,6 +195,7 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
 		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
 		Principal: p.principal, Agent: p.principal, Day: c.pay.today(now), Deadline: deadline,
+		Justification: p.justification,
 	}
 	// Only this agent's earlier attempts are looked up (ledger.Begin keys
 	// them by agent), and only those are inspected or resolved here.
@@ -187,7 +215,7 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		if prior.Unscoped {
 			prior.SameRequest = c.sameUnscoped(p, prior.RequestSHA256)
 		}
-		return c.decidedBy(p, prior)
+		return c.decidedBy(ctx, p, prior)
 	}
 	seq, err := c.j.Append(ledger.KindBegin, b)
 	if err != nil {
@@ -196,7 +224,15 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	c.led.Journaled(id, seq)
 	failpoint.Hit(FailAfterBegin)
 
-	res := c.send(ctx, p, id, deadline)
+	res, ask := c.send(ctx, p, id, deadline)
+	if ask != nil {
+		return c.awaitApproval(ctx, p, id, ask)
+	}
+	return c.finish(p, id, res)
+}
+
+// finish journals the result of attempt id and answers it.
+func (c *Controller) finish(p *plan, id string, res ledger.Result) *ToolResult {
 	res.Consented = c.pay.consented(id)
 	rseq, err := c.j.Append(ledger.KindResult, res)
 	if err != nil {
@@ -229,9 +265,15 @@ func (c *Controller) sameUnscoped(p *plan, sha [32]byte) bool {
 }
 
 // decidedBy answers a call that an earlier attempt with the same
-// requestId decides: its recorded answer, or a refusal naming it.
-func (c *Controller) decidedBy(p *plan, prior ledger.Prior) *ToolResult {
+// requestId decides: its recorded answer, a refusal naming it, or for an
+// attempt awaiting approval its verdict collected (resume).
+func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior) *ToolResult {
 	switch prior.State {
+	case msg.StateAwaitingApproval:
+		if !prior.SameRequest {
+			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q awaits approval (ask %s) with different arguments as attempt %s", p.requestID, prior.Ask, prior.Attempt), "")
+		}
+		return c.resume(ctx, p, prior)
 	case msg.StateDefinite:
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
@@ -303,47 +345,75 @@ func waitUntil(deadline int64, now time.Time) time.Time {
 // send delivers the dispatch on the route's forward channel and classifies
 // what came back. Nothing is ever resent. The dispatch carries deadline;
 // past it (waitUntil) the controller stops waiting, and the attempt is
-// uncertain: the host may still have delivered it.
-func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) ledger.Result {
+// uncertain: the host may still have delivered it. An answer awaiting
+// approval comes back as its ask.
+func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) (ledger.Result, *msg.AskTicket) {
+	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal,
+		Justification: p.justification}
+	res, ask, sent := c.exchange(ctx, p, id, deadline, msg.TypeDispatch, d)
+	if !sent {
+		return ledger.Result{Attempt: id, Outcome: msg.StateRefused,
+			Refusal: &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host cannot be reached for application " + p.application}}, nil
+	}
+	return res, ask
+}
+
+// exchange sends one frame of attempt id (a dispatch, or a collect of an
+// attempt awaiting approval) on p's route's forward channel and classifies
+// the answer; sent is false when nothing left this process.
+func (c *Controller) exchange(ctx context.Context, p *plan, id string, deadline int64, t string, body any) (res ledger.Result, ask *msg.AskTicket, sent bool) {
 	f, release := c.useForward(p.route)
 	defer release()
-	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal}
-	// The dispatch outlives the agent's request: once sent, its answer is
+	// The exchange outlives the agent's request: once sent, its answer is
 	// journaled whether or not anyone is still waiting.
 	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), waitUntil(deadline, c.now()))
 	defer cancel()
-	env, sent, err := f.call(dctx, msg.TypeDispatch, d)
+	env, sent, err := f.call(dctx, t, body)
 	if err != nil {
 		if !sent {
-			c.log.Warn("route unavailable; nothing sent", "attempt", id, "route", p.route.Route, "err", err)
-			return ledger.Result{Attempt: id, Outcome: msg.StateRefused,
-				Refusal: &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host cannot be reached for application " + p.application}}
+			c.log.Warn("route unavailable; nothing sent", "attempt", id, "route", p.route.Route, "frame", t, "err", err)
+			return ledger.Result{}, nil, false
 		}
 		if dctx.Err() != nil {
 			c.log.Error("no answer from the host by the call's deadline; attempt uncertain", "attempt", id,
 				"deadline", time.UnixMilli(deadline).UTC().Format(time.RFC3339Nano), "err", err)
-			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the call's deadline passed with no answer from the host; the attempt may still be in flight or delivered"}
+			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the call's deadline passed with no answer from the host; the attempt may still be in flight or delivered"}, nil, true
 		}
-		c.log.Error("channel failed after dispatch was sent; attempt uncertain", "attempt", id, "err", err)
-		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the channel to the host failed after the dispatch was sent"}
+		c.log.Error("channel failed after dispatch was sent; attempt uncertain", "attempt", id, "frame", t, "err", err)
+		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the channel to the host failed after the " + t + " was sent"}, nil, true
 	}
 	failpoint.Hit(FailAfterAnswer)
+	res, ask = c.classify(p, id, env)
+	return res, ask, true
+}
+
+// classify reads the host's answer to a dispatch or a collect of attempt
+// id: a dispatch result checked (checkResult), awaiting approval with its
+// ask, a refusal, or else uncertain.
+func (c *Controller) classify(p *plan, id string, env *wire.Envelope) (ledger.Result, *msg.AskTicket) {
 	switch env.T {
 	case msg.TypeDispatchResult:
 		var r msg.DispatchResult
 		if err := env.Decode(&r); err != nil || r.Attempt != id {
 			c.log.Error("malformed dispatch result", "attempt", id, "err", err)
-			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's answer was malformed"}
+			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's answer was malformed"}, nil
 		}
-		return c.checkResult(p, r)
+		if r.Outcome == msg.StateAwaitingApproval {
+			if err := checkTicket(r.Ask); err != nil {
+				c.log.Error("malformed answer awaiting approval; attempt uncertain", "attempt", id, "err", err)
+				return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: err.Error()}, nil
+			}
+			return ledger.Result{Attempt: id, Outcome: r.Outcome}, r.Ask
+		}
+		return c.checkResult(p, r), nil
 	case msg.TypeRefused:
 		var r msg.Refusal
 		if err := env.Decode(&r); err != nil {
-			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's refusal was malformed"}
+			return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host's refusal was malformed"}, nil
 		}
-		return ledger.Result{Attempt: id, Outcome: msg.StateRefused, Refusal: c.payerWord(id, &r)}
+		return ledger.Result{Attempt: id, Outcome: msg.StateRefused, Refusal: c.payerWord(id, &r)}, nil
 	default:
-		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host answered with an unexpected frame " + env.T}
+		return ledger.Result{Attempt: id, Outcome: msg.StateUncertain, Detail: "the host answered with an unexpected frame " + env.T}, nil
 	}
 }
 
@@ -377,7 +447,7 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 			c.log.Error("RECEIPT REFUSED: the host's answer carries a receipt that does not verify", "attempt", r.Attempt, "outcome", r.Outcome, "err", err)
 			return ledger.Result{Attempt: r.Attempt, Outcome: msg.StateUncertain, Detail: "the host's receipt did not verify: " + err.Error()}
 		}
-		res.Charge = rc.Charge
+		res.Charge, res.Ask, res.AnsweredBy = rc.Charge, rc.Ask, rc.AnsweredBy
 	case msg.StateUncertain:
 		res.Receipt = nil
 	default:

@@ -76,8 +76,17 @@
 // that missed the reply asks the host with inspect (attempts
 // inspect|resolve).
 //
+// A call to an operation the operator marked for approval is answered by
+// the host awaiting approval: the controller journals an awaiting record,
+// parks the agent's call until the host pushes the verdict (or the ask's
+// park window ends), then collects the attempt on the forward channel
+// (approval.go); a call again with the same requestId collects the same
+// attempt. Its consent is the one that is journaled (consented) before it
+// leaves, so that after a restart such an attempt without one is awaiting
+// approval, not uncertain, and may still be consented to once.
+//
 // At start the journal is iterated to rebuild the index: the open
-// (pending or uncertain) attempts, and per application the latest attempt
+// (pending, awaiting approval or uncertain) attempts, and per application the latest attempt
 // of each requestId with its request hash, state and the sequence number
 // of the record that holds its definite answer (read back from disk on a
 // replay, so answers are not kept in memory).

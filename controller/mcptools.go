@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
 )
 
 // serverInstructions is what the MCP server tells a client at initialize
@@ -131,7 +132,9 @@ func (c *Controller) callTool() *mcp.Tool {
 		Description: "Invoke one live_direct operation of an application, by application and operationId or by address. " +
 			"requestId makes the call idempotent: the same requestId with the same arguments answers the recorded result " +
 			"without calling the application or charging again. The application's answer is in body (with its status); " +
-			"isError is true unless the application answered 2xx, and a refusal says why in refusal.",
+			"isError is true unless the application answered 2xx, and a refusal says why in refusal. " +
+			"An operation the operator marked for approval waits inside the call for a while; " +
+			"unanswered by then, the result is awaiting-approval (not an error): call again with the same requestId and arguments to collect the verdict.",
 		InputSchema: map[string]any{
 			"type": "object", "additionalProperties": false,
 			"required": []string{"requestId", "conversationId", "arguments"},
@@ -155,6 +158,9 @@ func (c *Controller) callTool() *mcp.Tool {
 				"arguments": map[string]any{"type": "object",
 					"description": "the operation's arguments: one JSON object, valid against the input schema oracle_discover shows for it"},
 				"timeoutMs": c.timeoutSchema(),
+				"justification": map[string]any{"type": "string", "maxLength": msg.MaxJustification,
+					"description": fmt.Sprintf("your own short reason for this call, one line of at most %d bytes: when the operator marked the operation "+
+						"for approval, whoever answers its ask reads it", msg.MaxJustification)},
 			},
 		},
 		OutputSchema: callOutputSchema(),

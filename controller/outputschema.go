@@ -15,7 +15,8 @@ func toolResultProperties() map[string]any {
 	return map[string]any{
 		"outcome": schemaText("where the call ended: definite (the application answered: see status and body), " +
 			"refused (steward or the host refused it: see refusal; nothing was performed), not-sent (nothing reached the application), " +
-			"uncertain (it may have been performed; see detail), performed (performed and charged by the operator's word, its answer never recorded)"),
+			"uncertain (it may have been performed; see detail), performed (performed and charged by the operator's word, its answer never recorded), " +
+			"awaiting-approval (not an error: the call waits for the operator's approval of its ask; call oracle_call again with the same requestId and arguments to collect the verdict)"),
 		"status":   map[string]any{"type": "integer", "description": "the application's HTTP status, on a definite outcome: isError is false only for 2xx"},
 		"body":     map[string]any{"description": "the application's answer, as JSON, when it answered JSON"},
 		"bodyText": schemaText("the application's answer as text, when it is UTF-8 but not JSON"),
@@ -28,6 +29,14 @@ func toolResultProperties() map[string]any {
 		"callPrice": schemaCount("on a discovery: what an oracle_call of the operations it shows costs, in credits"),
 		"refusal":   refusalSchema(),
 		"detail":    schemaText("what is known of an outcome that is not definite"),
+		"ask": map[string]any{"type": "object", "required": []string{"id"},
+			"description": "the approval this call waits or waited for (an operation the operator marked for approval)",
+			"properties": map[string]any{
+				"id":        schemaText("the ask, as the operator's approvals commands name it"),
+				"expiresAt": schemaText("while pending: when it expires unanswered (RFC 3339, UTC)"),
+				"onTimeout": map[string]any{"type": "string", "enum": []string{"approve", "deny"}, "description": "while pending: what it expires to"},
+			}},
+		"answeredBy": schemaText(`who decided the ask, from the host's receipt: "uid:N" (a person's account), "agent:NAME" (an advisor agent) or "expiry"`),
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 // says (a version 2 receipt; a version 1 receipt only for an answer); its
 // own terms hold (msg.Receipt.CheckTerms: the price a 4xx applied, a
 // refusal charging nothing); an answer's receipt matches the answer; and
-// its charge is one the payer's consent allows (checkReceiptConsent).
+// its charge is one the payer's consent allows (checkReceiptConsent); it
+// names the ask the attempt awaited, and none for one that awaited none.
 func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt, error) {
 	var rc msg.Receipt
 	var err error
@@ -31,6 +32,9 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 	}
 	if err := checkRedeliveredBy(rc, ""); err != nil {
 		return rc, err // a dispatch's own answer is a first delivery
+	}
+	if err := checkReceiptAsk(rc, p.ask); err != nil {
+		return rc, err
 	}
 	b := ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
 		RequestSHA256: p.sha[:], Principal: p.principal, Agent: p.principal, ConversationID: p.conversationID}

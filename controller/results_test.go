@@ -143,6 +143,7 @@ func TestOutputSchemasDeclareEveryField(t *testing.T) {
 		{"oracle_call", callOutputSchema(), reflect.TypeFor[ToolResult](), nil},
 		{"oracle_discover", discoverOutputSchema(), reflect.TypeFor[ToolResult](), search},
 		{"refusal", property(callOutputSchema(), "refusal"), reflect.TypeFor[Refusal](), nil},
+		{"ask", property(callOutputSchema(), "ask"), reflect.TypeFor[AskInfo](), nil},
 		{"steward_overview", overviewOutputSchema(), reflect.TypeFor[Overview](), nil},
 		{"overview applications", property(overviewOutputSchema(), "applications")["items"].(map[string]any), reflect.TypeFor[OverviewApplication](), nil},
 		{"overview payer", property(overviewOutputSchema(), "payer"), reflect.TypeFor[OverviewPayer](), nil},
@@ -225,6 +226,7 @@ func TestToolResultBodyAndError(t *testing.T) {
 		{&ToolResult{Outcome: msg.StateNotSent}, true},
 		{&ToolResult{Outcome: msg.StateUncertain}, true},
 		{&ToolResult{Outcome: msg.StatePerformed}, true},
+		{&ToolResult{Outcome: msg.StateAwaitingApproval}, false},
 	} {
 		if got := tc.r.IsError(); got != tc.want {
 			t.Errorf("%s %d: isError %v, want %v", tc.r.Outcome, tc.r.Status, got, tc.want)
@@ -482,6 +484,9 @@ func TestArgumentRefusalsInStewardsWords(t *testing.T) {
 		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "timeoutMs", json.RawMessage("99999999999999999999")), "timeoutMs: 99999999999999999999 is too large"},
 		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "timeoutMs", "500"), "timeoutMs: must be an integer, not a string"},
 		{ToolCall, json.RawMessage(`{"application":"appliance","application":"appliance"}`), `the tool's arguments are not valid JSON: duplicate key "application" at offset 27`},
+		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "justification", strings.Repeat("j", msg.MaxJustification+1)), "justification: 513 bytes, at most 512"},
+		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "justification", "one\ntwo"), "justification: must be one line, without line breaks"},
+		{ToolCall, withArg(callArgs("w-1", map[string]any{}), "justification", 5), "justification: must be a string, not a number"},
 		{ToolCall, json.RawMessage(`5`), "the tool's arguments must be a JSON object, not a number"},
 		{ToolCall, json.RawMessage(`[]`), "the tool's arguments must be a JSON object, not an array"},
 		{ToolDiscover, json.RawMessage(`"appliance"`), "the tool's arguments must be a JSON object, not a string"},

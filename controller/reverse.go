@@ -48,10 +48,11 @@ func (c *Controller) serveReverse(ctx context.Context, ln *wire.Listener) {
 	}
 }
 
-// reverseConn serves one custody channel: reserves, answered in order on
-// the reading goroutine (a map lookup and a signature; the failpoint after
-// a consent must fire after its reply has been written). The host sends
-// nothing else here: a receipt reaches the controller once, in the
+// reverseConn serves one custody channel: reserves and verdict pushes,
+// answered in order on the reading goroutine (a map lookup and a
+// signature, and for an attempt that awaited approval the fsync of its
+// consented record; the failpoint after a consent must fire after its
+// reply has been written). A receipt reaches the controller once, in the
 // dispatch result, and a controller that missed it asks with inspect.
 func (c *Controller) reverseConn(ctx context.Context, pc *wire.PeerConn) {
 	ch, err := wire.ServerHandshake(pc, wire.ChannelConfig{
@@ -99,6 +100,15 @@ func (c *Controller) custody(env *wire.Envelope) (string, any) {
 			return refusal(msg.CodeBadRequest, "reserve: %v", err)
 		}
 		return c.reserve(r)
+	case msg.TypeVerdict:
+		var v msg.VerdictPush
+		if err := env.Decode(&v); err != nil {
+			return refusal(msg.CodeBadRequest, "verdict: %v", err)
+		}
+		// A push only wakes the parked call: it carries no authority, and
+		// the host's answer to the collect it prompts is what counts.
+		c.asks.push(v)
+		return msg.TypeVerdictAck, struct{}{}
 	default:
 		return refusal(msg.CodeBadRequest, "unexpected frame type %q on the reverse socket", env.T)
 	}
@@ -145,8 +155,29 @@ func (c *Controller) reserve(r msg.Reserve) (string, any) {
 		c.pay.release(r.Attempt)
 		return refusal(msg.CodeInternal, "signing consent: %v", err)
 	}
+	if c.led.NeedsConsentRecord(r.Attempt) {
+		if ref := c.recordConsent(r, signed); ref != nil {
+			return msg.TypeRefused, *ref
+		}
+	}
 	c.pay.signed(r.Attempt, consent, signed)
 	return msg.TypeConsent, msg.ConsentReply{Consent: signed}
+}
+
+// recordConsent journals the consented record of an attempt that awaited
+// approval, before its consent leaves: a restart then knows it may have
+// been reserved (uncertain) rather than awaiting approval, which it would
+// consent to again. A record that cannot be journaled refuses the consent.
+func (c *Controller) recordConsent(r msg.Reserve, signed []byte) *msg.Refusal {
+	h := sha(signed)
+	rec := ledger.Consented{Attempt: r.Attempt, ConsentSHA256: h[:], Amount: max(r.Charge, r.RefusalPrice)}
+	if _, err := c.j.Append(ledger.KindConsented, rec); err != nil {
+		c.pay.release(r.Attempt)
+		c.log.Error("journal consented failed; the consent is refused", "attempt", r.Attempt, "err", err)
+		return &msg.Refusal{Code: msg.CodeJournal, Reason: fmt.Sprintf("the controller could not journal its consent to attempt %s; nothing was consented", r.Attempt)}
+	}
+	c.led.ConsentRecorded(rec)
+	return nil
 }
 
 // grantAllows checks that the grant the host cites is one under which b

@@ -37,6 +37,10 @@ type CallArgs struct {
 	// TimeoutMs is how long the agent will wait for the call, at most the
 	// config's dispatch.maxTimeoutMs; absent, the config's default.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+	// Justification is the agent's own short reason for the call, shown
+	// to whoever answers its ask when the operation is marked for
+	// approval (at most msg.MaxJustification bytes, one line).
+	Justification string `json:"justification,omitempty"`
 }
 
 // DiscoverArgs are the arguments of oracle_discover: a search of one
@@ -81,8 +85,14 @@ type plan struct {
 	// dispatch sends nothing for it.
 	offline bool
 	// timeout is how long the call may take: its dispatch's deadline is
-	// this long after the controller took it.
+	// this long after the controller took it (or, for a collect of an
+	// attempt awaiting approval, after the collect).
 	timeout time.Duration
+	// justification is the agent's reason for an invocation (CallArgs).
+	justification string
+	// ask is the ask the attempt awaits or awaited, once it is known: its
+	// receipt must name it.
+	ask string
 }
 
 // timeout is the agent's timeoutMs checked against the config's maximum,
@@ -193,6 +203,9 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 	if err := oracleops.ValidateRequestID(a.RequestID); err != nil {
 		return nil, argErr("%v", err)
 	}
+	if err := checkJustification(a.Justification); err != nil {
+		return nil, err
+	}
 	route, err := c.routeOf(ctx, app)
 	offline := false
 	if err != nil {
@@ -219,7 +232,8 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 	}
 	return &plan{tool: ToolCall, args: canon, application: app, kind: msg.KindInvoke,
 		operation: opID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID,
-		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent, offline: offline}, nil
+		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent, offline: offline,
+		justification: a.Justification}, nil
 }
 
 // recordedRoute is the route an earlier attempt of agent's requestID on

@@ -26,6 +26,11 @@
 //	resolve.v2  ResolveV2: the same, with the host operator's resolution
 //	            (released or performed on the host: who and why), which
 //	            answers the attempt's requestId from then on
+//	awaiting    Awaiting: the host raised an ask for the attempt (an
+//	            operation marked for approval); nothing reserved or sent
+//	consented   Consented: the consent to such an attempt's reserve,
+//	            journaled before the consent leaves (only for attempts
+//	            with an awaiting record)
 //	fg-submit   FgSubmit: a foreground request accepted
 //	fg-result   FgResult: its result, kept until acknowledged
 //	fg-ack      FgAck: the result forgotten
@@ -37,4 +42,12 @@
 // Every begin without a result or resolution is uncertain after a restart:
 // whether it was consented to or sent cannot be known, so it is never
 // consented to again and its requestId is refused until it is resolved.
+// One exception: a begin with an awaiting record and no consented record
+// is awaiting approval (msg.StateAwaitingApproval), since the host reserves
+// and delivers nothing of it before this controller consents and the
+// consented record is journaled before any consent leaves. Such an
+// attempt is not uncertain (Uncertain leaves it out: it blocks no
+// enrollment), counts nothing for the payer's day (Spending), and may be
+// consented to once (Consent). With a consented record and no result it
+// is uncertain as any other, counted at the amount consented.
 package ledger

@@ -30,7 +30,7 @@ type Attempt struct {
 // (see Begin).
 type Prior struct {
 	Attempt     string
-	State       msg.State // StateDefinite, StatePending, StateUncertain, or the operator's StateReleased or StatePerformed
+	State       msg.State // StateDefinite, StatePending, StateAwaitingApproval, StateUncertain, or the operator's StateReleased or StatePerformed
 	SameRequest bool      // the same request hash as the new call
 	AnswerSeq   uint64    // the record holding the definite answer
 	// Unscoped: the earlier attempt was begun before agents, its body
@@ -39,6 +39,9 @@ type Prior struct {
 	// caller to compare with the new call's request built the old way.
 	Unscoped      bool
 	RequestSHA256 [32]byte
+	// Ask is the ask an attempt awaiting approval waits on (its awaiting
+	// record), for a call again to collect its verdict.
+	Ask string
 }
 
 // Ledger is the in-memory index of the controller journal: the attempts
@@ -50,7 +53,7 @@ type Ledger struct {
 	// holds it across a journal append, a signature or a network call, so
 	// it orders nothing but these maps.
 	mu    sync.Mutex
-	open  map[string]*entry    // by attempt id: pending or uncertain
+	open  map[string]*entry    // by attempt id: pending, awaiting approval or uncertain
 	byReq map[reqKey]*reqEntry // by (agent, application, requestId)
 	fg    map[string]*fgEntry  // by foreground request id
 	// day is the latest Begin.Day recorded, and spent what the ended
@@ -64,11 +67,17 @@ type Ledger struct {
 type entry struct {
 	begin     Begin
 	beginSeq  uint64
-	state     msg.State // StatePending or StateUncertain
+	state     msg.State // StatePending, StateAwaitingApproval or StateUncertain
 	detail    string
-	live      bool      // begun by this process: the only attempts ever consented to
-	consented bool      // a consent was signed for it
+	live      bool      // begun by this process: the only attempts consented to, but for those awaiting approval
+	consented bool      // a consent was signed for it (by this process)
 	replaced  *reqEntry // the requestId entry this begin replaced, for Abort
+	// ask is the ask of its awaiting record, "" when it never awaited
+	// approval; recorded, that its consented record is journaled, and
+	// amount what that record says was consented at most.
+	ask      string
+	recorded bool
+	amount   uint64
 }
 
 // reqKey is what an attempt is found by: its agent (Begin.Owner), its
@@ -86,6 +95,7 @@ type reqEntry struct {
 	route     string // its route's name
 	unscoped  bool   // begun before agents: its body carries the requestId itself
 	state     msg.State
+	ask       string // its awaiting record's ask
 	answerSeq uint64 // the record (result or resolve) holding the definite answer, or the operator's resolution
 	// byOperator: the host's operator resolved it (released or performed),
 	// and the record at answerSeq says so to every later call.
@@ -157,6 +167,23 @@ func (l *Ledger) apply(r journal.Record) error {
 			return err
 		}
 		l.resolved(res, r.Seq)
+	case KindAwaiting:
+		var a Awaiting
+		if err := Decode(r, &a); err != nil {
+			return err
+		}
+		l.awaiting(a)
+	case KindConsented:
+		var c Consented
+		if err := Decode(r, &c); err != nil {
+			return err
+		}
+		l.consentRecorded(c)
+		if e := l.open[c.Attempt]; e != nil && e.state == msg.StateAwaitingApproval {
+			// Consented before the restart, no result: it may have been
+			// reserved and delivered.
+			l.setState(e, msg.StateUncertain, "consented after its approval, no result: pending inspection")
+		}
 	case KindFgSubmit:
 		var s FgSubmit
 		if err := Decode(r, &s); err != nil {
@@ -196,8 +223,10 @@ func (l *Ledger) count(id string, amount uint64) {
 // on it, and how many of each principal's attempts on it were found at
 // start without an end (unsettled: whether and how much they were
 // consented to is not on disk, so the payer counts each at its ceiling).
-// Begins written before the payer policy name no principal and count for
-// nobody.
+// An attempt found awaiting approval counts nothing (it was never
+// consented to), and one consented to after its approval counts, in
+// spent, the amount its consented record says. Begins written before the
+// payer policy name no principal and count for nobody.
 func (l *Ledger) Spending() (day int64, spent map[string]uint64, unsettled map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -206,7 +235,11 @@ func (l *Ledger) Spending() (day int64, spent map[string]uint64, unsettled map[s
 		spent[p] = n
 	}
 	for _, e := range l.open {
-		if !e.live && e.begin.Principal != "" && e.begin.Day == l.day {
+		switch {
+		case e.live || e.begin.Principal == "" || e.begin.Day != l.day || e.state == msg.StateAwaitingApproval:
+		case e.recorded:
+			spent[e.begin.Principal] += e.amount
+		default:
 			unsettled[e.begin.Principal]++
 		}
 	}
@@ -246,6 +279,50 @@ func (l *Ledger) begin(b Begin, seq uint64, live bool) {
 	}
 }
 
+// awaiting records an attempt's awaiting record: it awaits approval
+// unless its consent was recorded (or it ended) since. l.mu is held.
+func (l *Ledger) awaiting(a Awaiting) {
+	e := l.open[a.Attempt]
+	if e == nil {
+		return
+	}
+	e.ask = a.Ask
+	if !e.recorded {
+		l.setState(e, msg.StateAwaitingApproval, "awaiting approval (ask "+a.Ask+")")
+	}
+	if q := l.reqOf(e); q != nil {
+		q.ask = a.Ask
+	}
+}
+
+// consentRecorded records an attempt's consented record. l.mu is held.
+func (l *Ledger) consentRecorded(c Consented) {
+	if e := l.open[c.Attempt]; e != nil {
+		e.recorded, e.amount = true, c.Amount
+	}
+}
+
+// setState sets an open attempt's state, and its requestId's while it is
+// that attempt's. l.mu is held.
+func (l *Ledger) setState(e *entry, state msg.State, detail string) {
+	e.state, e.detail = state, detail
+	if q := l.reqOf(e); q != nil {
+		q.state = state
+	}
+}
+
+// reqOf is the requestId entry of e's attempt while it is the latest one;
+// l.mu is held.
+func (l *Ledger) reqOf(e *entry) *reqEntry {
+	if e.begin.RequestID == "" {
+		return nil
+	}
+	if q := l.byReq[keyOf(&e.begin)]; q != nil && q.attempt == e.begin.Attempt {
+		return q
+	}
+	return nil
+}
+
 // end moves an attempt to state; an uncertain one stays open. l.mu is held.
 func (l *Ledger) end(id string, state msg.State, detail string, seq uint64) {
 	e := l.open[id]
@@ -280,14 +357,25 @@ func (l *Ledger) Begin(b Begin) (Prior, bool) {
 	defer l.mu.Unlock()
 	if b.RequestID != "" {
 		if q := l.byReq[keyOf(&b)]; q != nil {
-			if q.state == msg.StateDefinite || q.state == msg.StatePending || q.state == msg.StateUncertain || q.byOperator {
+			if q.decides() {
 				return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), AnswerSeq: q.answerSeq,
-					Unscoped: q.unscoped, RequestSHA256: q.sha}, false
+					Unscoped: q.unscoped, RequestSHA256: q.sha, Ask: q.ask}, false
 			}
 		}
 	}
 	l.begin(b, 0, true)
 	return Prior{}, true
+}
+
+// decides reports whether the attempt decides a later call with its
+// requestId: it answered, is in flight, awaits approval, is uncertain, or
+// was resolved by the host's operator.
+func (q *reqEntry) decides() bool {
+	switch q.state {
+	case msg.StateDefinite, msg.StatePending, msg.StateAwaitingApproval, msg.StateUncertain:
+		return true
+	}
+	return q.byOperator
 }
 
 // Decided reports whether agent's latest attempt of application app with
@@ -300,7 +388,7 @@ func (l *Ledger) Decided(agent, app, requestID string) (path, route string, ok b
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.byReq[reqKey{agent, app, requestID}]
-	if q == nil || !(q.state == msg.StateDefinite || q.state == msg.StatePending || q.state == msg.StateUncertain || q.byOperator) {
+	if q == nil || !q.decides() {
 		return "", "", false
 	}
 	return q.path, q.route, true
@@ -392,16 +480,22 @@ func (l *Ledger) Open(id string) (Attempt, Begin, bool) {
 // runs with the ledger's lock held, so two reserves of one attempt cannot
 // both pass it. A refusal is a *msg.Refusal. Attempts found at start are
 // never consented to: whether they were before the restart cannot be known.
+// The exception is an attempt awaiting approval, which this process or the
+// one before it journaled an awaiting record for and no consented record:
+// nothing of it was reserved, and it is consented to once, whenever its
+// approval comes (the caller journals its consented record before the
+// consent leaves: NeedsConsentRecord).
 func (l *Ledger) Consent(r msg.Reserve, controller string, approve func(Begin) *msg.Refusal) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.open[r.Attempt]
+	awaiting := e != nil && e.state == msg.StateAwaitingApproval
 	switch {
 	case e == nil:
 		return refusal(msg.CodeUnknown, "no journaled begin for attempt %s", r.Attempt)
-	case !e.live:
+	case !e.live && !awaiting:
 		return refusal(msg.CodeNoConsent, "attempt %s predates this controller process and is pending inspection", r.Attempt)
-	case e.state != msg.StatePending:
+	case e.state != msg.StatePending && !awaiting:
 		return refusal(msg.CodeNoConsent, "attempt %s is %s", r.Attempt, e.state)
 	case e.consented:
 		return refusal(msg.CodeDuplicate, "attempt %s was already consented to", r.Attempt)
@@ -418,12 +512,48 @@ func (l *Ledger) Consent(r msg.Reserve, controller string, approve func(Begin) *
 	return nil
 }
 
+// NeedsConsentRecord reports whether a consent to attempt id must be
+// journaled (a consented record) before it leaves: the attempt has an
+// awaiting record. Every other attempt's consent needs no record.
+func (l *Ledger) NeedsConsentRecord(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.open[id]
+	return e != nil && e.ask != "" && !e.recorded
+}
+
+// AskOf is the ask an open attempt's awaiting record names; "" when it
+// has none (it never awaited approval, or it has ended).
+func (l *Ledger) AskOf(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.open[id]; e != nil {
+		return e.ask
+	}
+	return ""
+}
+
+// Awaited records a journaled awaiting record of an attempt this process
+// dispatched: it now awaits approval.
+func (l *Ledger) Awaited(a Awaiting) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.awaiting(a)
+}
+
+// ConsentRecorded records a journaled consented record.
+func (l *Ledger) ConsentRecorded(c Consented) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.consentRecorded(c)
+}
+
 func refusal(code, format string, a ...any) *msg.Refusal {
 	return &msg.Refusal{Code: code, Reason: fmt.Sprintf(format, a...)}
 }
 
 // UncertainAttempts lists the open attempts that are not in flight, by
-// begin seq; never nil.
+// begin seq; never nil. An attempt awaiting approval is not uncertain.
 func (l *Ledger) UncertainAttempts() []Attempt {
 	l.mu.Lock()
 	defer l.mu.Unlock()

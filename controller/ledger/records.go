@@ -25,6 +25,12 @@ const (
 	KindFgSubmit  = "fg-submit"
 	KindFgResult  = "fg-result"
 	KindFgAck     = "fg-ack"
+	// KindAwaiting and KindConsented are an attempt on an operation marked
+	// for approval: the host's ask it waits on, and the consent this
+	// controller gave it once approved (journaled before the consent
+	// leaves), so that a restart knows whether it may still consent.
+	KindAwaiting  = "awaiting"
+	KindConsented = "consented"
 )
 
 // Begin is journaled before anything of a call is sent. Method, Path and
@@ -73,6 +79,10 @@ type Begin struct {
 	// discovery and in begins written before agents, whose body carries
 	// RequestID itself.
 	ScopedRequestID string `cbor:"scopedRequestId,omitempty"`
+	// Justification is the agent's own short reason for the call (at most
+	// msg.MaxJustification bytes, one line), sent in the dispatch and
+	// shown to whoever answers its ask. Absent when the agent gave none.
+	Justification string `cbor:"justification,omitempty"`
 }
 
 // Owner is the agent a begin belongs to, whose later calls it decides:
@@ -108,6 +118,11 @@ type Result struct {
 	// showed (msg.DispatchResult.CallPrice); absent for invokes and in
 	// results written before it.
 	CallPrice *uint64 `cbor:"callPrice,omitempty"`
+	// Ask and AnsweredBy are the verified receipt's: the ask an attempt on
+	// an operation marked for approval went through, and who decided it.
+	// Absent for every other attempt.
+	Ask        string `cbor:"ask,omitempty"`
+	AnsweredBy string `cbor:"answeredBy,omitempty"`
 }
 
 // Spent is what a result counts against its principal's day.
@@ -161,6 +176,29 @@ func (r *Resolve) upgrade() ResolveV2 {
 // ByOperator reports a resolution the host's operator decided (released or
 // performed on the host), which answers the attempt's requestId from then on.
 func (r *ResolveV2) ByOperator() bool { return r.ResolvedBy != "" && r.State != msg.StateDefinite }
+
+// Awaiting is journaled when the host answers a dispatch awaiting approval:
+// the attempt's ask, raised and journaled by the host, and when it expires
+// (unix ms, the host's clock) to its on-timeout verdict. From it on the
+// attempt is not uncertain after a restart but awaiting approval: nothing
+// of it was reserved or delivered, and it may be consented to once.
+type Awaiting struct {
+	Attempt   string `cbor:"attempt"`
+	Ask       string `cbor:"ask"`
+	ExpiresAt int64  `cbor:"expiresAt"`
+}
+
+// Consented is journaled before the controller's consent to the reserve of
+// an attempt that has an Awaiting record leaves it (and only then: an
+// attempt never marked for approval gets no record, and no fsync, of its
+// consent). ConsentSHA256 is the SHA-256 of the signed consent, Amount the
+// most it allows (the larger of its charge and refusal price): after a
+// restart the attempt is uncertain and counts that much for its day.
+type Consented struct {
+	Attempt       string `cbor:"attempt"`
+	ConsentSHA256 []byte `cbor:"consentSha256"`
+	Amount        uint64 `cbor:"amount"`
+}
 
 // FgSubmit is journaled when a foreground request is accepted.
 type FgSubmit struct {
