@@ -263,7 +263,9 @@ func TestAdvisorTools(t *testing.T) {
 	if a, res := adviseCall(t, ctx, cs, args); res.IsError || a.Accepted || a.Reason != own || a.Ask != nil {
 		t.Fatalf("its own ask: isError %v %+v", res.IsError, a)
 	}
-	h.set(nil, func() (string, any) { return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: "the host failed"} })
+	h.set(nil, func() (string, any) {
+		return msg.TypeRefused, msg.Refusal{Code: msg.CodeInternal, Reason: "the host failed"}
+	})
 	if a, res := adviseCall(t, ctx, cs, args); !res.IsError || a.Accepted || a.Reason != "the host failed" {
 		t.Fatalf("a host's failure: isError %v %+v", res.IsError, a)
 	}
