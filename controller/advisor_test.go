@@ -269,6 +269,18 @@ func TestAdvisorTools(t *testing.T) {
 	if a, res := adviseCall(t, ctx, cs, args); !res.IsError || a.Accepted || a.Reason != "the host failed" {
 		t.Fatalf("a host's failure: isError %v %+v", res.IsError, a)
 	}
+	h.set(nil, func() (string, any) {
+		return msg.TypeAdviseResult, msg.AdviseResult{Ask: standInAsk, Refused: &msg.Refusal{Code: msg.CodeJournal, Reason: "the host could not journal the answer; the ask is unchanged"}}
+	})
+	if a, res := adviseCall(t, ctx, cs, args); !res.IsError || a.Accepted || a.Reason != "the host could not journal the answer; the ask is unchanged" || a.Ask == nil {
+		t.Fatalf("a journal failure: isError %v %+v", res.IsError, a)
+	}
+	h.set(nil, func() (string, any) {
+		return msg.TypeAdviseResult, msg.AdviseResult{Refused: &msg.Refusal{Code: msg.CodeApprovals, Reason: `no ask "ask-0123456789ab"`}}
+	})
+	if a, res := adviseCall(t, ctx, cs, args); res.IsError || a.Accepted || a.Reason != `no ask "ask-0123456789ab"` || a.Ask != nil {
+		t.Fatalf("an unknown ask: isError %v %+v", res.IsError, a)
+	}
 	asks, advises := h.sent()
 	for _, a := range asks {
 		if a.Advisor != "rev" {
@@ -280,8 +292,8 @@ func TestAdvisorTools(t *testing.T) {
 			t.Errorf("advise %+v", a)
 		}
 	}
-	if len(asks) != 2 || len(advises) != 3 {
-		t.Fatalf("sent %d asks (the session's start and one list) and %d advises, want 2 and 3", len(asks), len(advises))
+	if len(asks) != 2 || len(advises) != 5 {
+		t.Fatalf("sent %d asks (the session's start and one list) and %d advises, want 2 and 5", len(asks), len(advises))
 	}
 
 	// The host's word is asked at each session's start.

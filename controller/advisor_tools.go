@@ -129,21 +129,29 @@ func (c *Controller) adviseHandler(ctx context.Context, req *mcp.CallToolRequest
 		return fail(err.Error())
 	}
 	r, refusal, err := c.hostAdvise(ctx, msg.Advise{Advisor: advisor, Ask: a.Ask, Verdict: msg.Verdict(a.Verdict), Sentence: a.Sentence})
-	switch {
-	case err != nil:
+	if err != nil {
 		return fail("the host cannot be reached now: the answer was not taken; answer again when it can be")
-	case refusal != nil && refusal.Code == msg.CodeApprovals:
-		// The operator's rules holding (not an advisor of this ask's
-		// agent, its own ask): the ask is unchanged.
-		return structured(AdviseAnswer{Reason: refusal.Reason}, "", false)
-	case refusal != nil:
-		return fail(refusal.Reason)
 	}
-	ask := c.advisorAsk(r.Ask)
-	if r.Refused != nil {
-		return structured(AdviseAnswer{Reason: r.Refused.Reason, Ask: &ask}, "", false)
+	if refusal == nil && r.Refused != nil {
+		refusal = r.Refused
 	}
-	return structured(AdviseAnswer{Accepted: true, Ask: &ask}, "", false)
+	var ask *AdvisorAsk
+	if r != nil && r.Ask.ID != "" {
+		a := c.advisorAsk(r.Ask)
+		ask = &a
+	}
+	switch {
+	case refusal == nil:
+		return structured(AdviseAnswer{Accepted: true, Ask: ask}, "", false)
+	case refusal.Code == msg.CodeApprovals:
+		// The operator's rules holding (the bound spent, the ask already
+		// answered, not an advisor of its agent, its own ask): not an
+		// error, and the ask is unchanged.
+		return structured(AdviseAnswer{Reason: refusal.Reason, Ask: ask}, "", false)
+	default:
+		// The host's failure (a journal), or a check of its own.
+		return structured(AdviseAnswer{Reason: refusal.Reason, Ask: ask}, "", true)
+	}
 }
 
 // adviseArgs decodes and checks steward_advise's arguments, in steward's
