@@ -70,6 +70,8 @@ type AdminRequest struct {
 	// Control is a controller's control socket (controller add,
 	// controller control); omitted when empty, as before it.
 	Control string `cbor:"control,omitempty"`
+	// Approvals is an approvals operation's request (approvals_admin.go).
+	Approvals *ApprovalsRequest `cbor:"approvals,omitempty"`
 }
 
 // AdminGrant is a GrantSpec with times in unix ms (for CBOR).
@@ -106,6 +108,8 @@ type AdminReply struct {
 	// host, which listens on the control socket from now on; false when it
 	// ran on the store, which the host listens on when it starts.
 	ControlListened bool `cbor:"controlListened,omitempty"`
+	// Approvals is an approvals operation's answer (approvals_admin.go).
+	Approvals *ApprovalsReply `cbor:"approvals,omitempty"`
 }
 
 // Admin runs administrative requests: a *Store, or the daemon's admin socket.
@@ -181,6 +185,8 @@ func (s *Store) Do(req AdminRequest) (AdminReply, error) {
 		rep.Route, rep.RouteUnchanged = &v, !changed
 	case OpAttemptList, OpAttemptInspect, OpAttemptResolve:
 		return s.doAttempt(req)
+	case OpApprovalsList, OpApprovalsShow, OpApprovalsRespond, OpApprovalsEvents:
+		return s.doApprovals(req)
 	case OpAgentSet:
 		if req.Agent == nil {
 			return rep, refusedf("agent set without limits")

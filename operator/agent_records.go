@@ -123,7 +123,7 @@ func validAgentLimits(l *msg.AgentLimits) error {
 	if l.Revision == 0 {
 		return refusedf("agent %s: revision 0: the first record of an agent is revision 1", l.Agent)
 	}
-	return nil
+	return validApprovalPolicy(l.Agent, l.Approval)
 }
 
 // agentKey names one agent of one controller.

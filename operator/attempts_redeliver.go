@@ -34,6 +34,9 @@ func (h *Host) doAdmin(ctx context.Context, ar AdminRequest) (AdminReply, error)
 		return AdminReply{}, fmt.Errorf("the admin connection has no peer credentials")
 	}
 	ar.By = fmt.Sprintf("uid:%d", pc.UID) // a route change's (route_admin.go)
+	if ar.Approvals != nil {
+		ar.Approvals.Account = accountOf(pc.UID) // an answer's (approvals_admin.go)
+	}
 	if ar.Resolve != nil {
 		ar.Resolve.By = ar.By
 		if ar.Op == OpAttemptResolve && ar.Resolve.Action == ResolveRedeliver {

@@ -43,9 +43,9 @@ type command struct {
 }
 
 func commands() map[string]command {
-	return map[string]command{
+	cmds := map[string]command{
 		"init":             {"init --store DIR", (*CLI).cmdInit},
-		"serve":            {"serve --store DIR", (*CLI).cmdServe},
+		"serve":            {"serve --store DIR [--approvals-socket PATH --approvers-group GROUP]", (*CLI).cmdServe},
 		"controller add":   {"controller add NAME --uid UID --keys FILE --control PATH --store DIR", (*CLI).cmdControllerAdd},
 		"controller list":  {"controller list --store DIR [--json]", (*CLI).cmdControllerList},
 		"purse fund":       {"purse fund NAME AMOUNT --store DIR", (*CLI).cmdPurseFund},
@@ -69,12 +69,17 @@ func commands() map[string]command {
 		"attempts inspect": {"attempts inspect ID --store DIR [--json]", (*CLI).cmdAttemptsInspect},
 		"attempts resolve": {"attempts resolve ID (--redeliver|--release|--charge) --reason TEXT --store DIR [--json]", (*CLI).cmdAttemptsResolve},
 		"agent set": {"agent set NAME --controller C [--operations APP/OP]... [--calls-per-day N] [--credits-per-day N] [--credits-per-conversation N] " +
-			"[--conversations-per-day N] [--rate N] [--burst N] --store DIR", (*CLI).cmdAgentSet},
+			"[--conversations-per-day N] [--rate N] [--burst N] [--approve-ops APP/OP]... [--park DURATION] [--ask-expiry DURATION] " +
+			"[--on-timeout approve|deny] [--advisor NAME]... [--agent-answers N] --store DIR", (*CLI).cmdAgentSet},
 		"agent show": {"agent show NAME --controller C --store DIR [--json]", (*CLI).cmdAgentShow},
 		"agent list": {"agent list --store DIR [--json]", (*CLI).cmdAgentList},
 
 		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
 	}
+	for n, c := range approvalsCommands() {
+		cmds[n] = c
+	}
+	return cmds
 }
 
 // Main runs one steward-operator command and returns its exit code. Errors
@@ -121,7 +126,7 @@ func (c *CLI) usage(cmds map[string]command) {
 		"grant issue", "grant revoke", "grant list", "route register", "route activate", "route deactivate", "route remove",
 		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
-		"agent set", "agent show", "agent list"} {
+		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }

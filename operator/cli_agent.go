@@ -40,6 +40,8 @@ func (c *CLI) cmdAgentSet(args []string) error {
 	convs := fs.Uint64("conversations-per-day", 0, fmt.Sprintf("conversations counted per UTC day (0: %d)", msg.DefaultConversationsPerDay))
 	fs.Var(&rate, "rate", "calls per minute (not given: not limited)")
 	burst := fs.Uint64("burst", 0, "calls allowed at once under --rate (0: 1)")
+	var ap approvalFlags
+	ap.define(fs)
 	pos, err := c.parse(fs, args, 1)
 	if err != nil {
 		return err
@@ -47,9 +49,14 @@ func (c *CLI) cmdAgentSet(args []string) error {
 	if *ctrl == "" {
 		return fmt.Errorf("%w: --controller is required", errUsage)
 	}
+	policy, err := ap.policy(fs)
+	if err != nil {
+		return err
+	}
 	rep, err := c.admin(*store, AdminRequest{Op: OpAgentSet, Agent: &AgentSpec{
 		Controller: *ctrl, Agent: pos[0], Operations: ops, CallsPerDay: calls.v, CreditsPerDay: credits.v,
 		CreditsPerConversation: perConv.v, ConversationsPerDay: *convs, RatePerMinute: rate.v, Burst: *burst,
+		Approval: policy,
 	}})
 	if err != nil {
 		return err
@@ -106,7 +113,7 @@ func (c *CLI) printAgent(v AgentView) {
 		}
 		return strconv.FormatUint(*p, 10)
 	}
-	fmt.Fprintf(c.Stdout, "%s\t%s\trevision %d [%s]\tcalls %d/%s, credits %d/%s today, per conversation %s, conversations %d/%d, rate %s/min burst %d\n",
+	fmt.Fprintf(c.Stdout, "%s\t%s\trevision %d [%s]\tcalls %d/%s, credits %d/%s today, per conversation %s, conversations %d/%d, rate %s/min burst %d%s\n",
 		v.Controller, v.Agent, v.Revision, ops, v.CallsToday, opt(v.CallsPerDay), v.CreditsToday, opt(v.CreditsPerDay),
-		opt(v.CreditsPerConversation), v.ConversationsToday, v.ConversationsPerDay, opt(v.RatePerMinute), v.Burst)
+		opt(v.CreditsPerConversation), v.ConversationsToday, v.ConversationsPerDay, opt(v.RatePerMinute), v.Burst, approvalText(v.Approval))
 }

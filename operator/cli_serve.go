@@ -9,6 +9,8 @@ import (
 
 func (c *CLI) cmdServe(args []string) error {
 	fs, store := flags("serve")
+	approvals := fs.String("approvals-socket", "", "bind the approvals socket at `PATH` for the members of --approvers-group")
+	approvers := fs.String("approvers-group", "", "the `GROUP` whose members may list and answer asks on --approvals-socket")
 	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -19,7 +21,7 @@ func (c *CLI) cmdServe(args []string) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
 	return Serve(ctx, *store, ServeOptions{
-		Logger: log,
+		Logger: log, ApprovalsSocket: *approvals, ApproversGroup: *approvers,
 		Ready: func() {
 			if c.Ready == nil {
 				return

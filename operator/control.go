@@ -20,7 +20,8 @@ import (
 // host's set of them is controllisten.go's: `controller add` and
 // `controller control` change it at once.
 
-// controlHandler answers routes, inspect and allowance on one controller's
+// controlHandler answers routes, inspect, allowance, and the advisors'
+// asks and advise (ask_control.go) on one controller's
 // control channel. The controller is the channel's (its socket's peer
 // uid and tool key), never a name in a frame.
 func (h *Host) controlHandler(controller string) wire.Handler {
@@ -32,6 +33,10 @@ func (h *Host) controlHandler(controller string) wire.Handler {
 			return h.answerInspect(controller, req)
 		case msg.TypeAllowance:
 			return h.answerAllowance(controller, req)
+		case msg.TypeAsks:
+			return h.answerAsks(controller, req)
+		case msg.TypeAdvise:
+			return h.answerAdvise(controller, req)
 		default:
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a control socket", req.T)}
 		}

@@ -119,6 +119,29 @@
 //	                 (COSE_Sign): the operator's limits for one agent of one
 //	                 controller; revision 1 first, each later one the previous
 //	                 plus 1, which it replaces.
+//	ask             {ask, attempt, controller, route, agent, conversation,
+//	                 application, operation, kind, requestSha256, method, path,
+//	                 body, price, justification, raisedAt, expiresAt, parkMs,
+//	                 onTimeout, limitsRevision}
+//	                 a call to an operation the agent's limits record
+//	                 (revision limitsRevision) marks for approval, admitted and
+//	                 holding nothing: the ask (id "ask-" and 12 hex digits), the
+//	                 canonical request (which hashes to requestSha256 and
+//	                 carries the arguments), its price, the agent's
+//	                 justification (omitted when none), and the policy's terms
+//	                 when it was raised (unix ms; parkMs, onTimeout). Appended
+//	                 before the dispatch is answered; its attempt awaits
+//	                 approval until a collect goes on with it (a reserve.v2 or
+//	                 a refused record of the same attempt follows).
+//	ask-answer      {ask, verdict, by, account, advisor, note, at}
+//	                 the first answer to a pending ask, approve or deny: by a
+//	                 human (by "uid:N" from SO_PEERCRED, account its name) or an
+//	                 advisor agent (by "agent:NAME", advisor NAME, counted
+//	                 against the asking agent's conversation's bound); note the
+//	                 human's note or the advisor's sentence (omitted when empty).
+//	ask-expired     {ask, verdict, at}           an unanswered ask read after its
+//	                 expiry: decided by its on-timeout verdict, at its expiry
+//	                 time; its answeredBy is "expiry".
 //
 // The receipt chain is in receipt Seq order, which is signing order; journal
 // order may differ within a group-commit batch. A checkpoint covers a head
@@ -146,7 +169,9 @@
 //
 // # Attempt states (inspect)
 //
-//	not-seen            no reserve record
+//	not-seen            no reserve record (and no ask record)
+//	awaiting-approval   ask record: admitted, nothing reserved or held, its
+//	                    ask pending or decided and not yet collected
 //	delivery-requested  reserve record durable, delivery in progress now
 //	not-sent            not-sent record (its receipt answered, version 2)
 //	refused             refused record: refused after admission (its receipt answered)

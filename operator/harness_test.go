@@ -261,6 +261,9 @@ type world struct {
 	stop       func()           // stops the in-process host
 	now        func() time.Time // the host's wall clock when set (ServeOptions.Now)
 	log        *slog.Logger     // the host's logger when set (ServeOptions.Logger)
+	// approvals and approvers are the approvals socket and its group
+	// when set (ServeOptions.ApprovalsSocket, ApproversGroup).
+	approvals, approvers string
 }
 
 type worldOpts struct {
@@ -327,7 +330,7 @@ func (w *world) serve(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now, Logger: w.log}
+	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now, Logger: w.log, ApprovalsSocket: w.approvals, ApproversGroup: w.approvers}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}

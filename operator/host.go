@@ -44,6 +44,9 @@ type ServeOptions struct {
 	// lets it run backwards: see Store.clock. Tests inject one, since the
 	// machine's clock cannot be set back in a test.
 	Now func() time.Time
+	// ApprovalsSocket, when set, is where the approvals socket is bound
+	// for the members of ApproversGroup (approvals_socket.go).
+	ApprovalsSocket, ApproversGroup string
 }
 
 // Host is the running host daemon over one open Store.
@@ -117,12 +120,23 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		routes.closeAll()
 		return err
 	}
+	apl, err := h.listenApprovals(opts.ApprovalsSocket, opts.ApproversGroup)
+	if err != nil {
+		al.Close()
+		controls.closeAll()
+		routes.closeAll()
+		return err
+	}
 	var loops sync.WaitGroup
 	loops.Add(1)
 	go func() {
 		defer loops.Done()
 		h.acceptLoop(srvCtx, al, h.adminHandler(), h.adminChannelConfig(), adminIdleTimeout)
 	}()
+	if apl != nil {
+		loops.Add(1)
+		go func() { defer loops.Done(); h.approvalsLoop(srvCtx, apl) }()
+	}
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
@@ -146,6 +160,9 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	}
 	log.Info("steward-operator: shutting down")
 	al.Close()
+	if apl != nil {
+		apl.Close()
+	}
 	controls.closeAll() // as routes: a controller change under way opens nothing now
 	routes.closeAll()   // a route change still under way opens nothing now
 	cancel()

@@ -81,6 +81,9 @@ var hostRecords = []recordKind{
 	hostRecord(kindRedeliver, (*replayer).redeliver, (*journalAudit).redeliver),
 	hostRecord(kindResolve, (*replayer).resolve, (*journalAudit).resolve),
 	hostRecord(kindAgentLimits, (*replayer).agentLimits, nil),
+	hostRecord(kindAsk, (*replayer).ask, nil),
+	hostRecord(kindAskAnswer, (*replayer).askAnswer, nil),
+	hostRecord(kindAskExpired, (*replayer).askExpired, nil),
 }
 
 // recordKind is one entry of hostRecords. Its handlers take the body that

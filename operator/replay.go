@@ -111,8 +111,9 @@ func (rp *replayer) grantRevoke(_ journal.Record, b *recGrantRevoke) error {
 
 func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 	st := rp.st
-	if _, dup := st.attempts[b.Attempt]; dup {
-		return fmt.Errorf("attempt %s reserved twice", b.Attempt)
+	prior, err := st.askedAttempt(b.Attempt, "reserved", fmt.Errorf("attempt %s reserved twice", b.Attempt))
+	if err != nil {
+		return err
 	}
 	c, err := st.controller(b.Controller)
 	if err != nil {
@@ -130,10 +131,14 @@ func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 	st.seeLedger(b.Ledger)
 	// Until a later record says otherwise, a reservation without an
 	// outcome is uncertain: sending may have begun before a crash.
-	st.attempts[b.Attempt] = &attempt{
+	a := &attempt{
 		id: b.Attempt, controller: b.Controller, application: b.Application, grant: b.Grant, charge: b.Charge,
 		day: b.Day, state: msg.StateUncertain, detail: "the host stopped before recording an outcome",
 	}
+	if prior != nil {
+		a.ask, a.answeredBy = prior.ask, prior.answeredBy
+	}
+	st.attempts[b.Attempt] = a
 	return nil
 }
 
@@ -199,14 +204,19 @@ func (rp *replayer) outcome(r journal.Record, b *recOutcomeV2) error {
 // reserved: its id is taken (never dispatched again), nothing charged.
 func (rp *replayer) refused(r journal.Record, b *recRefused) error {
 	st := rp.st
-	if _, dup := st.attempts[b.Attempt]; dup {
-		return fmt.Errorf("attempt %s refused after it was recorded", b.Attempt)
+	prior, err := st.askedAttempt(b.Attempt, "refused", fmt.Errorf("attempt %s refused after it was recorded", b.Attempt))
+	if err != nil {
+		return err
 	}
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
 	}
-	st.attempts[b.Attempt] = &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq,
+	a := &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq,
 		agent: b.Agent, conversation: b.Conversation}
+	if prior != nil {
+		a.ask, a.answeredBy = prior.ask, prior.answeredBy
+	}
+	st.attempts[b.Attempt] = a
 	st.seeLedger(b.Ledger)
 	return rp.receipt(b.Seq, b.Receipt)
 }

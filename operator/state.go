@@ -39,6 +39,8 @@ type state struct {
 	durableHead []byte
 	pending     map[uint64][]byte // durable receipts above durableSeq, by seq
 	checkpoint  uint64            // receipt seq of the last durable checkpoint
+
+	askState // the asks and their events (asks.go)
 }
 
 func newState() *state {
@@ -53,6 +55,7 @@ func newState() *state {
 		signedHead:  make([]byte, 32),
 		durableHead: make([]byte, 32),
 		pending:     map[uint64][]byte{},
+		askState:    newAskState(),
 	}
 }
 
@@ -144,6 +147,14 @@ type attempt struct {
 	// none): a release gives back their counts (agentlimits.go).
 	agent        string
 	conversation string
+	// ask is the ask the attempt went through (asks.go), answeredBy who
+	// decided it: every receipt of the attempt names both. Empty for a
+	// call to an operation not marked for approval.
+	ask        string
+	answeredBy string
+	// collecting is set while a collect goes on with the attempt's
+	// verdict (ask_dispatch.go): a second collect is refused.
+	collecting bool
 }
 
 // stateAdmitting marks an attempt being admitted: nothing durable yet, so

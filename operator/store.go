@@ -46,7 +46,12 @@ type Store struct {
 	// receiptTurn is held from signing a receipt to its record's place in
 	// the journal (receipt.go), so receipts reach the log in chain order.
 	receiptTurn sync.Mutex
-	st          *state
+	// askMu serializes the appends of ask records (ask, ask-answer,
+	// ask-expired) each with its apply, taken before mu: the ask events
+	// are then in journal order, which the watch cursor relies on, and
+	// an advisor's bound is counted over answers one at a time.
+	askMu sync.Mutex
+	st    *state
 	// now is the wall clock: the store's and the daemon's only source of
 	// wall time (ServeOptions.Now sets it; tests inject one). It is read
 	// only through clock, which never lets time run backwards.
@@ -62,6 +67,10 @@ type Store struct {
 	// (mutateControl); nil without a host. Set before the admin socket is
 	// listened on.
 	controls *controlListeners
+	// askDecided is told of every ask answered or expired, once its record
+	// is durable: the running host pushes the verdict to the controller
+	// (ask_push.go); nil without a host.
+	askDecided func(askDecision)
 }
 
 // storeConfig is the journal's bound config: the store's identity.

@@ -1,0 +1,323 @@
+package operator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Answer is a decision on an ask: approve or deny, by whom. A human's By
+// is "uid:N" (from SO_PEERCRED) and Account its account name; an
+// advisor's Advisor is its agent name and By "agent:NAME". Note is the
+// human's --note or the advisor's sentence.
+type Answer struct {
+	Verdict msg.Verdict
+	By      string
+	Account string
+	Advisor string
+	Note    string
+}
+
+// AskRefusal is an answer the host did not take: the ask is unchanged.
+// It matches ErrRefused (a CLI exits 2); Reason is the one line the
+// answerer is told, exactly.
+type AskRefusal struct{ Reason string }
+
+func (e *AskRefusal) Error() string { return ErrRefused.Error() + ": " + e.Reason }
+
+// Is makes an AskRefusal match ErrRefused.
+func (e *AskRefusal) Is(target error) bool { return target == ErrRefused }
+
+// Refusal is e as the control channel answers it (code msg.CodeApprovals).
+func (e *AskRefusal) Refusal() msg.Refusal {
+	return msg.Refusal{Code: msg.CodeApprovals, Reason: e.Reason}
+}
+
+// askDecision is what the running host is told of an ask once its answer
+// or expiry is durable: enough to push the verdict to the controller.
+type askDecision struct {
+	attempt, ask, route, controller string
+	state                           msg.AskState
+}
+
+// AnswerAsk answers ask id: the first answer wins (a compare-and-swap on
+// the durable record: the ask must be pending and no answer's record on
+// its way, checked and marked under s.mu before the append). An advisor's
+// answer (a.Advisor set) is held to its checks and bound as Advise's. An
+// ask whose expiry has passed is expired first, and the answer refused.
+func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
+	if err := checkAnswer(&a); err != nil {
+		return msg.AskView{}, err
+	}
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	if err := s.expireDueLocked(id); err != nil {
+		return msg.AskView{}, err
+	}
+	s.mu.Lock()
+	k := s.st.asks[id]
+	if k == nil {
+		s.mu.Unlock()
+		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
+	}
+	why := ""
+	if a.Advisor != "" {
+		why = s.st.advisorRefusal(k, a.Advisor, true)
+	} else {
+		why = k.answeredRefusal()
+	}
+	if why != "" {
+		v := k.view()
+		s.mu.Unlock()
+		s.logAsk("answer refused", v, "by", a.By, "verdict", a.Verdict, "reason", why)
+		return v, &AskRefusal{Reason: why}
+	}
+	return s.recordAnswerLocked(k, a)
+}
+
+// Advise takes advisor's verdict on an ask of controller's (the advisor is
+// named by the controller from SO_PEERCRED): the asking agent's current
+// limits record must name it an advisor, it never answers its own asks,
+// and the approve and deny answers of advisors per asking agent and
+// conversation are bounded (msg.ApprovalPolicy.AgentAnswerBound). A wait
+// is checked the same way, save the bound, and changes nothing: it is
+// never journaled and never counts. A refusal is the result's Refused,
+// the bound holding and not an error: the ask keeps waiting.
+func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
+	refused := func(code, reason string) msg.AdviseResult {
+		return msg.AdviseResult{Refused: &msg.Refusal{Code: code, Reason: reason}}
+	}
+	if err := validAgentName(ad.Advisor); err != nil {
+		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+	}
+	if ad.Verdict != msg.VerdictApprove && ad.Verdict != msg.VerdictDeny && ad.Verdict != msg.VerdictWait {
+		return refused(msg.CodeBadRequest, fmt.Sprintf("verdict %q is none of approve, deny and wait", quoteLine(string(ad.Verdict), 20)))
+	}
+	if why := lineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
+		return refused(msg.CodeBadRequest, why)
+	}
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	if err := s.expireDueLocked(ad.Ask); err != nil {
+		s.log.Error("steward-operator: ask expiry record", "ask", ad.Ask, "err", err)
+		return refused(msg.CodeJournal, "the host could not journal the ask's expiry; the ask is unchanged")
+	}
+	s.mu.Lock()
+	k := s.st.asks[ad.Ask]
+	if k == nil || k.controller != controller {
+		s.mu.Unlock()
+		return refused(msg.CodeApprovals, "no ask "+quoteLine(ad.Ask, 40))
+	}
+	if why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait); why != "" {
+		v := k.view()
+		s.mu.Unlock()
+		s.logAsk("answer refused", v, "by", "agent:"+ad.Advisor, "verdict", ad.Verdict, "reason", why)
+		return msg.AdviseResult{Ask: v, Refused: &msg.Refusal{Code: msg.CodeApprovals, Reason: why}}
+	}
+	if ad.Verdict == msg.VerdictWait {
+		v := k.view()
+		s.mu.Unlock()
+		return msg.AdviseResult{Ask: v}
+	}
+	v, err := s.recordAnswerLocked(k, Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence})
+	if err != nil {
+		s.log.Error("steward-operator: ask answer record", "ask", ad.Ask, "err", err)
+		return msg.AdviseResult{Ask: v, Refused: &msg.Refusal{Code: msg.CodeJournal, Reason: "the host could not journal the answer; the ask is unchanged"}}
+	}
+	return msg.AdviseResult{Ask: v}
+}
+
+// advisorRefusal is why advisor may not answer ask k (with s.mu held),
+// or "": its own ask, no advisors allowed for the asking agent, not one
+// of them, the ask already answered and, when counted (approve and
+// deny, not wait), the bound of agent answers spent.
+func (st *state) advisorRefusal(k *ask, advisor string, counted bool) string {
+	if advisor == k.agent {
+		return "an advisor never answers an ask raised by its own identity"
+	}
+	var p *msg.ApprovalPolicy
+	if al := st.agents[agentKey{k.controller, k.agent}]; al != nil {
+		p = al.l.Approval
+	}
+	switch {
+	case p == nil || len(p.Advisors) == 0:
+		return fmt.Sprintf("agent answers are not allowed for agent %s's asks", k.agent)
+	case !p.MayAdvise(advisor):
+		return fmt.Sprintf("agent %s is not an advisor of agent %s's asks", advisor, k.agent)
+	case k.state != msg.AskPending || k.answering:
+		return fmt.Sprintf("ask %s was already answered", k.id)
+	}
+	if !counted {
+		return ""
+	}
+	bound := p.AgentAnswerBound()
+	if n := st.advisorAnswers[convKey{k.controller, k.agent, k.conversation}]; n >= bound {
+		conv := "no conversation"
+		if k.conversation != "" {
+			conv = "conversation " + k.conversation
+		}
+		return fmt.Sprintf("agent answers spent: %d of %d for %s; this ask waits for a human", n, bound, conv)
+	}
+	return ""
+}
+
+// answeredRefusal is why a human may not answer ask k (with s.mu held):
+// it was answered (naming who and when) or expired, or an answer's record
+// is on its way; "" when it is pending.
+func (k *ask) answeredRefusal() string {
+	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+	switch {
+	case k.answering:
+		return fmt.Sprintf("ask %s is being answered", k.id)
+	case k.state == msg.AskExpired:
+		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.id, at(k.answeredAt), k.verdict)
+	case k.state != msg.AskPending:
+		who := k.answeredBy
+		if k.account != "" {
+			who += " (" + k.account + ")"
+		}
+		return fmt.Sprintf("ask %s was already answered: %s by %s at %s", k.id, k.state, who, at(k.answeredAt))
+	}
+	return ""
+}
+
+// recordAnswerLocked journals answer a to pending ask k and applies it.
+// Called with s.askMu and s.mu held, after the checks; it gives up s.mu.
+// The answering flag marks the ask while the record is on its way.
+func (s *Store) recordAnswerLocked(k *ask, a Answer) (msg.AskView, error) {
+	k.answering = true
+	at := s.clockLocked().UnixMilli()
+	s.mu.Unlock()
+	rec := recAskAnswer{Ask: k.id, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
+	seq, err := s.append(kindAskAnswer, rec)
+	s.mu.Lock()
+	if err != nil {
+		k.answering = false
+		v := k.view()
+		s.mu.Unlock()
+		return v, fmt.Errorf("ask %s: the host could not journal the answer: %w", k.id, err)
+	}
+	state := msg.AskApproved
+	if a.Verdict == msg.VerdictDeny {
+		state = msg.AskDenied
+	}
+	s.st.decideAsk(k, seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
+	s.st.attemptAnswered(k)
+	v, dec, tell := k.view(), k.decision(), s.askDecided
+	s.mu.Unlock()
+	s.logAsk("answered", v, "by", a.By, "verdict", a.Verdict)
+	if tell != nil {
+		tell(dec)
+	}
+	return v, nil
+}
+
+func (k *ask) decision() askDecision {
+	return askDecision{attempt: k.attempt, ask: k.id, route: k.route, controller: k.controller, state: k.state}
+}
+
+// checkAnswer checks an answer's own fields: a verdict that decides, a
+// note within its bound on one line, who answered.
+func checkAnswer(a *Answer) error {
+	if a.Verdict != msg.VerdictApprove && a.Verdict != msg.VerdictDeny {
+		return refusedf("verdict %q: an answer approves or denies", quoteLine(string(a.Verdict), 20))
+	}
+	bound := msg.MaxApprovalNote
+	if a.Advisor != "" {
+		if err := validAgentName(a.Advisor); err != nil {
+			return err
+		}
+		a.By, bound = "agent:"+a.Advisor, msg.MaxAdviceSentence
+	}
+	if a.By == "" {
+		return refusedf("an answer names who gave it")
+	}
+	if why := lineWithin("the note", a.Note, 0, bound); why != "" {
+		return refusedf("%s", why)
+	}
+	return nil
+}
+
+// lineWithin is why text (what) is not one line of min to max bytes of
+// UTF-8, or "".
+func lineWithin(what, text string, minLen, maxLen int) string {
+	switch {
+	case len(text) < minLen:
+		return what + " is empty"
+	case len(text) > maxLen:
+		return fmt.Sprintf("%s of %d bytes is over the bound of %d", what, len(text), maxLen)
+	case !utf8.ValidString(text):
+		return what + " is not UTF-8"
+	case strings.ContainsAny(text, "\r\n"):
+		return what + " must be one line"
+	}
+	return ""
+}
+
+// expireDue applies lazy expiry: every pending ask past its expiry (only
+// ask id when id is not empty) gets its ask-expired record. Any path that
+// reads an ask calls it first.
+func (s *Store) expireDue(id string) error {
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	return s.expireDueLocked(id)
+}
+
+// expireDueLocked is expireDue with s.askMu held. A read-only store
+// journals nothing: it shows the asks as they are recorded.
+func (s *Store) expireDueLocked(id string) error {
+	if s.readOnly {
+		return nil
+	}
+	s.mu.Lock()
+	now := s.clockLocked().UnixMilli()
+	var due []*ask
+	if id != "" {
+		if k := s.st.asks[id]; k != nil && k.due(now) {
+			due = append(due, k)
+		}
+	} else {
+		for _, k := range s.st.asksPending {
+			if k.due(now) {
+				due = append(due, k)
+			}
+		}
+		slices.SortFunc(due, func(a, b *ask) int { return strings.Compare(a.id, b.id) })
+	}
+	s.mu.Unlock()
+	for _, k := range due {
+		if err := s.expire(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expire journals ask k's expiry to its on-timeout verdict (at its
+// expiry time) and applies it. Called with s.askMu held.
+func (s *Store) expire(k *ask) error {
+	s.mu.Lock()
+	k.answering = true
+	rec := recAskExpired{Ask: k.id, Verdict: k.onTimeout, At: k.expiresAt}
+	s.mu.Unlock()
+	seq, err := s.append(kindAskExpired, rec)
+	s.mu.Lock()
+	if err != nil {
+		k.answering = false
+		s.mu.Unlock()
+		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.id, err)
+	}
+	s.st.decideAsk(k, seq, msg.AskExpired, k.onTimeout, answeredByExpiry, "", "", "", k.expiresAt)
+	s.st.attemptAnswered(k)
+	v, dec, tell := k.view(), k.decision(), s.askDecided
+	s.mu.Unlock()
+	s.logAsk("expired", v, "verdict", k.onTimeout)
+	if tell != nil {
+		tell(dec)
+	}
+	return nil
+}

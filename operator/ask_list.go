@@ -1,0 +1,156 @@
+package operator
+
+import (
+	"sort"
+	"time"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// The ask events `approvals watch` prints, one JSON line each.
+const (
+	AskRaised       = "raised"
+	AskAnswered     = "answered"
+	AskExpiredEvent = "expired"
+)
+
+// AskEvent is one event of an ask, as its record made it: Seq is the
+// record's journal sequence number (the watch's cursor), At when it
+// happened (unix ms), Ask the ask as of that event.
+type AskEvent struct {
+	Seq   uint64      `cbor:"seq" json:"-"`
+	Event string      `cbor:"event" json:"event"`
+	At    int64       `cbor:"at" json:"at"`
+	Ask   msg.AskView `cbor:"ask" json:"ask"`
+}
+
+// AskList lists the pending asks, oldest first, or with all every ask;
+// at most msg.MaxAsksListed (all: the latest ones). Expiry is applied
+// first.
+func (s *Store) AskList(all bool) []msg.AskView {
+	s.expireForRead("")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []msg.AskView
+	if all {
+		ids := s.st.askOrder[max(0, len(s.st.askOrder)-msg.MaxAsksListed):]
+		out = make([]msg.AskView, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, s.st.asks[id].view())
+		}
+		return out
+	}
+	return s.st.pendingViews(func(*ask) bool { return true })
+}
+
+// pendingViews is the pending asks that keep, oldest first, at most
+// msg.MaxAsksListed. With s.mu held.
+func (st *state) pendingViews(keep func(*ask) bool) []msg.AskView {
+	ks := make([]*ask, 0, len(st.asksPending))
+	for _, k := range st.asksPending {
+		if keep(k) {
+			ks = append(ks, k)
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].raisedAt != ks[j].raisedAt {
+			return ks[i].raisedAt < ks[j].raisedAt
+		}
+		return ks[i].id < ks[j].id
+	})
+	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
+	for _, k := range ks[:min(len(ks), msg.MaxAsksListed)] {
+		out = append(out, k.view())
+	}
+	return out
+}
+
+// AskShow shows one ask, its expiry applied first.
+func (s *Store) AskShow(id string) (msg.AskView, error) {
+	s.expireForRead(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.st.asks[id]
+	if k == nil {
+		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
+	}
+	return k.view(), nil
+}
+
+// AdvisorAsks lists the pending asks of controller that advisor may
+// answer: those whose asking agent's current limits record names it an
+// advisor, never its own. It is refused (an *AskRefusal, code
+// msg.CodeApprovals) when no limits record of the controller names the
+// agent an advisor.
+func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
+	s.expireForRead("")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	mayAdvise := func(k agentKey) bool {
+		al := st.agents[k]
+		return k.controller == controller && k.agent != advisor && al != nil && al.l.Approval.MayAdvise(advisor)
+	}
+	named := false
+	for _, k := range st.agentOrder {
+		named = named || mayAdvise(k)
+	}
+	if !named {
+		return nil, &AskRefusal{Reason: "agent " + quoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
+	}
+	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.controller, k.agent}) }), nil
+}
+
+// AskEvents returns the ask events of the records after journal sequence
+// number after, oldest first (at most msg.MaxAsksListed), and the cursor
+// to pass next time (the last event's seq, or after). When there are none
+// it waits up to wait for one, on the signal every new event gives (no
+// polling). Expiry is applied first, so an ask whose expiry passed shows
+// its expired event.
+func (s *Store) AskEvents(after uint64, wait time.Duration) ([]AskEvent, uint64, error) {
+	if err := s.expireDue(""); err != nil {
+		s.log.Error("steward-operator: ask expiry record", "err", err)
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		s.mu.Lock()
+		evs := s.st.askEvents
+		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
+		if n := min(len(evs)-i, msg.MaxAsksListed); n > 0 {
+			out := append([]AskEvent(nil), evs[i:i+n]...)
+			s.mu.Unlock()
+			return out, out[n-1].Seq, nil
+		}
+		signal := s.st.askSignal
+		s.mu.Unlock()
+		if timeout == nil {
+			return nil, after, nil
+		}
+		select {
+		case <-signal:
+		case <-timeout:
+			return nil, after, nil
+		}
+	}
+}
+
+// expireForRead applies expiry before a read; a failure is logged and the
+// read answers what is recorded.
+func (s *Store) expireForRead(id string) {
+	if err := s.expireDue(id); err != nil {
+		s.log.Error("steward-operator: ask expiry record", "ask", id, "err", err)
+	}
+}
+
+// logAsk writes the host's one line of an ask event: "steward-operator:
+// ask raised|answered|expired|answer refused" with the ask, its attempt
+// and call, and args (by, verdict, reason where they apply).
+func (s *Store) logAsk(event string, v msg.AskView, args ...any) {
+	s.log.Info("steward-operator: ask "+event, append([]any{"ask", v.ID, "attempt", v.Attempt, "agent", v.Agent,
+		"conversation", v.Conversation, "application", v.Application, "operation", v.Operation}, args...)...)
+}

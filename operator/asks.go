@@ -1,0 +1,194 @@
+package operator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// Approvals (DESIGN.md section 5, "Approvals"). A call by an agent whose
+// current limits record marks the operation (msg.ApprovalPolicy.Marks) is
+// admitted as usual, holds nothing, and becomes an ask: an `ask` record in
+// the host journal, appended before the dispatch is answered. A human
+// (AnswerAsk) or a bounded advisor agent (Advise) decides it with an
+// `ask-answer` record, the first answer winning; an unanswered ask that is
+// read after its expiry gets an `ask-expired` record with the policy's
+// on-timeout verdict. The controller collects the verdict on the same
+// attempt (ask_dispatch.go). Everything here is rebuilt from those three
+// records (ask_records.go), so a restart changes nothing about an ask and
+// refills no advisor's bound.
+
+// ask is one ask as the host keeps it: the call it stands for, as the ask
+// record holds it, and its resolution.
+type ask struct {
+	id           string
+	attempt      string
+	controller   string
+	route        string // the route the call came on, whose reverse channel a verdict is pushed on
+	agent        string
+	conversation string
+	application  string
+	operation    string
+	kind         string
+	requestSHA   []byte
+	method, path string
+	body         []byte // the canonical invoke body (the arguments are in it)
+	arguments    []byte // the canonical JSON of the arguments, read from body
+	price        uint64
+	// justification is the agent's own short reason (at most
+	// msg.MaxJustification bytes, one line).
+	justification string
+	raisedAt      int64 // unix ms, the store's clock
+	expiresAt     int64
+	park          time.Duration
+	onTimeout     msg.Verdict
+	// limitsRevision is the revision of the agent's limits record that
+	// marked the call (receipts verify reads the marking against it).
+	limitsRevision uint64
+
+	state      msg.AskState
+	verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)
+	answeredBy string      // "uid:N", "agent:NAME" or "expiry"
+	account    string      // the human's account name beside uid:N
+	advisor    string      // the advisor's agent name, when an advisor answered
+	note       string      // the human's note or the advisor's sentence
+	answeredAt int64
+	// answering is set, under Store.mu, while an answer's or an expiry's
+	// record is being appended: the compare-and-swap on the durable record.
+	// A reader sees the ask still pending until the record is applied.
+	answering bool
+}
+
+// convKey names one conversation of one agent of one controller: what an
+// advisor bound counts by.
+type convKey struct{ controller, agent, conversation string }
+
+// askState is the part of state that holds the asks. Store.mu guards it,
+// as the rest of state; Store.askMu serializes the appends of ask records
+// with their apply (see Store.askMu).
+type askState struct {
+	// mu (Store.mu) guards the fields that follow.
+	asks         map[string]*ask // by id
+	askOrder     []string        // ids in the order raised
+	askByAttempt map[string]*ask
+	asksPending  map[string]*ask // the asks still pending (not answered or expired)
+	// advisorAnswers counts the approve and deny answers advisors gave,
+	// per asking agent's conversation: from ask-answer records only, so a
+	// restart refills nothing.
+	advisorAnswers map[convKey]uint64
+	// askEvents is every ask event (raised, answered, expired) in journal
+	// order, which `approvals watch` follows by journal sequence number.
+	askEvents []AskEvent
+	// askSignal is closed, and replaced, when an event is added: AskEvents
+	// waits on it.
+	askSignal chan struct{}
+}
+
+func newAskState() askState {
+	return askState{
+		asks: map[string]*ask{}, askByAttempt: map[string]*ask{}, asksPending: map[string]*ask{},
+		advisorAnswers: map[convKey]uint64{}, askSignal: make(chan struct{}),
+	}
+}
+
+// addAsk records a newly raised ask and its event (journal seq).
+func (st *state) addAsk(a *ask, seq uint64) {
+	st.asks[a.id] = a
+	st.askOrder = append(st.askOrder, a.id)
+	st.askByAttempt[a.attempt] = a
+	st.asksPending[a.id] = a
+	st.addAskEvent(seq, AskRaised, a.raisedAt, a)
+}
+
+// decideAsk applies an answer or an expiry to a pending ask.
+func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict, by, account, advisor, note string, at int64) {
+	a.state, a.verdict, a.answeredBy, a.account, a.advisor, a.note, a.answeredAt = state, v, by, account, advisor, note, at
+	a.answering = false
+	delete(st.asksPending, a.id)
+	event := AskAnswered
+	if state == msg.AskExpired {
+		event = AskExpiredEvent
+	}
+	if advisor != "" {
+		st.advisorAnswers[convKey{a.controller, a.agent, a.conversation}]++
+	}
+	st.addAskEvent(seq, event, at, a)
+}
+
+// addAskEvent appends an event with the ask's view as of it and wakes
+// the waiting AskEvents calls.
+func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
+	st.askEvents = append(st.askEvents, AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
+	close(st.askSignal)
+	st.askSignal = make(chan struct{})
+}
+
+// view is the ask as the host shows it, as it is recorded (lazy expiry
+// is applied before a view is read: expireDue).
+func (a *ask) view() msg.AskView {
+	return msg.AskView{
+		ID: a.id, Attempt: a.attempt, Controller: a.controller, Agent: a.agent, Conversation: a.conversation,
+		Application: a.application, Operation: a.operation, RequestSHA256: hex.EncodeToString(a.requestSHA),
+		Arguments: a.arguments, Price: a.price, Justification: a.justification, RaisedAt: a.raisedAt,
+		ExpiresAt: a.expiresAt, OnTimeout: a.onTimeout, State: a.state, AnsweredBy: a.answeredBy,
+		AnsweredAt: a.answeredAt, Note: a.note,
+	}
+}
+
+// ticket is what a dispatch or a collect answers for a pending ask at
+// now (unix ms): park until the window ends or the ask expires.
+func (a *ask) ticket(now int64) *msg.AskTicket {
+	return &msg.AskTicket{ID: a.id, ParkUntil: min(now+a.park.Milliseconds(), a.expiresAt), ExpiresAt: a.expiresAt, OnTimeout: a.onTimeout}
+}
+
+// due reports whether a pending ask has expired at now (unix ms) and no
+// answer is being appended.
+func (a *ask) due(now int64) bool {
+	return a.state == msg.AskPending && !a.answering && now >= a.expiresAt
+}
+
+// askIDBytes is how many random bytes an ask id carries: 12 hex digits,
+// short enough to type in `approvals respond`.
+const askIDBytes = 6
+
+// newAskID makes an ask id not yet in st: "ask-" and 12 lowercase hex
+// digits of randomness. Called with Store.mu held.
+func (st *state) newAskID() string {
+	for {
+		var b [askIDBytes]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		id := "ask-" + hex.EncodeToString(b[:])
+		if _, taken := st.asks[id]; !taken {
+			return id
+		}
+	}
+}
+
+// raise journals ask k (its id made here) and applies it: the ask pending,
+// its attempt awaiting approval. The record is durable before anything
+// answers or waits on the ask. On an error nothing is applied.
+func (s *Store) raise(k *ask) error {
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	s.mu.Lock()
+	k.id, k.state = s.st.newAskID(), msg.AskPending
+	s.mu.Unlock()
+	seq, err := s.append(kindAsk, k.record())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	at := s.st.attempts[k.attempt]
+	if at == nil {
+		at = askAttempt(k)
+		s.st.attempts[k.attempt] = at
+	}
+	at.state, at.ask = msg.StateAwaitingApproval, k.id
+	s.st.addAsk(k, seq)
+	v := k.view()
+	s.mu.Unlock()
+	s.logAsk("raised", v, "price", v.Price, "expiresAt", time.UnixMilli(v.ExpiresAt).UTC().Format(time.RFC3339))
+	return nil
+}
