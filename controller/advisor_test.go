@@ -276,9 +276,9 @@ func TestAdvisorTools(t *testing.T) {
 		t.Fatalf("a journal failure: isError %v %+v", res.IsError, a)
 	}
 	h.set(nil, func() (string, any) {
-		return msg.TypeAdviseResult, msg.AdviseResult{Refused: &msg.Refusal{Code: msg.CodeApprovals, Reason: `no ask "ask-0123456789ab"`}}
+		return msg.TypeAdviseResult, msg.AdviseResult{Refused: &msg.Refusal{Code: msg.CodeApprovals, Reason: "no ask ask-0123456789ab"}}
 	})
-	if a, res := adviseCall(t, ctx, cs, args); res.IsError || a.Accepted || a.Reason != `no ask "ask-0123456789ab"` || a.Ask != nil {
+	if a, res := adviseCall(t, ctx, cs, args); res.IsError || a.Accepted || a.Reason != "no ask ask-0123456789ab" || a.Ask != nil {
 		t.Fatalf("an unknown ask: isError %v %+v", res.IsError, a)
 	}
 	asks, advises := h.sent()
