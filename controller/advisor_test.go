@@ -360,3 +360,63 @@ func TestAdvisorOutputSchemasDeclareEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisorProxyLines: the real proxy binary, unchanged, against the
+// advisor socket: mcp.sock's line handling holds there (a line one past
+// the bound and a batch at a version without batches are answered with
+// errors carrying their ids, and the session goes on to answer the next
+// calls), and the two tools are served.
+func TestAdvisorProxyLines(t *testing.T) {
+	s, _ := advisorStandInStack(t)
+	long := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("x", MaxMCPLine) + `"}}` + "\n"
+	input := initializeLine +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		long +
+		`[{"jsonrpc":"2.0","id":5,"method":"ping"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"steward_asks","arguments":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"
+	lines, stderr, err := runProxyBinary(t, controllerBin(t), s.cfg.Sockets.Advisor, input)
+	if err != nil {
+		t.Fatalf("proxy: %v: %s", err, stderr)
+	}
+	got := map[string]string{}
+	for _, l := range lines {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			if arr := []json.RawMessage{}; json.Unmarshal([]byte(l), &arr) == nil && len(arr) == 1 {
+				json.Unmarshal(arr[0], &m)
+			} else {
+				t.Fatalf("not an answer: %s", l)
+			}
+		}
+		switch {
+		case m.Error != nil:
+			got[string(m.ID)] = "error: " + m.Error.Message
+		default:
+			got[string(m.ID)] = "result: " + string(m.Result)
+		}
+	}
+	if len(got) != 5 {
+		t.Fatalf("answers %v, want ids 1 to 5", got)
+	}
+	// The proxy keeps the line bound before the socket does.
+	if want := "error: steward mcp: request line of 65597 bytes exceeds the bound of 65536 bytes including the newline"; got["2"] != want {
+		t.Errorf("the long line: %s", got["2"])
+	}
+	// The controller answers a batch as on mcp.sock (mcpbatch.go).
+	if want := "error: steward: batches are not part of MCP protocol version 2025-06-18; send each message on a line of its own"; got["5"] != want {
+		t.Errorf("the batch: %s", got["5"])
+	}
+	if !strings.HasPrefix(got["3"], "result: ") || !strings.Contains(got["3"], standInAsk.ID) {
+		t.Errorf("steward_asks: %s", got["3"])
+	}
+	if got["4"] != "result: {}" || !strings.HasPrefix(got["1"], "result: ") {
+		t.Errorf("ping and initialize: %s / %s", got["4"], got["1"])
+	}
+}
