@@ -257,6 +257,9 @@ func (h *Host) adminHandler() wire.Handler {
 			}
 			return msg.TypeRefused, msg.Refusal{Code: code, Reason: err.Error()}
 		}
+		if ar.Op == OpApprovalsEvents {
+			return TypeAdminResult, rep // a watch's follow, every few seconds: its events are logged as they happen
+		}
 		// Who asked is the connection's peer, as in a route change's record.
 		pc, _ := peerOf(ctx)
 		h.log.Info("steward-operator: admin", "op", ar.Op, "name", ar.Name, "by", fmt.Sprintf("uid:%d", pc.UID))

@@ -26,6 +26,11 @@ type admission struct {
 	// agentOps are the operation patterns of the dispatch's agent when it
 	// was admitted (nil: none), which a listing is filtered by as well.
 	agentOps []string
+	// approval is the policy of the agent's limits record (revision
+	// limitsRevision) that marks the call for approval: it holds nothing
+	// and becomes an ask. Nil for a call not marked.
+	approval       *msg.ApprovalPolicy
+	limitsRevision uint64
 }
 
 // admit checks the grant and the purse for one dispatch and, when both
@@ -37,13 +42,24 @@ type admission struct {
 // refills; never the controller's name, a grant's id or validity window,
 // a count, the balance or the price: it reaches the agent. The full detail
 // goes to the host's log (logRefusal).
+//
+// A call the agent's limits record marks for approval (an invoke) is
+// admitted the same way but holds nothing: its admission's approval is
+// set, and the dispatch raises an ask for it (ask_dispatch.go).
 func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.st
-	if _, dup := st.attempts[d.attempt]; dup {
+	if _, dup := s.st.attempts[d.attempt]; dup {
 		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.attempt)}
 	}
+	return s.admitLocked(ctrlName, d, nil)
+}
+
+// admitLocked is admit with s.mu held, past the duplicate check. prior is
+// the attempt awaiting approval that a collect admits again (its ask was
+// approved), which the admission takes over; nil for a new dispatch.
+func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt) (*admission, *msg.Refusal) {
+	st := s.st
 	now := s.clockLocked()
 	c, ok := st.controllers[ctrlName]
 	if !ok {
@@ -67,13 +83,28 @@ func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Ref
 	if ref := s.agentRefusal(c, d, charge, day, now.UnixMilli(), false); ref != nil {
 		return nil, ref
 	}
+	var al *agentLimits // the one look-up of the agent's record: its patterns and its approval policy
+	if d.agent != "" {
+		al = st.agents[agentKey{ctrlName, d.agent}]
+	}
+	adm := &admission{ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day, agentOps: al.operations()}
+	if prior == nil && al != nil && d.kind == msg.KindInvoke && al.l.Approval.Marks(d.application, d.operation) {
+		adm.approval, adm.limitsRevision = al.l.Approval, al.l.Revision
+		adm.a = &attempt{id: d.attempt, controller: ctrlName, application: d.application, state: stateAdmitting,
+			agent: d.agent, conversation: d.conversation}
+		st.attempts[d.attempt] = adm.a
+		return adm, nil
+	}
 	c.purse.holds += charge
 	chosen.use(day)
 	st.agentHold(ctrlName, d.agent, d.conversation, day, charge)
-	a := &attempt{id: d.attempt, controller: ctrlName, application: d.application, grant: chosen.g.ID, charge: charge, day: day, state: stateAdmitting,
-		agent: d.agent, conversation: d.conversation}
-	st.attempts[d.attempt] = a
-	return &admission{a: a, ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day, agentOps: s.agentOps(ctrlName, d)}, nil
+	adm.a = prior
+	if adm.a == nil {
+		adm.a = &attempt{id: d.attempt, controller: ctrlName, state: stateAdmitting, agent: d.agent, conversation: d.conversation}
+		st.attempts[d.attempt] = adm.a
+	}
+	adm.a.application, adm.a.grant, adm.a.charge, adm.a.day = d.application, chosen.g.ID, charge, day
+	return adm, nil
 }
 
 // chooseGrant picks the first grant of controller c in force that covers

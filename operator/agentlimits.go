@@ -268,8 +268,13 @@ func (s *Store) agentOps(ctrl string, d *checkedDispatch) []string {
 	if d.agent == "" {
 		return nil
 	}
-	if al := s.st.agents[agentKey{ctrl, d.agent}]; al != nil {
-		return slices.Clone(al.l.Operations)
+	return s.st.agents[agentKey{ctrl, d.agent}].operations()
+}
+
+// operations is a copy of al's operation patterns; nil for no record.
+func (al *agentLimits) operations() []string {
+	if al == nil {
+		return nil
 	}
-	return nil
+	return slices.Clone(al.l.Operations)
 }

@@ -26,6 +26,7 @@ type approversWorld struct {
 	gid              uint32
 	member, outsider testaccount.Account
 	helper           string
+	aliceAsk, bobAsk string // raised before the host started (raiseAsksIn)
 }
 
 func newApproversWorld(t *testing.T) *approversWorld {
@@ -71,6 +72,7 @@ func newApproversWorld(t *testing.T) *approversWorld {
 	if err := os.WriteFile(aw.helper, self, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	aw.aliceAsk, aw.bobAsk = raiseAsksIn(t, aw.world)
 	aw.serve(t)
 	return aw
 }
@@ -139,14 +141,28 @@ func TestApprovalsSocketAdmits(t *testing.T) {
 	if st.Mode&0o7777 != 0o660 || st.Gid != aw.gid || st.Uid != 0 {
 		t.Fatalf("approvals socket mode %o uid %d gid %d; want 0660, 0, %d", st.Mode&0o7777, st.Uid, st.Gid, aw.gid)
 	}
-	list := []string{"approvals", "list", "--json", "--socket", aw.approvals, "--host-account", "root"}
-	if code, out, errs := aw.runAs(t, aw.member, []uint32{aw.gid}, list...); code != 0 || strings.TrimSpace(out) != "[]" {
+	sock := []string{"--socket", aw.approvals, "--host-account", "root"}
+	list := append([]string{"approvals", "list", "--json"}, sock...)
+	var listed []askOutput
+	if code, out, errs := aw.runAs(t, aw.member, []uint32{aw.gid}, list...); code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 2 {
 		t.Errorf("a member lists: exit %d %q %q", code, out, errs)
 	}
-	if code, out, errs := runCLI(t, list...); code != 0 || strings.TrimSpace(out) != "[]" {
+	if code, out, errs := runCLI(t, list...); code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 2 {
 		t.Errorf("the host's own account lists: exit %d %q %q", code, out, errs)
 	}
-	code, _, errs := aw.runAs(t, aw.outsider, []uint32{aw.gid}, list...)
+	// A member answers from its own account: the answer is its uid and
+	// account name, whatever the request said.
+	code, out, errs := aw.runAs(t, aw.member, []uint32{aw.gid}, append([]string{"approvals", "respond", aw.aliceAsk, "--approve"}, sock...)...)
+	if by := fmt.Sprintf("uid:%d", aw.member.UID); code != 0 || decodeAsk(t, out).AnsweredBy != by {
+		t.Fatalf("a member answers: exit %d %q %q; want answeredBy %s", code, out, errs, by)
+	}
+	second := fmt.Sprintf("steward-operator approvals respond: refused: ask %s was already answered: approved by uid:%d (%s) at ",
+		aw.aliceAsk, aw.member.UID, aw.member.Name)
+	if code, _, errs := runCLI(t, append([]string{"approvals", "respond", aw.aliceAsk, "--deny"}, sock...)...); code != ExitRefused ||
+		!strings.HasPrefix(errs, second) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("a second answer: exit %d %q; want %q...", code, errs, second)
+	}
+	code, _, errs = aw.runAs(t, aw.outsider, []uint32{aw.gid}, list...)
 	want := fmt.Sprintf("peer uid %d (%s) is not in the approvers group %s\n", aw.outsider.UID, aw.outsider.Name, aw.group)
 	if code != ExitFailure || !strings.HasPrefix(errs, "steward-operator approvals list: ") || !strings.HasSuffix(errs, want) ||
 		strings.Count(errs, "\n") != 1 {

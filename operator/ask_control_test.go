@@ -20,8 +20,12 @@ func raiseAsksIn(t *testing.T, w *world) (alice, bob string) {
 				t.Fatal(err)
 			}
 		}
+		// alice's ask is raised a millisecond before bob's: lists are
+		// oldest first.
 		a := &askStore{t: t, s: s, clk: newTestClock(time.Now())}
-		alice, bob = a.raise("at-alice", "alice", "conv-1").id, a.raise("at-bob", "bob", "conv-2").id
+		alice = a.raise("at-alice", "alice", "conv-1").id
+		a.clk.add(time.Millisecond)
+		bob = a.raise("at-bob", "bob", "conv-2").id
 	})
 	return alice, bob
 }

@@ -108,11 +108,13 @@ func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
 // knownHostState refuses a state the host never gives an attempt.
 func knownHostState(st msg.State) error {
 	switch st {
-	case msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed:
+	case msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed,
+		msg.StateAwaitingApproval, msg.StateRefused:
 		return nil
 	}
-	return refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
-		msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed)
+	return refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
+		msg.StateAwaitingApproval, msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateRefused,
+		msg.StateUncertain, msg.StateReleased, msg.StatePerformed)
 }
 
 // AttemptInspect shows one attempt: what Inspect answers its controller,
@@ -352,7 +354,7 @@ func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) 
 		Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
 		RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
 		Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
-		Agent: rr.Agent, Conversation: rr.Conversation,
+		Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.ask, AnsweredBy: a.answeredBy,
 	}
 	signed, rseq, head, err := s.signReceiptLocked(r)
 	if err != nil {

@@ -153,6 +153,7 @@ func (a *journalAudit) reserveV2(r journal.Record, b *recReserveV2) error {
 	if err := checkKeptRequest(b); err != nil {
 		return faultf("%s: attempt %s: %v", recordWhere(r), b.Attempt, err)
 	}
+	a.checkApproval(r, b)
 	return a.reserve(r, b.v1())
 }
 

@@ -27,6 +27,7 @@ type journalAudit struct {
 	receipts    []chainReceipt    // in journal order
 	checkpoints []chainCheckpoint // in journal order
 	findings    []string          // consents that do not hold, in journal order
+	asks        *askAudit         // agents' limits and asks (verify_asks.go)
 }
 
 // auditReserve is one reservation and what became of it.
@@ -77,6 +78,7 @@ func newJournalAudit(hostRing *wire.Keyring) *journalAudit {
 		events:      map[string][]purseEvent{},
 		checks:      map[string][]balanceCheck{},
 		ledgers:     map[uint64]uint64{},
+		asks:        newAskAudit(nil),
 	}
 }
 

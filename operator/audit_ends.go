@@ -182,6 +182,7 @@ func (a *journalAudit) endReceipt(signed []byte, res *auditReserve, attempt stri
 // the purse arithmetic, at ledger number ledger.
 func (a *journalAudit) keepReceipt(r journal.Record, signed []byte, rc msg.Receipt, ledger uint64) {
 	where := recordWhere(r)
+	a.checkReceiptAsk(rc, where)
 	a.receipts = append(a.receipts, chainReceipt{signed: signed, r: rc, where: where, order: int(r.Seq)})
 	a.checks[rc.Controller] = append(a.checks[rc.Controller], balanceCheck{ledger, rc.BalanceAfter, rc.Seq, where})
 }

@@ -33,6 +33,9 @@ type checkedDispatch struct {
 	agent        string
 	conversation string
 	requestID    string
+	// justification is the agent's short reason for a call to an
+	// operation marked for approval, which its ask carries.
+	justification string
 }
 
 // checkDispatch derives the checked dispatch from a dispatch on route rt: it parses
@@ -53,6 +56,12 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 			return nil, err
 		}
 		c.agent = d.Agent
+	}
+	if d.Justification != "" {
+		if why := lineWithin("the justification", d.Justification, 0, msg.MaxJustification); why != "" {
+			return nil, fmt.Errorf("%s", why)
+		}
+		c.justification = d.Justification
 	}
 	var err error
 	switch rest, ok := strings.CutPrefix(d.Path, rt.Prefix+"/"); {

@@ -37,8 +37,10 @@ func approvalsFlagSet(name string) (*flag.FlagSet, approvalsFlags) {
 }
 
 // open reaches the host: the approvals socket with --socket, else the
-// store's admin socket (or the store itself when no host runs).
-func (f approvalsFlags) open(ctx context.Context) (Admin, error) {
+// store's admin socket, or the store itself when no host runs and live is
+// false (watch follows a running host: holding the store's lock while it
+// waited would keep the host from starting).
+func (f approvalsFlags) open(ctx context.Context, live bool) (Admin, error) {
 	switch {
 	case *f.socket != "" && *f.store != "":
 		return nil, fmt.Errorf("%w: give --store DIR (the host's account) or --socket PATH (an approver), not both", errUsage)
@@ -46,6 +48,12 @@ func (f approvalsFlags) open(ctx context.Context) (Admin, error) {
 		return DialApprovals(ctx, *f.socket, *f.hostAccount)
 	case *f.store == "":
 		return nil, fmt.Errorf("%w: --store DIR or --socket PATH is required", errUsage)
+	case live:
+		a, err := DialAdmin(ctx, *f.store)
+		if err != nil {
+			return nil, fmt.Errorf("no running host answered on %s (watch follows a running host): %w", adminSocketPath(*f.store), err)
+		}
+		return a, nil
 	}
 	return OpenAdmin(ctx, *f.store)
 }
@@ -54,7 +62,7 @@ func (f approvalsFlags) open(ctx context.Context) (Admin, error) {
 func (f approvalsFlags) do(d time.Duration, req AdminRequest) (*ApprovalsReply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	a, err := f.open(ctx)
+	a, err := f.open(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +200,7 @@ func (c *CLI) cmdApprovalsWatch(args []string) error {
 // that the host, not a sleep here, paces the loop. It ends when ctx does.
 func (c *CLI) watchApprovals(ctx context.Context, af approvalsFlags, cursor uint64) error {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	a, err := af.open(dctx)
+	a, err := af.open(dctx, true)
 	cancel()
 	if err != nil {
 		return err

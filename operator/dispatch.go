@@ -20,6 +20,7 @@ const (
 	FailAfterOutcome  = "host-after-outcome"
 	FailAfterNotSent  = "host-after-not-sent"
 	FailAfterRefused  = "host-after-refused"
+	FailAfterAsk      = "host-after-ask"
 )
 
 // maxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
@@ -46,8 +47,19 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	if ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
-	// From here on the attempt holds its place: every exit journals either
-	// a reserve record or a refused one, with its receipt.
+	if adm.approval != nil {
+		return h.raiseAsk(c, adm)
+	}
+	return h.deliverAdmitted(ctx, rt, c, adm)
+}
+
+// deliverAdmitted is the dispatch of an admitted attempt, from the payer's
+// consent on: a first dispatch, or a collect whose ask was approved and
+// which was admitted again (ask_dispatch.go). From here on the attempt
+// holds its place: every exit journals either a reserve record or a
+// refused one, with its receipt.
+func (h *Host) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) msg.DispatchResult {
+	var err error
 	var consent []byte
 	if adm.charge > 0 {
 		consent, err = h.consent(ctx, rt, c, adm)
@@ -64,14 +76,14 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 		if err != nil {
 			// The refusal may go out on a channel that is already dead: log
 			// it, so that an attempt refused here is never dropped silently.
-			h.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", d.Attempt, "err", err)
+			h.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", c.attempt, "err", err)
 			ref := &msg.Refusal{Code: msg.CodeNoConsent, Reason: noConsentReason(err) + "; nothing was sent or charged"}
 			return h.refuseAdmitted(adm, c, nil, ref, noConsentReceiptReason(err))
 		}
 	}
 	// Admission again at the last moment, then journal first: the
 	// reservation and mark-send, one record.
-	ref, err = h.s.commitReserve(adm, c, consent)
+	ref, err := h.s.commitReserve(adm, c, consent)
 	if ref != nil {
 		why := "refused after the payer's consent, before anything was sent: "
 		if consent == nil {
@@ -80,10 +92,15 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 		return h.refuseAdmitted(adm, c, consent, ref, why+ref.Reason)
 	}
 	if err != nil {
-		return reserveFailed(d, err, h.log)
+		return reserveFailed(&msg.Dispatch{Attempt: c.attempt}, err, h.log)
 	}
 	failpoint.Hit(FailAfterReserve)
+	return h.deliverReserved(rt, c, adm, consent)
+}
 
+// deliverReserved delivers an attempt whose reservation is durable and
+// journals its end: not sent, uncertain, or the application's answer.
+func (h *Host) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *admission, consent []byte) msg.DispatchResult {
 	var dl delivered
 	cutoff := c.cutoff(h.s.deadlineClock())
 	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
@@ -93,37 +110,37 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 	}
 	if dl.sent && dl.err == "" && dl.cause != nil {
 		// An answer the host made itself (a listing it would not filter).
-		h.log.Warn("steward-operator: filtered listing", "attempt", d.Attempt, "err", dl.cause)
+		h.log.Warn("steward-operator: filtered listing", "attempt", c.attempt, "err", dl.cause)
 	}
 	switch {
 	case !dl.sent:
-		h.log.Warn("steward-operator: not sent", "attempt", d.Attempt, "upstream", rt.Upstream, "err", dl.cause)
+		h.log.Warn("steward-operator: not sent", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
 		receipt, err := h.s.commitNotSent(adm, c, consent, dl.detail)
 		if err != nil {
 			// The reservation is durable and its release is not (or not
 			// known to be): charged until the operator resolves it.
-			h.log.Error("steward-operator: not-sent record", "attempt", d.Attempt, "err", err)
-			return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
+			h.log.Error("steward-operator: not-sent record", "attempt", c.attempt, "err", err)
+			return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
 				Detail: "delivery failed before sending (" + dl.detail + ") but the host could not journal the release"}
 		}
 		failpoint.Hit(FailAfterNotSent)
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateNotSent, Detail: dl.detail, Receipt: receipt}
+		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateNotSent, Detail: dl.detail, Receipt: receipt}
 	case dl.err != "":
-		h.log.Warn("steward-operator: uncertain", "attempt", d.Attempt, "upstream", rt.Upstream, "err", dl.cause)
+		h.log.Warn("steward-operator: uncertain", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
 		h.s.commitUncertain(adm, dl.err, h.log)
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain, Detail: dl.err}
+		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain, Detail: dl.err}
 	}
 
 	body := dl.body
 	receipt, err := h.s.commitOutcome(adm, c, consent, dl.status, body)
 	if err != nil {
-		h.log.Error("steward-operator: outcome record", "attempt", d.Attempt, "err", err)
+		h.log.Error("steward-operator: outcome record", "attempt", c.attempt, "err", err)
 		h.s.commitUncertain(adm, "the host could not journal the answer", h.log)
-		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateUncertain,
+		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
 			Detail: "the application answered but the host could not journal the outcome"}
 	}
 	failpoint.Hit(FailAfterOutcome)
-	res := msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
+	res := msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
 	if c.kind != msg.KindInvoke {
 		price := adm.grant.Price
 		res.CallPrice = &price

@@ -205,6 +205,10 @@
 //	                      performed (charged once), with its receipt.
 //	host-after-not-sent   the not-sent.v2 record is durable, the dispatch not
 //	                      answered: not-sent with its receipt, nothing charged.
+//	host-after-ask        the ask record is durable, the dispatch not
+//	                      answered: the attempt awaits approval, nothing held,
+//	                      reserved or sent; the ask is pending after the
+//	                      restart and a collect of the attempt goes on with it.
 //	host-after-refused    the refused record is durable, the dispatch not
 //	                      answered: refused with its receipt, nothing charged,
 //	                      the attempt id never admitted again.

@@ -42,12 +42,14 @@ func (adm *admission) settlement(status int) (uint64, string) {
 func priceApplied(charge uint64, which string) string { return msg.PriceFor(charge, which) }
 
 // receiptOf is the receipt of admission adm for dispatch d, before the
-// end's own fields and the chain's are filled in.
+// end's own fields and the chain's are filled in. It names the ask the
+// attempt went through and who answered it, when it had one. Called with
+// s.mu held.
 func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
 	return msg.Receipt{
 		Attempt: d.attempt, Controller: adm.ctrl.name, Application: d.application, Operation: d.operation,
 		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent, ResolvedBy: adm.resolvedBy,
-		Agent: d.agent, Conversation: d.conversation,
+		Agent: d.agent, Conversation: d.conversation, Ask: adm.a.ask, AnsweredBy: adm.a.answeredBy,
 	}
 }
 

@@ -75,13 +75,14 @@ type peer struct {
 	beforeConsent         atomic.Pointer[func()] // runs before a consent is answered
 	principal             atomic.Pointer[string] // the consent's principal when set; else uid:1000
 	reserves              atomic.Int64
+	verdicts              chan msg.VerdictPush // the verdicts the host pushed (approvals)
 	mu                    sync.Mutex
 	revPath               string
 	revL                  *wire.Listener
 }
 
 func newPeer(t testing.TB, name string) *peer {
-	p := &peer{name: name}
+	p := &peer{name: name, verdicts: make(chan msg.VerdictPush, 64)}
 	for _, k := range []**wire.SigningKey{&p.ctrl, &p.tool, &p.disp, &p.prv, &p.forger} {
 		var err error
 		if *k, err = wire.GenerateSigningKey(); err != nil {
@@ -165,6 +166,16 @@ func (p *peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, an
 			(*f)()
 		}
 		return msg.TypeConsent, msg.ConsentReply{Consent: c}
+	case msg.TypeVerdict:
+		var v msg.VerdictPush
+		if err := req.Decode(&v); err != nil {
+			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: err.Error()}
+		}
+		select {
+		case p.verdicts <- v:
+		default:
+		}
+		return msg.TypeVerdictAck, struct{}{}
 	}
 	return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "unknown " + req.T}
 }
@@ -261,6 +272,7 @@ type world struct {
 	stop       func()           // stops the in-process host
 	now        func() time.Time // the host's wall clock when set (ServeOptions.Now)
 	log        *slog.Logger     // the host's logger when set (ServeOptions.Logger)
+	host       *Host            // the in-process host while it serves
 	// approvals and approvers are the approvals socket and its group
 	// when set (ServeOptions.ApprovalsSocket, ApproversGroup).
 	approvals, approvers string
@@ -330,7 +342,8 @@ func (w *world) serve(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now, Logger: w.log, ApprovalsSocket: w.approvals, ApproversGroup: w.approvers}
+	opts := ServeOptions{Ready: func() { close(ready) }, Now: w.now, Logger: w.log, started: func(h *Host) { w.host = h },
+		ApprovalsSocket: w.approvals, ApproversGroup: w.approvers}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}

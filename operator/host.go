@@ -47,6 +47,10 @@ type ServeOptions struct {
 	// ApprovalsSocket, when set, is where the approvals socket is bound
 	// for the members of ApproversGroup (approvals_socket.go).
 	ApprovalsSocket, ApproversGroup string
+	// started, when set (by this package's tests), is given the running
+	// host before Ready: tests answer asks on its store as the admin socket
+	// would.
+	started func(*Host)
 }
 
 // Host is the running host daemon over one open Store.
@@ -94,6 +98,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		h.adminPath = adminSocketPath(dir)
 	}
 	s.wake = h.poke
+	s.askDecided = h.pushVerdict
 
 	srvCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -141,6 +146,9 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
 	log.Info("steward-operator: serving", "store", dir, "routes", routes.count())
+	if opts.started != nil {
+		opts.started(h)
+	}
 	if opts.Ready != nil {
 		opts.Ready()
 	}
@@ -314,7 +322,7 @@ func isEOF(err error) bool {
 // host journal could not give back.
 const inspectUnreadable = "the host journal could not be read; the attempt's outcome is unknown here until the host is restarted"
 
-// routeHandler answers dispatch, inspect and allowance on the forward
+// routeHandler answers dispatch, collect, inspect and allowance on the forward
 // channels of one listener. A dispatch is served by its route's selected
 // revision as it is when the dispatch arrives, and refused (unavailable,
 // nothing journaled) once the route is not active or its revision is
@@ -339,6 +347,16 @@ func (h *Host) routeHandler(rl *routeListener) wire.Handler {
 				return msg.TypeDispatchResult, refused(&d, msg.CodeUnavailable, "%s", why)
 			}
 			return msg.TypeDispatchResult, h.dispatch(ctx, &rt, &d)
+		case msg.TypeCollect:
+			var col msg.Collect
+			if err := req.Decode(&col); err != nil {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "collect: " + err.Error()}
+			}
+			if !h.enter() {
+				return msg.TypeRefused, msg.Refusal{Code: msg.CodeUnavailable, Reason: "the host is shutting down"}
+			}
+			defer h.leave()
+			return msg.TypeDispatchResult, h.collect(ctx, rl, &col)
 		case msg.TypeInspect:
 			return h.answerInspect(ctrl, req)
 		case msg.TypeAllowance:

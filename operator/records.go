@@ -80,10 +80,10 @@ var hostRecords = []recordKind{
 	hostRecord(kindCheckpoint, (*replayer).checkpoint, (*journalAudit).checkpoint),
 	hostRecord(kindRedeliver, (*replayer).redeliver, (*journalAudit).redeliver),
 	hostRecord(kindResolve, (*replayer).resolve, (*journalAudit).resolve),
-	hostRecord(kindAgentLimits, (*replayer).agentLimits, nil),
-	hostRecord(kindAsk, (*replayer).ask, nil),
-	hostRecord(kindAskAnswer, (*replayer).askAnswer, nil),
-	hostRecord(kindAskExpired, (*replayer).askExpired, nil),
+	hostRecord(kindAgentLimits, (*replayer).agentLimits, (*journalAudit).agentLimits),
+	hostRecord(kindAsk, (*replayer).ask, (*journalAudit).ask),
+	hostRecord(kindAskAnswer, (*replayer).askAnswer, (*journalAudit).askAnswer),
+	hostRecord(kindAskExpired, (*replayer).askExpired, (*journalAudit).askExpired),
 }
 
 // recordKind is one entry of hostRecords. Its handlers take the body that

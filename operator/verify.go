@@ -171,6 +171,7 @@ func findingsError(fs []string) error {
 // auditReceipts is VerifyReceipts, returning also the evidence it gathered.
 func (s *Store) auditReceipts(from uint64) (*journalAudit, ReceiptReport, error) {
 	a := newJournalAudit(s.hostRing)
+	a.asks.pub = s.pub
 	if err := s.j.Iterate(1, a.record); err != nil {
 		return nil, ReceiptReport{}, err
 	}

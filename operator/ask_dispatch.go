@@ -1,0 +1,249 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// The dispatch path of approvals (DESIGN.md section 5, "Approvals"). A
+// dispatch that admit marks (admission.approval) raises an ask and is
+// answered at once, awaiting approval: the host does not park, the
+// controller does, and collects the verdict on the same attempt. A collect
+// of a pending ask answers a fresh ticket; of a denied one, a refused
+// record with its receipt (charge 0); of an approved one, admission again
+// as it stands now and then the rest of a dispatch (deliverAdmitted) under
+// the collect's deadline.
+
+// nothingReservedSentOrCharged ends the refusals of an asked attempt.
+const nothingReservedSentOrCharged = "; nothing was reserved, sent or charged"
+
+// raiseAsk journals the ask of admitted call c, which holds nothing, and
+// answers its ticket. A journal failure forgets the attempt: nothing was
+// reserved or sent.
+func (h *Host) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
+	now := h.s.clock().UnixMilli()
+	p := adm.approval
+	// checkDispatch parsed this body already: it is an invoke's, canonical.
+	ib, _ := oracleops.ParseInvokeBody(c.req.Body)
+	k := &ask{
+		attempt: c.attempt, controller: adm.ctrl.name, route: c.route, agent: c.agent, conversation: c.conversation,
+		application: c.application, operation: c.operation, kind: c.kind, requestSHA: bytes.Clone(c.sha[:]),
+		method: c.req.Method, path: c.req.Path, body: c.req.Body, arguments: ib.Arguments, price: adm.charge,
+		justification: c.justification, raisedAt: now, expiresAt: now + p.Expiry().Milliseconds(), park: p.Park(),
+		onTimeout: p.TimeoutVerdict(), limitsRevision: adm.limitsRevision,
+	}
+	if err := h.s.raise(k); err != nil {
+		h.s.forgetAttempt(c.attempt)
+		h.log.Error("steward-operator: ask record; nothing reserved or sent", "attempt", c.attempt, "err", err)
+		return refused(&msg.Dispatch{Attempt: c.attempt}, msg.CodeJournal, "the host could not journal the ask; nothing was reserved or sent")
+	}
+	failpoint.Hit(FailAfterAsk)
+	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
+}
+
+// collect answers a collect on route listener rl's channel: what became
+// of the ask of one of its controller's attempts awaiting approval, and
+// its end when it was decided.
+func (h *Host) collect(ctx context.Context, rl *routeListener, col *msg.Collect) msg.DispatchResult {
+	if err := validAttemptID(col.Attempt); err != nil {
+		return refused(&msg.Dispatch{Attempt: col.Attempt}, msg.CodeBadRequest, "collect: %v", err)
+	}
+	k, tk, ref := h.s.claimCollect(rl.controller, col.Attempt)
+	switch {
+	case ref != nil:
+		return msg.DispatchResult{Attempt: col.Attempt, Outcome: msg.StateRefused, Refusal: ref}
+	case tk != nil:
+		return msg.DispatchResult{Attempt: col.Attempt, Outcome: msg.StateAwaitingApproval, Ask: tk}
+	case k.verdict == msg.VerdictDeny:
+		receiptWhy, agentWhy := deniedReasons(k)
+		return h.endAsked(k, &msg.Refusal{Code: msg.CodeDenied, Reason: agentWhy}, receiptWhy)
+	}
+	return h.goOnApproved(ctx, rl, k, col.Deadline)
+}
+
+// deniedReasons are a denied ask's receipt reason and the agent's: who
+// denied it and their words, or its expiry.
+func deniedReasons(k *ask) (receipt, agent string) {
+	if k.answeredBy == answeredByExpiry {
+		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.expiresAt).UTC().Format(time.RFC3339)),
+			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.id) + nothingReservedSentOrCharged
+	}
+	receipt = "denied by " + k.answeredBy
+	agent = fmt.Sprintf("the call's approval was denied (ask %s, by %s)", k.id, k.answeredBy)
+	if k.note != "" {
+		note := quoteLine(k.note, maxPayerReason)
+		receipt += ": " + note
+		agent += ": " + note
+	}
+	return receipt, agent + nothingReservedSentOrCharged
+}
+
+// goOnApproved goes on with an approved ask's attempt: admission again as
+// it stands now (grant, purse, daily count, agent limits, the route), and
+// then consent, reservation and delivery under the collect's deadline. A
+// refusal at admission ends the attempt with a receipted refusal (it was
+// admitted once, and its id is taken); a collect that cannot go on now (a
+// deadline already past, another route's channel) ends nothing.
+func (h *Host) goOnApproved(ctx context.Context, rl *routeListener, k *ask, deadline int64) msg.DispatchResult {
+	d := &msg.Dispatch{Attempt: k.attempt}
+	if rl.route != k.route {
+		h.s.unclaim(k.attempt)
+		return refused(d, msg.CodeBadRequest, "attempt %s was dispatched on route %s: collect it there", k.attempt, k.route)
+	}
+	rt, why := h.s.routeToServe(rl)
+	if why != "" {
+		return h.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: why}, "refused after approval, when admitted again: "+strings.TrimSuffix(why, nothingReservedOrSent))
+	}
+	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: k.attempt, Method: k.method, Path: k.path, Body: k.body,
+		Agent: k.agent, Deadline: deadline, Justification: k.justification})
+	if err == nil && !bytes.Equal(c.sha[:], k.requestSHA) {
+		err = errors.New("the request is no longer the one asked")
+	}
+	if err != nil {
+		h.log.Warn("steward-operator: an approved call no longer fits its route", "attempt", k.attempt, "ask", k.id, "err", err)
+		return h.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the route no longer takes the call as it was asked" + nothingReservedSentOrCharged},
+			"refused after approval: the route no longer takes the request as it was asked")
+	}
+	if ref := h.checkDeadline(rt.Controller, c); ref != nil {
+		h.s.unclaim(k.attempt)
+		return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref}
+	}
+	adm, ref := h.s.admitAgain(rt.Controller, c)
+	if ref != nil {
+		receiptWhy := "refused after approval, when admitted again: " + ref.Reason
+		ref.Reason += "; the call was approved, then refused when admitted again" + nothingReservedSentOrCharged
+		return h.endAsked(k, ref, receiptWhy)
+	}
+	return h.deliverAdmitted(ctx, &rt, c, adm)
+}
+
+// endAsked ends an asked attempt that holds nothing with a refused record
+// and its receipt (charge 0, naming the ask and who answered it), and
+// answers ref with the receipt.
+func (h *Host) endAsked(k *ask, ref *msg.Refusal, receiptWhy string) msg.DispatchResult {
+	receipt, err := h.s.commitAskRefused(k, receiptWhy)
+	if err != nil {
+		h.log.Error("steward-operator: refused record of an asked attempt; nothing sent or charged", "attempt", k.attempt, "ask", k.id, "err", err)
+		ref.Reason += refusalUnrecorded(err)
+		return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref}
+	}
+	failpoint.Hit(FailAfterRefused)
+	return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref, Receipt: receipt}
+}
+
+// claimCollect finds the ask of attempt id of controller ctrl, its expiry
+// applied first. Pending: the fresh ticket. Decided: a copy of the ask,
+// and the attempt is claimed (collecting), so a second collect is refused
+// until this one ends it. Otherwise the refusal naming the attempt's state.
+func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusal) {
+	s.mu.Lock()
+	a := s.st.attempts[id]
+	ref := collectRefusal(a, ctrl, id)
+	var askID string
+	if ref == nil {
+		askID = a.ask
+	}
+	s.mu.Unlock()
+	if ref != nil {
+		return nil, nil, ref
+	}
+	if err := s.expireDue(askID); err != nil {
+		s.log.Error("steward-operator: ask expiry record", "attempt", id, "err", err)
+		return nil, nil, &msg.Refusal{Code: msg.CodeJournal, Reason: "the host could not journal the ask's expiry; the ask is unchanged: collect again"}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a = s.st.attempts[id]
+	if ref := collectRefusal(a, ctrl, id); ref != nil {
+		return nil, nil, ref
+	}
+	k := s.st.asks[a.ask]
+	if k.state == msg.AskPending {
+		return nil, k.ticket(s.clockLocked().UnixMilli()), nil
+	}
+	a.collecting = true
+	cp := *k
+	return &cp, nil, nil
+}
+
+// collectRefusal is why attempt a (id) of controller ctrl cannot be
+// collected, or nil: it must be ctrl's, awaiting approval and not being
+// collected already. With s.mu held.
+func collectRefusal(a *attempt, ctrl, id string) *msg.Refusal {
+	switch {
+	case a == nil || a.controller != ctrl || a.state == stateAdmitting:
+		return &msg.Refusal{Code: msg.CodeUnknown, Reason: fmt.Sprintf("attempt %s awaits no approval: the host has not seen it", id)}
+	case a.state == msg.StateDeliveryRequested || a.state == msg.StateAwaitingApproval && a.collecting:
+		return &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s is already being delivered", id)}
+	case a.state != msg.StateAwaitingApproval:
+		return &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s is %s, not awaiting approval: it is never delivered twice", id, a.state)}
+	}
+	return nil
+}
+
+// unclaim gives up a collect's claim on attempt id, leaving it awaiting
+// approval.
+func (s *Store) unclaim(id string) {
+	s.mu.Lock()
+	if a := s.st.attempts[id]; a != nil {
+		a.collecting = false
+	}
+	s.mu.Unlock()
+}
+
+// forgetAttempt drops an admitted attempt nothing durable names (its ask
+// record failed).
+func (s *Store) forgetAttempt(id string) {
+	s.mu.Lock()
+	delete(s.st.attempts, id)
+	s.mu.Unlock()
+}
+
+// admitAgain admits the claimed attempt of an approved ask again, as a
+// dispatch is admitted now; the admission holds its charge and counts.
+func (s *Store) admitAgain(ctrl string, c *checkedDispatch) (*admission, *msg.Refusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admitLocked(ctrl, c, s.st.attempts[c.attempt])
+}
+
+// commitAskRefused ends ask k's attempt, which holds nothing, with a
+// refused record and its receipt (charge 0, Reason, the ask and who
+// answered it). On an error the attempt stays awaiting approval, unclaimed.
+func (s *Store) commitAskRefused(k *ask, reason string) ([]byte, error) {
+	s.mu.Lock()
+	a, c := s.st.attempts[k.attempt], s.st.controllers[k.controller]
+	r := msg.Receipt{
+		Attempt: k.attempt, Controller: k.controller, Application: k.application, Operation: k.operation, Kind: k.kind,
+		RequestSHA256: k.requestSHA, BalanceAfter: c.purse.balance(), Outcome: msg.StateRefused, Reason: reason,
+		PriceApplied: msg.PriceNone, Agent: k.agent, Conversation: k.conversation, Ask: k.id, AnsweredBy: k.answeredBy,
+	}
+	signed, seq, head, err := s.signReceiptLocked(r)
+	if err != nil {
+		a.collecting = false
+		s.mu.Unlock()
+		return nil, err
+	}
+	rec := recRefused{Attempt: k.attempt, Controller: k.controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+		Agent: k.agent, Conversation: k.conversation}
+	s.mu.Unlock()
+	jseq, err := s.appendReceipt(kindRefused, rec)
+	s.mu.Lock()
+	if err != nil {
+		a.collecting = false
+		s.mu.Unlock()
+		return nil, err
+	}
+	a.state, a.detail, a.outcomeSeq, a.charge, a.collecting = msg.StateRefused, reason, jseq, 0, false
+	s.mu.Unlock()
+	s.receiptDurable(seq, head)
+	return signed, nil
+}
