@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,5 +116,90 @@ func TestAdvisorSocketRealHost(t *testing.T) {
 	}
 	if s.lastSeq() != seq {
 		t.Fatal("the advisor socket journaled something in the controller")
+	}
+}
+
+// TestAdvisorJourney: real accounts through the real proxy, controller and
+// host. The operator marks alpha's calls for approval, naming rev its
+// advisor with a bound of 2 agent answers, and beta's, naming alpha. Each
+// of alpha's calls in one conversation raises an ask; rev lists them with
+// what was asked, approves one and denies one (the bound's N), a wait is
+// taken and not counted, and the next answer is refused by the bound
+// (accepted false, isError false) in the host's exact words, the ask left
+// pending; an answered ask is refused as already answered. alpha, an
+// advisor of beta's asks, cannot answer its own. other, a named agent no
+// limits name an advisor, is refused at the socket.
+func TestAdvisorJourney(t *testing.T) {
+	s, alpha, beta, rev, _, gid := advisorStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	// alpha's four calls in conv-1 and beta's one each raise an ask.
+	ca := s.agentClient(ctx, alpha.UID, alpha.GID, gid)
+	for i := range 4 {
+		call(t, ctx, ca, ToolCall, callArgs(fmt.Sprintf("a%d", i), map[string]any{"text": fmt.Sprintf("call %d", i)}))
+	}
+	cb := s.agentClient(ctx, beta.UID, beta.GID, gid)
+	call(t, ctx, cb, ToolCall, callArgs("b0", map[string]any{"text": "beta's"}))
+
+	cr := s.advisorClientAs(ctx, rev, gid)
+	asks := asksOf(t, ctx, cr)
+	if len(asks) != 4 {
+		t.Fatalf("rev lists %d asks, want alpha's 4: %+v", len(asks), asks)
+	}
+	for i, a := range asks {
+		if a.Agent != "alpha" || a.Conversation != "conv-1" || a.Application != "appliance" || a.Operation != "text.sha256" ||
+			a.State != "pending" || a.Price != s.price || !strings.Contains(string(a.Arguments), fmt.Sprintf(`"call %d"`, i)) {
+			t.Errorf("ask %d: %+v (arguments %s)", i, a, a.Arguments)
+		}
+		if _, err := time.Parse(time.RFC3339, a.RaisedAt); err != nil {
+			t.Errorf("ask %d raisedAt %q: %v", i, a.RaisedAt, err)
+		}
+		if _, err := time.Parse(time.RFC3339, a.ExpiresAt); err != nil {
+			t.Errorf("ask %d expiresAt %q: %v", i, a.ExpiresAt, err)
+		}
+	}
+	advise := func(cs *mcp.ClientSession, ask, verdict string) (AdviseAnswer, bool) {
+		t.Helper()
+		return adviseAs(t, ctx, cs, ask, verdict)
+	}
+	if a, isErr := advise(cr, asks[0].ID, "approve"); isErr || !a.Accepted || a.Ask == nil || a.Ask.State != "approved" {
+		t.Fatalf("the first approve: isError %v %+v", isErr, a)
+	}
+	if a, isErr := advise(cr, asks[1].ID, "wait"); isErr || !a.Accepted || a.Ask == nil || a.Ask.State != "pending" {
+		t.Fatalf("a wait: isError %v %+v", isErr, a)
+	}
+	if a, isErr := advise(cr, asks[1].ID, "deny"); isErr || !a.Accepted || a.Ask == nil || a.Ask.State != "denied" {
+		t.Fatalf("a deny, the bound's second answer (the wait did not count): isError %v %+v", isErr, a)
+	}
+	spent := "agent answers spent: 2 of 2 for conversation conv-1; this ask waits for a human"
+	if a, isErr := advise(cr, asks[2].ID, "approve"); isErr || a.Accepted || a.Reason != spent || a.Ask == nil || a.Ask.State != "pending" {
+		t.Fatalf("one past the bound: isError %v %+v, want the reason %q", isErr, a, spent)
+	}
+	if a, isErr := advise(cr, asks[0].ID, "deny"); isErr || a.Accepted || a.Reason != "ask "+asks[0].ID+" was already answered" {
+		t.Fatalf("an answered ask: isError %v %+v", isErr, a)
+	}
+	if left := asksOf(t, ctx, cr); len(left) != 2 || left[0].ID != asks[2].ID || left[1].ID != asks[3].ID {
+		t.Fatalf("rev lists %+v, want the two still pending", left)
+	}
+
+	// alpha advises beta's asks, never its own.
+	cadv := s.advisorClientAs(ctx, alpha, gid)
+	mine := asksOf(t, ctx, cadv)
+	if len(mine) != 1 || mine[0].Agent != "beta" {
+		t.Fatalf("alpha lists %+v, want beta's one ask", mine)
+	}
+	if a, isErr := advise(cadv, asks[3].ID, "approve"); isErr || a.Accepted || a.Reason != "an advisor never answers an ask raised by its own identity" {
+		t.Fatalf("alpha answering its own ask: isError %v %+v", isErr, a)
+	}
+	// rev is not beta's advisor.
+	if a, isErr := advise(cr, mine[0].ID, "approve"); isErr || a.Accepted || a.Reason != "agent rev is not an advisor of agent beta's asks" {
+		t.Fatalf("rev answering beta's ask: isError %v %+v", isErr, a)
+	}
+
+	// The count is the host's durable records': a restart refills nothing.
+	s.restartHost()
+	if a, isErr := advise(cr, asks[3].ID, "deny"); isErr || a.Accepted || a.Reason != spent {
+		t.Fatalf("after a restart: isError %v %+v, want the reason %q", isErr, a, spent)
 	}
 }
