@@ -10,7 +10,8 @@ import (
 
 // Names of the listeners Options.Listeners may carry: the
 // FileDescriptorName= of steward's .socket units (package systemd's
-// FDForeground and FDMCP). ListenerReverse is named only to be refused.
+// FDForeground and FDMCP). ListenerReverse (and ListenerAdvisor,
+// advisor.go) are named only to be refused.
 const (
 	ListenerReverse    = "reverse"
 	ListenerForeground = "foreground"
@@ -24,7 +25,8 @@ const (
 var errAdoptedReverse = fmt.Errorf("%w: a passed reverse listener cannot be served: the host's SO_PEERCRED check would see systemd (uid 0), not the controller; the controller binds the reverse socket itself (remove its .socket unit)", ErrConfig)
 
 // checkAdopted refuses a passed listener with a name Serve does not know,
-// a passed reverse listener (errAdoptedReverse), or one bound at another
+// a passed reverse or advisor listener (errAdoptedReverse,
+// errAdoptedAdvisor), or one bound at another
 // path than the config names for it: the channel of every custody
 // connection is bound to the socket path, so a listener at another path
 // would serve channels neither side can agree on. Nothing passed is
@@ -32,6 +34,9 @@ var errAdoptedReverse = fmt.Errorf("%w: a passed reverse listener cannot be serv
 func checkAdopted(ls map[string]*net.UnixListener, s Sockets) error {
 	if _, ok := ls[ListenerReverse]; ok {
 		return errAdoptedReverse
+	}
+	if _, ok := ls[ListenerAdvisor]; ok {
+		return errAdoptedAdvisor
 	}
 	paths := map[string]string{ListenerForeground: s.Foreground, ListenerMCP: s.MCP}
 	names := make([]string, 0, len(ls))

@@ -36,6 +36,9 @@ func TestCheckAdopted(t *testing.T) {
 		// systemd's reverse socket would report uid 0 to the host's peer check.
 		{map[string]*net.UnixListener{ListenerReverse: rev}, `a passed reverse listener cannot be served: the host's SO_PEERCRED check would see systemd (uid 0), not the controller`},
 		{map[string]*net.UnixListener{ListenerMCP: mcp, ListenerReverse: rev}, `a passed reverse listener cannot be served`},
+		// The advisor socket is the controller's own, like the reverse one.
+		{map[string]*net.UnixListener{ListenerAdvisor: other}, `a passed advisor listener cannot be served: the controller binds the advisor socket itself`},
+		{map[string]*net.UnixListener{ListenerMCP: mcp, ListenerAdvisor: other}, `a passed advisor listener cannot be served`},
 		{map[string]*net.UnixListener{ListenerForeground: other}, `passed listener "foreground" is bound at ` + filepath.Join(dir, "other.sock") + `, but the config's socket for it is ` + s.Foreground},
 		{map[string]*net.UnixListener{ListenerMCP: rev}, `passed listener "mcp" is bound at`},
 		{map[string]*net.UnixListener{ListenerMCP: nil}, `passed listener "mcp" is nil`},

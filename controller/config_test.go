@@ -116,13 +116,26 @@ func TestConfigRefusals(t *testing.T) {
 		{name: "relative path", edit: func(m map[string]any) { m["stateDir"] = "state" }, want: "stateDir"},
 		{name: "same sockets", edit: func(m map[string]any) {
 			m["sockets"] = map[string]any{"mcp": "/run/a.sock", "reverse": "/run/a.sock", "foreground": "/run/b.sock"}
-		}, want: "sockets: mcp, reverse, foreground and mcpHTTP (when set) must be different paths"},
+		}, want: "sockets: mcp, reverse, foreground, mcpHTTP and advisor (the last two when set) must be different paths"},
 		{name: "mcpHTTP same as mcp", edit: func(m map[string]any) {
 			sk := m["sockets"].(map[string]any)
 			sk["mcpHTTP"] = sk["mcp"]
-		}, want: "sockets: mcp, reverse, foreground and mcpHTTP (when set) must be different paths"},
+		}, want: "sockets: mcp, reverse, foreground, mcpHTTP and advisor (the last two when set) must be different paths"},
 		{name: "mcpHTTP relative", edit: func(m map[string]any) { m["sockets"].(map[string]any)["mcpHTTP"] = "run/mcp-http.sock" },
 			want: `sockets.mcpHTTP: "run/mcp-http.sock" must be a clean absolute path`},
+		{name: "advisor same as mcpHTTP", edit: func(m map[string]any) {
+			sk := m["sockets"].(map[string]any)
+			sk["mcpHTTP"] = "/run/x/mcp-http.sock"
+			sk["advisor"] = "/run/x/mcp-http.sock"
+		}, want: "sockets: mcp, reverse, foreground, mcpHTTP and advisor (the last two when set) must be different paths"},
+		{name: "advisor same as mcp", edit: func(m map[string]any) {
+			sk := m["sockets"].(map[string]any)
+			sk["advisor"] = sk["mcp"]
+		}, want: "sockets: mcp, reverse, foreground, mcpHTTP and advisor (the last two when set) must be different paths"},
+		{name: "advisor relative", edit: func(m map[string]any) { m["sockets"].(map[string]any)["advisor"] = "run/advisor.sock" },
+			want: `sockets.advisor: "run/advisor.sock" must be a clean absolute path`},
+		{name: "advisor not clean", edit: func(m map[string]any) { m["sockets"].(map[string]any)["advisor"] = "/run/x/../advisor.sock" },
+			want: `sockets.advisor: "/run/x/../advisor.sock" must be a clean absolute path`},
 		{name: "mcpHTTP not clean", edit: func(m map[string]any) { m["sockets"].(map[string]any)["mcpHTTP"] = "/run/x/../mcp-http.sock" },
 			want: `sockets.mcpHTTP: "/run/x/../mcp-http.sock" must be a clean absolute path`},
 		{name: "trailing data", raw: "TRAIL", want: "data after the config object"},

@@ -9,7 +9,7 @@
 //
 //	{"name": "dev", "stateDir": "/var/lib/steward-controller", "keyDir": "/etc/steward-controller/keys",
 //	 "bundle": "/etc/steward-controller/host.bundle",
-//	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "...", "mcpHTTP": "..."},
+//	 "sockets": {"mcp": "...", "reverse": "...", "foreground": "...", "mcpHTTP": "...", "advisor": "..."},
 //	 "agents": {"uids": [1000], "gids": [995],
 //	            "named": [{"name": "alice", "account": "alice"}, {"group": "steward-bots"}]},
 //	 "foregroundUids": [0],
@@ -27,7 +27,11 @@
 // sockets.mcpHTTP is optional: when set, the controller also serves MCP
 // over streamable HTTP on that socket, which it binds itself (never socket
 // activation), with the MCP socket's peer check, caps and bounds
-// (mcphttp.go); absent, nothing is served there.
+// (mcphttp.go); absent, nothing is served there. sockets.advisor is
+// optional too: when set, the controller binds it itself and serves
+// advisors there (advisor.go): a peer whose uid maps to a named agent that
+// the host says is an advisor, with exactly the two tools steward_asks and
+// steward_advise (advisor_tools.go) and no oracle tool.
 //
 // payer is the payer policy (DESIGN.md section 5): the controller consents
 // to a charge only within the call's principal's limits (the agent of the

@@ -278,23 +278,28 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			pc.Close() // the listener admitted it; the config cannot have changed since
 			continue
 		}
-		go func() {
-			sctx := context.WithValue(ctx, principalKey{}, agent)
-			pc.SetReadDeadline(time.Now().Add(c.firstRequest))
-			first := &firstRequestConn{PeerConn: pc, c: c}
-			lines := newMCPLines(first, pc) // the exact line bound, and bad lines answered (mcpline.go)
-			ss, err := s.Connect(sctx, &mcp.IOTransport{Reader: lines, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
-			if err != nil {
-				c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
-				pc.Close()
-				return
-			}
-			stop := context.AfterFunc(ctx, func() { ss.Close() })
-			defer stop()
-			ss.Wait()
-			pc.Close()
-		}()
+		go c.serveSession(context.WithValue(ctx, principalKey{}, agent), pc, s)
 	}
+}
+
+// serveSession runs one MCP session of s on pc until it ends or ctx does
+// (ctx carries the session's agent): the first request is due within
+// c.firstRequest, and every line passes mcpLines' bounds. mcp.sock and
+// advisor.sock serve their sessions so.
+func (c *Controller) serveSession(ctx context.Context, pc *wire.PeerConn, s *mcp.Server) {
+	pc.SetReadDeadline(time.Now().Add(c.firstRequest))
+	first := &firstRequestConn{PeerConn: pc, c: c}
+	lines := newMCPLines(first, pc) // the exact line bound, and bad lines answered (mcpline.go)
+	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: lines, Writer: pc, MaxLineLength: mcpServerLineBound}, nil)
+	if err != nil {
+		c.log.Warn("mcp session", "uid", pc.Cred.UID, "err", err)
+		pc.Close()
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { ss.Close() })
+	defer stop()
+	ss.Wait()
+	pc.Close()
 }
 
 // firstRequestConn is an MCP session's connection as its reader sees it:

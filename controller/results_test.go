@@ -28,6 +28,7 @@ var compiledOutput = sync.OnceValues(func() (map[string][]*jsonschema.Schema, er
 	out := map[string][]*jsonschema.Schema{}
 	for tool, schema := range map[string]map[string]any{
 		ToolOverview: overviewOutputSchema(), ToolDiscover: discoverOutputSchema(), ToolCall: callOutputSchema(),
+		ToolAsks: asksOutputSchema(), ToolAdvise: adviseOutputSchema(), // advisor_tools.go
 	} {
 		for _, draft := range []*jsonschema.Draft{jsonschema.Draft7, jsonschema.Draft2020} {
 			doc, err := jsonDoc(schema)

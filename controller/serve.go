@@ -22,8 +22,9 @@ type Options struct {
 	// socket activation, keyed ListenerForeground and ListenerMCP. Each one
 	// present must be bound at the config's path for it and is served with
 	// the same peer check, refusal and caps as a socket Serve binds itself;
-	// the absent ones Serve binds. A passed reverse listener is refused
-	// (errAdoptedReverse): Serve always binds the reverse socket itself.
+	// the absent ones Serve binds. A passed reverse or advisor listener is
+	// refused (errAdoptedReverse, errAdoptedAdvisor): Serve always binds
+	// those itself.
 	// Serve closes them all when it returns.
 	Listeners map[string]*net.UnixListener
 	// Watchdog, if set, is called once after Ready with a check that says
@@ -54,8 +55,8 @@ const DefaultFirstRequestTimeout = wire.DefaultHandshakeTimeout
 // Serve runs the controller daemon with the config at cfgPath until ctx
 // ends: it opens the journal (refusing a config whose binding differs),
 // lists the uncertain attempts it finds, binds the reverse, MCP and
-// foreground sockets (and the streamable HTTP one when the config names
-// it), calls Ready, and serves. Nothing is retried.
+// foreground sockets (and the streamable HTTP and advisor ones when the
+// config names them), calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
 	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize, opts.Now)
@@ -109,6 +110,14 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		}
 		lns = append(lns, mcpHTTPLn)
 	}
+	var advisorLn *wire.Listener
+	if c.cfg.Sockets.Advisor != "" {
+		if advisorLn, err = c.listenAdvisor(); err != nil {
+			closeAll()
+			return err
+		}
+		lns = append(lns, advisorLn)
+	}
 
 	var wg sync.WaitGroup
 	srv := c.newMCPServer()
@@ -117,6 +126,9 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	wg.Go(func() { c.serveForeground(ctx, fg) })
 	if mcpHTTPLn != nil {
 		wg.Go(func() { c.serveMCPHTTP(ctx, mcpHTTPLn, srv) })
+	}
+	if advisorLn != nil {
+		wg.Go(func() { c.serveAdvisor(ctx, advisorLn) })
 	}
 	c.log.Info("controller ready", "name", c.cfg.Name, "journal", c.cfg.JournalDir(), "lastSeq", c.j.LastSeq())
 	if opts.Ready != nil {

@@ -124,16 +124,40 @@ func checkInstalledLayout(cfg *ctlconf.Config, e ControllerEnv) error {
 			return fmt.Errorf("%s is %q, but the installed controller's is %q", p.field, p.got, p.want)
 		}
 	}
-	// The streamable HTTP socket is the controller's own (no unit makes
-	// it): the installed unit lets it bind under /run only in the
-	// directory of its MCP socket, which agents may traverse; anywhere else
-	// it could not bind, or agents could not reach it.
-	if p, dir := cfg.Sockets.MCPHTTP, filepath.Dir(e.MCP); p != "" && filepath.Dir(p) != dir {
-		return fmt.Errorf("sockets.mcpHTTP is %q, but the installed controller can serve it only in %s, beside its MCP socket (e.g. %q)",
-			p, dir, filepath.Join(dir, "mcp-http.sock"))
+	for _, o := range ownSockets {
+		if p, dir := o.path(cfg.Sockets), filepath.Dir(e.MCP); p != "" && !o.beside(p, dir) {
+			return fmt.Errorf("%s is %q, but the installed controller can serve it only in %s, beside its MCP socket (e.g. %q)",
+				o.field, p, dir, filepath.Join(dir, o.name))
+		}
 	}
 	return nil
 }
+
+// ownSocket is a socket the controller binds itself (no unit makes it):
+// the streamable HTTP socket and the advisor socket. The installed unit
+// lets the controller bind under /run only in the directory of its MCP
+// socket, which agents may traverse; anywhere else it could not bind, or
+// agents could not reach it. controller-config refuses such a path and
+// status reports one (ownSocketFinding).
+type ownSocket struct {
+	field string // the config's field
+	what  string // what is served there, as status says it
+	name  string // its file name in the installed layout
+	path  func(ctlconf.Sockets) string
+}
+
+// ownSockets are the sockets the controller binds itself, each 0666
+// (ownSocketMode).
+var ownSockets = []ownSocket{
+	{field: "sockets.mcpHTTP", what: "MCP over streamable HTTP", name: "mcp-http.sock",
+		path: func(s ctlconf.Sockets) string { return s.MCPHTTP }},
+	{field: "sockets.advisor", what: "the advisors' MCP socket", name: "advisor.sock",
+		path: func(s ctlconf.Sockets) string { return s.Advisor }},
+}
+
+// beside is the rule: the socket at p is in dir, the MCP socket's
+// directory, itself (not below it).
+func (ownSocket) beside(p, dir string) bool { return filepath.Dir(p) == dir }
 
 // checkRoleKeys loads each of the four role keys as the controller will.
 func checkRoleKeys(dir string) error {

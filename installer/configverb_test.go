@@ -82,6 +82,13 @@ func TestControllerConfigInstalls(t *testing.T) {
 	if r := decodeConfigResult(t, out); code != ExitOK || errs != "" || !r.Changed {
 		t.Fatalf("with sockets.mcpHTTP beside sockets.mcp: exit %d %+v\n%s", code, r, errs)
 	}
+	// So is an advisor socket there.
+	m["sockets"].(map[string]any)["advisor"] = filepath.Join(filepath.Dir(f.cfg.Sockets.MCP), "advisor.sock")
+	withAdvisor, _ := json.Marshal(m)
+	code, out, errs = run(t, f.env, "controller-config", writeOperatorFile(t, "config.json", withAdvisor))
+	if r := decodeConfigResult(t, out); code != ExitOK || errs != "" || !r.Changed {
+		t.Fatalf("with sockets.advisor beside sockets.mcp: exit %d %+v\n%s", code, r, errs)
+	}
 	code, out, errs = run(t, f.env, "controller-config", req)
 	if r := decodeConfigResult(t, out); code != ExitOK || errs != "" || !r.Changed {
 		t.Fatalf("back to the first config: exit %d %+v\n%s", code, r, errs)
@@ -133,6 +140,11 @@ func TestControllerConfigRefusals(t *testing.T) {
 			`sockets.foreground is "/run/f.sock", but the installed controller's is "` + f.cfg.Sockets.Foreground + `"`},
 		{"a streamable HTTP socket outside the MCP socket's directory", edit(func(m map[string]any) { sockets(m)["mcpHTTP"] = "/run/elsewhere/mcp-http.sock" }),
 			`sockets.mcpHTTP is "/run/elsewhere/mcp-http.sock", but the installed controller can serve it only in ` + filepath.Dir(f.cfg.Sockets.MCP) + `, beside its MCP socket`},
+		{"an advisor socket outside the MCP socket's directory", edit(func(m map[string]any) { sockets(m)["advisor"] = "/run/elsewhere/advisor.sock" }),
+			`sockets.advisor is "/run/elsewhere/advisor.sock", but the installed controller can serve it only in ` + filepath.Dir(f.cfg.Sockets.MCP) + `, beside its MCP socket (e.g. "` + filepath.Join(filepath.Dir(f.cfg.Sockets.MCP), "advisor.sock") + `")`},
+		{"an advisor socket one directory below the MCP socket's", edit(func(m map[string]any) {
+			sockets(m)["advisor"] = filepath.Join(filepath.Dir(f.cfg.Sockets.MCP), "sub", "advisor.sock")
+		}), `sockets.advisor is "` + filepath.Join(filepath.Dir(f.cfg.Sockets.MCP), "sub", "advisor.sock") + `", but the installed controller can serve it only in ` + filepath.Dir(f.cfg.Sockets.MCP) + `, beside its MCP socket`},
 		{"another state dir", edit(func(m map[string]any) { m["stateDir"] = "/var/lib/elsewhere" }),
 			`stateDir is "/var/lib/elsewhere", but the installed controller's is "` + f.cfg.StateDir + `"`},
 		{"no keys", edit(func(m map[string]any) { m["keyDir"] = filepath.Join(f.dir, "nokeys") }),

@@ -34,8 +34,8 @@ func statusRoutes(t tree, env ControllerEnv, db *accountDB) ([]finding, error) {
 	return out, err
 }
 
-// routeFindings reports the controller's streamable HTTP socket when its
-// config names one (mcpHTTPFinding), the host's control socket for the controller
+// routeFindings reports the controller's streamable HTTP and advisor
+// sockets when its config names them (ownSocketFinding), the host's control socket for the controller
 // (the bundle's Bundle.Control), where the controller asks for its live
 // routes, and the routes the bundle carried when it was built, each with
 // whether the host serves its socket now: the socket exists. The live
@@ -63,8 +63,10 @@ func routeFindings(t tree, env ControllerEnv, db *accountDB) []finding {
 		if !t.real {
 			bundlePath = t.abs(rel(bundlePath))
 		}
-		if p := ic.cfg.Sockets.MCPHTTP; p != "" {
-			out = append(out, mcpHTTPFinding(t, db, p))
+		for _, o := range ownSockets {
+			if p := o.path(ic.cfg.Sockets); p != "" {
+				out = append(out, ownSocketFinding(t, db, o, p))
+			}
 		}
 	case !errors.Is(err, errNoConfig):
 		return []finding{{Kind: "route", Name: cfgPath, State: stateDiffers, Detail: err.Error()}}
@@ -72,37 +74,42 @@ func routeFindings(t tree, env ControllerEnv, db *accountDB) []finding {
 	return append(out, bundleFindings(t, bundlePath, owners)...)
 }
 
-// mcpHTTPSocketMode is the mode the controller binds its streamable HTTP
-// socket with (controller/mcphttp.go): 0666, since its directory's group
-// is the host's, not the agents' (DESIGN.md section 2), so the file mode
-// cannot be the gate; SO_PEERCRED and the config's agents are.
-const mcpHTTPSocketMode = 0o666
+// ownSocketMode is the mode the controller binds the sockets it binds
+// itself with (controller/mcphttp.go, controller/advisor.go): 0666, since
+// their directory's group is the host's, not the agents' (DESIGN.md
+// section 2), so the file mode cannot be the gate; SO_PEERCRED and the
+// config's agents are.
+const ownSocketMode = 0o666
 
-// mcpHTTPFinding reports the controller's streamable HTTP socket that the
-// config's sockets.mcpHTTP names. The controller binds it itself (no
-// socket unit makes it), and the installed unit lets it write under /run
-// only in its runtime directory (ReadWritePaths=, ProtectSystem=strict),
+// mcpHTTPSocketMode is the streamable HTTP socket's mode.
+const mcpHTTPSocketMode = ownSocketMode
+
+// ownSocketFinding reports a socket the controller binds itself that the
+// config names (ownSockets: sockets.mcpHTTP, sockets.advisor). No socket
+// unit makes it, and the installed unit lets the controller write under
+// /run only in its runtime directory (ReadWritePaths=, ProtectSystem=strict),
 // which agents may traverse (2751); its state directory is 0700: a path
 // anywhere else is a socket the controller cannot bind or agents cannot
-// reach. Inside it,
-// the socket is served when it is there (this does not connect: the
+// reach (ownSocket.beside, the rule controller-config refuses by). Inside
+// it, the socket is served when it is there (this does not connect: the
 // controller would refuse root as no configured agent), owned by the
 // controller with the host's group (the directory's setgid bit), mode
 // 0666.
-func mcpHTTPFinding(t tree, db *accountDB, path string) finding {
-	if filepath.Dir(path) != systemd.ControllerRuntimeDir {
+func ownSocketFinding(t tree, db *accountDB, o ownSocket, path string) finding {
+	if !o.beside(path, filepath.Dir(systemd.MCPSocketPath)) {
 		return finding{Kind: "socket", Name: t.abs(rel(path)), State: stateDiffers,
-			Detail: fmt.Sprintf("sockets.mcpHTTP is outside the controller's runtime directory %s: the installed unit lets the controller bind a socket under /run only there (ProtectSystem=strict, ReadWritePaths=), and its state directory is 0700, out of the agents' reach; name %s",
-				systemd.ControllerRuntimeDir, filepath.Join(systemd.ControllerRuntimeDir, "mcp-http.sock"))}
+			Detail: fmt.Sprintf("%s is outside the controller's runtime directory %s: the installed unit lets the controller bind a socket under /run only there (ProtectSystem=strict, ReadWritePaths=), and its state directory is 0700, out of the agents' reach; name %s",
+				o.field, systemd.ControllerRuntimeDir, filepath.Join(systemd.ControllerRuntimeDir, o.name))}
 	}
-	f := socketFinding(t, db, path, systemd.ControllerUser, systemd.OperatorUser, mcpHTTPSocketMode)
+	f := socketFinding(t, db, path, systemd.ControllerUser, systemd.OperatorUser, ownSocketMode)
+	what := fmt.Sprintf("%s (%s): ", o.what, o.field)
 	switch f.State {
 	case stateOK:
-		f.Detail = "MCP over streamable HTTP (sockets.mcpHTTP): served (the controller's socket is there), " + f.Detail
+		f.Detail = what + "served (the controller's socket is there), " + f.Detail
 	case stateAbsent:
-		f.Detail = "MCP over streamable HTTP (sockets.mcpHTTP): not served (no socket: the controller is not running)"
+		f.Detail = what + "not served (no socket: the controller is not running)"
 	default:
-		f.Detail = "MCP over streamable HTTP (sockets.mcpHTTP): " + f.Detail
+		f.Detail = what + f.Detail
 	}
 	return f
 }

@@ -72,11 +72,18 @@ func TestRouteFindingsControlSocket(t *testing.T) {
 // the installed layout whose sockets.mcpHTTP is mcpHTTP ("" for none).
 func writeTreeConfig(t *testing.T, root, mcpHTTP string) {
 	t.Helper()
+	writeTreeConfigSockets(t, root, controller.Sockets{MCPHTTP: mcpHTTP})
+}
+
+// writeTreeConfigSockets is writeTreeConfig with the optional sockets of
+// own (mcpHTTP, advisor); the others are the installed layout's.
+func writeTreeConfigSockets(t *testing.T, root string, own controller.Sockets) {
+	t.Helper()
 	c := controller.Config{
 		Name: "ctl", StateDir: systemd.ControllerStateDir, KeyDir: filepath.Join(systemd.ControllerStateDir, "keys"),
 		Bundle: systemd.DefaultControllerBundle,
 		Sockets: controller.Sockets{MCP: systemd.MCPSocketPath, Reverse: systemd.ReverseSocketPath,
-			Foreground: systemd.ForegroundSocketPath, MCPHTTP: mcpHTTP},
+			Foreground: systemd.ForegroundSocketPath, MCPHTTP: own.MCPHTTP, Advisor: own.Advisor},
 		Agents: controller.Agents{UIDs: []uint32{2001}, GIDs: []uint32{}},
 	}
 	b, err := json.Marshal(c)
@@ -145,6 +152,69 @@ func TestStatusMCPHTTPSocket(t *testing.T) {
 		want = "socket  differs " + filepath.Join(root, outside) + ": sockets.mcpHTTP is outside the controller's runtime directory /run/steward/controller: " +
 			"the installed unit lets the controller bind a socket under /run only there (ProtectSystem=strict, ReadWritePaths=), " +
 			"and its state directory is 0700, out of the agents' reach; name /run/steward/controller/mcp-http.sock\n"
+		if code, out := status(); code != ExitFail || !strings.Contains(out, want) || !strings.Contains(out, "0 missing, 1 differ") {
+			t.Fatalf("%s: exit %d, want the line %q:\n%s", outside, code, want, out)
+		}
+	}
+}
+
+// TestStatusAdvisorSocket: status reports the advisor socket the
+// controller's config names as it does the streamable HTTP one: not served
+// while it is not there, served with its owner and mode 0666 once it is,
+// another mode as differing, and a path outside the controller's runtime
+// directory as a finding that fails status; both sockets at once are two
+// lines. A config without it reports no such socket.
+func TestStatusAdvisorSocket(t *testing.T) {
+	root := installTree(t)
+	if err := os.WriteFile(filepath.Join(root, systemd.DefaultControllerBundle), makeBundle(t, "ctl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status := func() (int, string) {
+		t.Helper()
+		code, out, errs := run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
+		if errs != "" {
+			t.Fatalf("status: stderr %q", errs)
+		}
+		return code, out
+	}
+	sock := filepath.Join(systemd.ControllerRuntimeDir, "advisor.sock")
+	line := "socket  %s " + filepath.Join(root, sock) + ": the advisors' MCP socket (sockets.advisor): %s\n"
+
+	writeTreeConfig(t, root, "")
+	if code, out := status(); code != ExitOK || strings.Contains(out, "sockets.advisor") {
+		t.Fatalf("a config without advisor: exit %d\n%s", code, out)
+	}
+
+	writeTreeConfigSockets(t, root, controller.Sockets{Advisor: sock})
+	want := fmt.Sprintf(line, "absent ", "not served (no socket: the controller is not running)")
+	if code, out := status(); code != ExitOK || !strings.Contains(out, want) || strings.Contains(out, "sockets.mcpHTTP") {
+		t.Fatalf("not served: exit %d, want the line %q:\n%s", code, want, out)
+	}
+	listenAt(t, filepath.Join(root, sock), ownSocketMode)
+	want = fmt.Sprintf(line, "ok     ", "served (the controller's socket is there), steward-controller:steward-operator 0666")
+	if code, out := status(); code != ExitOK || !strings.Contains(out, want) {
+		t.Fatalf("served: exit %d, want the line %q:\n%s", code, want, out)
+	}
+	httpSock := filepath.Join(systemd.ControllerRuntimeDir, "mcp-http.sock")
+	writeTreeConfigSockets(t, root, controller.Sockets{MCPHTTP: httpSock, Advisor: sock})
+	httpLine := "socket  absent  " + filepath.Join(root, httpSock) + ": MCP over streamable HTTP (sockets.mcpHTTP): not served"
+	if code, out := status(); code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, httpLine) {
+		t.Fatalf("both sockets: exit %d, want the lines %q and %q:\n%s", code, want, httpLine, out)
+	}
+	if err := os.Chmod(filepath.Join(root, sock), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	writeTreeConfigSockets(t, root, controller.Sockets{Advisor: sock})
+	want = fmt.Sprintf(line, "differs", "mode 0660, want 0666")
+	if code, out := status(); code != ExitFail || !strings.Contains(out, want) || !strings.Contains(out, "0 missing, 1 differ") {
+		t.Fatalf("mode 0660: exit %d, want the line %q:\n%s", code, want, out)
+	}
+
+	for _, outside := range []string{"/run/steward/advisor.sock", filepath.Join(systemd.ControllerRuntimeDir, "sub", "advisor.sock")} {
+		writeTreeConfigSockets(t, root, controller.Sockets{Advisor: outside})
+		want = "socket  differs " + filepath.Join(root, outside) + ": sockets.advisor is outside the controller's runtime directory /run/steward/controller: " +
+			"the installed unit lets the controller bind a socket under /run only there (ProtectSystem=strict, ReadWritePaths=), " +
+			"and its state directory is 0700, out of the agents' reach; name /run/steward/controller/advisor.sock\n"
 		if code, out := status(); code != ExitFail || !strings.Contains(out, want) || !strings.Contains(out, "0 missing, 1 differ") {
 			t.Fatalf("%s: exit %d, want the line %q:\n%s", outside, code, want, out)
 		}

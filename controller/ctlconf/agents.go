@@ -245,6 +245,15 @@ func (c *Config) AgentOf(uid, gid uint32) (name string, ok bool) {
 	return "", false
 }
 
+// NamedAgentOf is the name of the named agent (agents.named) whose account
+// has uid, and ok false when no named entry maps it: the legacy uids and
+// gids admit a peer as "uid:N", which names no agent the operator's limits
+// can name (an advisor is always a named agent).
+func (c *Config) NamedAgentOf(uid uint32) (name string, ok bool) {
+	name, ok = c.agentNames[uid]
+	return name, ok
+}
+
 // AgentNames lists the named agents the config resolved, by uid.
 func (c *Config) AgentNames() map[uint32]string {
 	out := make(map[uint32]string, len(c.agentNames))

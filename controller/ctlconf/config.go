@@ -59,6 +59,12 @@ type Sockets struct {
 	// it is not served. Omitted when absent, so a config from before it
 	// binds the same.
 	MCPHTTP string `json:"mcpHTTP,omitempty"`
+	// Advisor, when set, is the socket on which the controller serves
+	// advisor agents their two tools (listing the asks they may answer,
+	// answering one), bound by the controller itself like mcpHTTP; absent,
+	// it is not served. Omitted when absent, so a config from before it
+	// binds the same.
+	Advisor string `json:"advisor,omitempty"`
 }
 
 // retiredFields are the fields a controller config had while it listed
@@ -161,16 +167,22 @@ func (c *Config) validate() error {
 		}
 	}
 	socks := []string{c.Sockets.MCP, c.Sockets.Reverse, c.Sockets.Foreground}
-	if c.Sockets.MCPHTTP != "" {
-		if p := c.Sockets.MCPHTTP; !filepath.IsAbs(p) || filepath.Clean(p) != p {
-			return fmt.Errorf("sockets.mcpHTTP: %q must be a clean absolute path", p)
+	// The sockets a config may leave out: not served when absent.
+	for _, p := range []struct{ field, path string }{
+		{"sockets.mcpHTTP", c.Sockets.MCPHTTP}, {"sockets.advisor", c.Sockets.Advisor},
+	} {
+		if p.path == "" {
+			continue
 		}
-		socks = append(socks, c.Sockets.MCPHTTP)
+		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
+			return fmt.Errorf("%s: %q must be a clean absolute path", p.field, p.path)
+		}
+		socks = append(socks, p.path)
 	}
 	n := len(socks)
 	slices.Sort(socks)
 	if len(slices.Compact(socks)) != n {
-		return errors.New("sockets: mcp, reverse, foreground and mcpHTTP (when set) must be different paths")
+		return errors.New("sockets: mcp, reverse, foreground, mcpHTTP and advisor (the last two when set) must be different paths")
 	}
 	if err := c.validateDispatch(); err != nil {
 		return err
