@@ -122,13 +122,15 @@ func nologin(shell string) bool {
 // checkAccounts compares the accounts with what the sysusers.d file creates.
 func checkAccounts(db *accountDB) []finding {
 	var out []finding
-	if gid, ok := db.groups[systemd.AgentsGroup]; !ok {
-		out = append(out, finding{Kind: "group", Name: systemd.AgentsGroup, State: stateMissing})
-	} else if gid > systemIDMax {
-		out = append(out, finding{Kind: "group", Name: systemd.AgentsGroup, State: stateDiffers,
-			Detail: fmt.Sprintf("gid %d is not a system gid (at most %d)", gid, systemIDMax)})
-	} else {
-		out = append(out, finding{Kind: "group", Name: systemd.AgentsGroup, State: stateOK, Detail: fmt.Sprintf("gid %d", gid)})
+	for _, g := range systemd.Groups() {
+		if gid, ok := db.groups[g]; !ok {
+			out = append(out, finding{Kind: "group", Name: g, State: stateMissing})
+		} else if gid > systemIDMax {
+			out = append(out, finding{Kind: "group", Name: g, State: stateDiffers,
+				Detail: fmt.Sprintf("gid %d is not a system gid (at most %d)", gid, systemIDMax)})
+		} else {
+			out = append(out, finding{Kind: "group", Name: g, State: stateOK, Detail: fmt.Sprintf("gid %d", gid)})
+		}
 	}
 	for _, w := range wantUsers() {
 		f := finding{Kind: "account", Name: w.name}

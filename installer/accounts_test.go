@@ -32,7 +32,7 @@ func findingsByName(fs []finding) map[string]finding {
 }
 
 func TestCheckAccounts(t *testing.T) {
-	const group = "root:x:0:\nsteward-agents:x:990:\nsteward-operator:x:991:\nsteward-controller:x:992:\nusers:x:100:\n"
+	const group = "root:x:0:\nsteward-agents:x:990:\nsteward-approvers:x:989:\nsteward-operator:x:991:\nsteward-controller:x:992:\nusers:x:100:\n"
 	good := "root:x:0:0:root:/root:/bin/bash\n" +
 		"steward-operator:x:991:991:steward operator (host):/var/lib/steward-operator:/usr/sbin/nologin\n" +
 		"steward-controller:x:992:992:steward controller:/var/lib/steward-controller:/usr/sbin/nologin\n"
@@ -59,6 +59,8 @@ func TestCheckAccounts(t *testing.T) {
 			"steward-operator", "primary group is gid 100 (users), want its own group steward-operator"},
 		{"agents not a system group", good, strings.Replace(group, "steward-agents:x:990:", "steward-agents:x:1990:", 1),
 			"steward-agents", "gid 1990 is not a system gid (at most 999)"},
+		{"approvers not a system group", good, strings.Replace(group, "steward-approvers:x:989:", "steward-approvers:x:1989:", 1),
+			"steward-approvers", "gid 1989 is not a system gid (at most 999)"},
 		{"user group left over", "root:x:0:0:root:/root:/bin/bash\n", strings.Replace(group, "steward-operator:x:991:", "steward-operator:x:1500:", 1),
 			"steward-operator", "no such user, but group steward-operator exists with non-system gid 1500"},
 	}

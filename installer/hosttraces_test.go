@@ -24,7 +24,7 @@ import (
 // add and remove their own test accounts there.)
 func hostSteward() ([]string, error) {
 	var out []string
-	installers := map[string]bool{systemd.OperatorUser: true, systemd.ControllerUser: true, systemd.AgentsGroup: true}
+	installers := map[string]bool{systemd.OperatorUser: true, systemd.ControllerUser: true, systemd.AgentsGroup: true, systemd.ApproversGroup: true}
 	for _, f := range []string{"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow"} {
 		b, err := os.ReadFile(f)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -116,7 +116,7 @@ func needNoInstallation(t *testing.T) {
 			testenv.Missing(t, "account %s exists: a real steward installation is present, and the private /etc would copy it", name)
 		}
 	}
-	for _, g := range []string{systemd.AgentsGroup, systemd.OperatorUser, systemd.ControllerUser} {
+	for _, g := range append(systemd.Groups(), systemd.OperatorUser, systemd.ControllerUser) {
 		if _, err := user.LookupGroup(g); err == nil {
 			testenv.Missing(t, "group %s exists: a real steward installation is present, and the private /etc would copy it", g)
 		}

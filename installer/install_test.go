@@ -96,7 +96,7 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	before := snapshot(t, root)
 	code, out, errs := run(t, treeEnv(), "install", "--root", root, "--bin-dir", treeBin)
 	if code != ExitOK || errs != "" || strings.Contains(out, "created ") ||
-		!strings.Contains(out, "install: done in "+root+", 0 created, 12 already in place") {
+		!strings.Contains(out, "install: done in "+root+", 0 created, 13 already in place") {
 		t.Fatalf("second install: exit %d\n%s%s", code, out, errs)
 	}
 	if after := snapshot(t, root); after != before {
@@ -112,10 +112,10 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || !rep.Installed || rep.Root != root || rep.BinDir != treeBin {
 		t.Fatalf("status --json: exit %d, %v, %+v", code, err, rep)
 	}
-	// 5 dirs, 8 files, 3 controller sockets (absent: nothing listens),
+	// 6 dirs, 8 files, 3 controller sockets (absent: nothing listens),
 	// and no bundle (so no route selected).
-	if len(rep.Findings) != 16 || rep.Findings[15].Kind != "route" || rep.Findings[15].State != stateUnknown {
-		t.Fatalf("status --json: %d findings, want 16: %+v", len(rep.Findings), rep.Findings)
+	if len(rep.Findings) != 17 || rep.Findings[16].Kind != "route" || rep.Findings[16].State != stateUnknown {
+		t.Fatalf("status --json: %d findings, want 17: %+v", len(rep.Findings), rep.Findings)
 	}
 }
 

@@ -115,11 +115,11 @@ func TestRealInstall(t *testing.T) {
 	})
 
 	code, out, errs := runBin(t, installer, "install")
-	if code != 0 || errs != "" || !strings.Contains(out, "install: done in /, 15 created, 0 already in place") {
+	if code != 0 || errs != "" || !strings.Contains(out, "install: done in /, 17 created, 0 already in place") {
 		t.Fatalf("install: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runBin(t, installer, "install")
-	if code != 0 || errs != "" || strings.Contains(out, "created ") || !strings.Contains(out, "0 created, 15 already in place") {
+	if code != 0 || errs != "" || strings.Contains(out, "created ") || !strings.Contains(out, "0 created, 17 already in place") {
 		t.Fatalf("second install: exit %d\n%s%s", code, out, errs)
 	}
 
@@ -138,7 +138,7 @@ func TestRealInstall(t *testing.T) {
 		ids[name] = uid
 	}
 	gids := map[string]int{"root": 0}
-	for _, name := range []string{systemd.OperatorUser, systemd.ControllerUser, systemd.AgentsGroup} {
+	for _, name := range append([]string{systemd.OperatorUser, systemd.ControllerUser}, systemd.Groups()...) {
 		g, err := user.LookupGroup(name)
 		if err != nil {
 			t.Fatal(err)
@@ -291,7 +291,7 @@ func TestRealInstall(t *testing.T) {
 			t.Errorf("account %s survived --purge", name)
 		}
 	}
-	for _, g := range []string{systemd.AgentsGroup, systemd.OperatorUser, systemd.ControllerUser} {
+	for _, g := range append(systemd.Groups(), systemd.OperatorUser, systemd.ControllerUser) {
 		if _, err := user.LookupGroup(g); err == nil {
 			t.Errorf("group %s survived --purge", g)
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -112,8 +113,8 @@ func runUninstall(ctx context.Context, c *call, o options) int {
 	}
 	if t.real {
 		if !o.purge {
-			fmt.Fprintf(c.stdout, "kept accounts %s, %s and group %s (--purge removes them)\n",
-				systemd.OperatorUser, systemd.ControllerUser, systemd.AgentsGroup)
+			fmt.Fprintf(c.stdout, "kept accounts %s, %s and groups %s (--purge removes them)\n",
+				systemd.OperatorUser, systemd.ControllerUser, strings.Join(systemd.Groups(), ", "))
 		} else if err := removeAccounts(ctx, c); err != nil {
 			return c.failf("%v", err)
 		}
@@ -122,7 +123,7 @@ func runUninstall(ctx context.Context, c *call, o options) int {
 	return ExitOK
 }
 
-// removeAccounts deletes steward's users, their groups and steward-agents.
+// removeAccounts deletes steward's users, their groups and systemd.Groups.
 func removeAccounts(ctx context.Context, c *call) error {
 	db, err := readAccountDB("/")
 	if err != nil {
@@ -147,9 +148,9 @@ func removeAccounts(ctx context.Context, c *call) error {
 	if db, err = readAccountDB("/"); err != nil {
 		return err
 	}
-	for _, g := range []string{systemd.OperatorUser, systemd.ControllerUser, systemd.AgentsGroup} {
+	for _, g := range append([]string{systemd.OperatorUser, systemd.ControllerUser}, systemd.Groups()...) {
 		if _, ok := db.groups[g]; !ok {
-			if g == systemd.AgentsGroup {
+			if slices.Contains(systemd.Groups(), g) {
 				fmt.Fprintf(c.stdout, "absent group %s\n", g)
 			}
 			continue

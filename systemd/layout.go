@@ -10,7 +10,15 @@ const (
 	// AgentsGroup is the group whose members may connect to the MCP socket
 	// (the controller still checks each peer against its allow-list).
 	AgentsGroup = "steward-agents"
+	// ApproversGroup is the group whose members may answer asks through
+	// the host's approvals socket (ApprovalsSocketPath): the approvals
+	// verbs only, each answer recorded with the member's account.
+	ApproversGroup = "steward-approvers"
 )
+
+// Groups are the groups the sysusers.d file creates beside each user's
+// own primary group, in the order it declares them.
+func Groups() []string { return []string{AgentsGroup, ApproversGroup} }
 
 // Unit names, as installed under /etc/systemd/system.
 const (
@@ -38,6 +46,18 @@ const (
 	ReverseSocketPath    = "/run/steward/controller/reverse.sock"
 	ForegroundSocketPath = "/run/steward/controller/foreground.sock"
 	MCPSocketPath        = "/run/steward/controller/mcp.sock"
+	// AdvisorSocketPath is where the controller serves advisor agents
+	// (its config's sockets.advisor), beside mcp.sock: bound by the
+	// controller itself, as mcp-http.sock is.
+	AdvisorSocketPath = "/run/steward/controller/advisor.sock"
+	// ApprovalsRuntimeDir holds the host's approvals socket, which admits
+	// the host's account and members of ApproversGroup.
+	ApprovalsRuntimeDir = "/run/steward/approvals"
+	// ApprovalsSocketPath is the host's approvals socket
+	// (`steward-operator serve --approvals-socket`), mode
+	// ApprovalsSocketMode, its group ApproversGroup through the
+	// directory's setgid bit.
+	ApprovalsSocketPath = "/run/steward/approvals/approvals.sock"
 
 	// DefaultOperatorStore is the operator's store, inside its StateDirectory.
 	DefaultOperatorStore = OperatorStateDir + "/store"
@@ -58,6 +78,9 @@ const (
 	// controller binds itself (owner steward-controller, group
 	// steward-operator through ControllerRuntimeDir's setgid bit).
 	ReverseSocketMode = 0o660
+
+	// ApprovalsSocketMode is the mode of ApprovalsSocketPath.
+	ApprovalsSocketMode = 0o660
 )
 
 // ControlSocketPath is where the host listens for controller's control
@@ -108,6 +131,11 @@ type Dir struct {
 //     owner and mode (see Sockets) and by SO_PEERCRED. The setgid bit gives
 //     the reverse socket, which the controller binds itself, the host's
 //     group from the moment it exists, as on /run/steward/host.
+//   - /run/steward/approvals is 2750 steward-operator:steward-approvers:
+//     the host binds its approvals socket there, and only the approvers
+//     (and the host) may traverse it; the setgid bit gives the socket the
+//     approvers' group from the moment it exists, and the host checks
+//     every peer's groups at accept all the same.
 //   - RuntimeDirectory= cannot express either: systemd makes a runtime
 //     directory owned by the service's own User= and Group=, and each of
 //     these directories must belong to the other account's group. So they
@@ -118,6 +146,7 @@ func Dirs() []Dir {
 		{Path: RuntimeDir, User: "root", Group: "root", Mode: 0o755, Runtime: true},
 		{Path: HostRuntimeDir, User: OperatorUser, Group: ControllerUser, Mode: 0o2750, Runtime: true},
 		{Path: ControllerRuntimeDir, User: ControllerUser, Group: OperatorUser, Mode: 0o2751, Runtime: true},
+		{Path: ApprovalsRuntimeDir, User: OperatorUser, Group: ApproversGroup, Mode: 0o2750, Runtime: true},
 		{Path: OperatorStateDir, User: OperatorUser, Group: OperatorUser, Mode: 0o700},
 		{Path: ControllerStateDir, User: ControllerUser, Group: ControllerUser, Mode: 0o700},
 	}

@@ -140,13 +140,13 @@ func TestRenderServices(t *testing.T) {
 			t.Errorf("%s: %s=%q, want %q", name, key, d[key], want)
 		}
 	}
-	exact("operator", op, "ExecStart", "/opt/steward/bin/steward-operator serve --store /var/lib/steward-operator/store")
+	exact("operator", op, "ExecStart", "/opt/steward/bin/steward-operator serve --store /var/lib/steward-operator/store --approvals-socket /run/steward/approvals/approvals.sock --approvers-group steward-approvers")
 	exact("controller", ct, "ExecStart", "/opt/steward/bin/steward-controller serve --config /var/lib/steward-controller/config.json")
 	exact("operator", op, "User", OperatorUser)
 	exact("controller", ct, "User", ControllerUser)
 	exact("operator", op, "StateDirectory", "steward-operator")
 	exact("controller", ct, "StateDirectory", "steward-controller")
-	exact("operator", op, "ReadWritePaths", HostRuntimeDir)
+	exact("operator", op, "ReadWritePaths", HostRuntimeDir+" "+ApprovalsRuntimeDir)
 	exact("operator", op, "PrivateNetwork", "yes")
 	exact("controller", ct, "PrivateNetwork")
 	exact("controller", ct, "Sockets", ControllerForegroundSocket+" "+ControllerMCPSocket)
@@ -324,8 +324,10 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 			t.Errorf("account %s not created", name)
 		}
 	}
-	if _, ok := gids[AgentsGroup]; !ok {
-		t.Errorf("group %s not created", AgentsGroup)
+	for _, g := range Groups() {
+		if _, ok := gids[g]; !ok {
+			t.Errorf("group %s not created", g)
+		}
 	}
 
 	if out, err := exec.Command(tmpfiles, "--root="+root, "--create", filepath.Join(root, TmpfilesFile)).CombinedOutput(); err != nil {
