@@ -343,3 +343,53 @@ func TestApprovalAcrossAControllerRestart(t *testing.T) {
 		t.Fatalf("the application ran %d times, want once", n-answers)
 	}
 }
+
+// TestApprovalAskDurableBeforeTheWait: the host killed (SIGKILL at
+// host-after-ask) just after it journaled a call's ask, before its answer
+// left, so the agent is told the attempt is uncertain; restarted, the host
+// still holds the ask pending; the operator approves it with the shipped
+// command; the agent's call again with the same requestId learns from the
+// host that the attempt awaits approval (never a second begin or dispatch),
+// collects it and is delivered and charged once.
+func TestApprovalAskDurableBeforeTheWait(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	s, ca, _, _ := approvalStack(t, ctx, time.Second)
+	before, answers := s.purse(), s.applianceAnswers()
+	h := s.startHostProc(operator.FailAfterAsk)
+	args := callArgs("ap-k9", map[string]any{"text": "kill -9"})
+	r, _ := call(t, ctx, ca, ToolCall, args)
+	if r.Outcome != msg.StateUncertain {
+		t.Fatalf("the host killed after the ask: %+v, want uncertain", r)
+	}
+	h.killed(t)
+	s.startHostProc("")
+
+	code, out := s.operatorCmd("approvals", "list", "--json")
+	var asks []msg.AskView
+	if err := json.Unmarshal([]byte(out), &asks); code != 0 || err != nil || len(asks) != 1 ||
+		asks[0].Attempt != r.AttemptID || asks[0].State != msg.AskPending {
+		t.Fatalf("approvals list after the restart: exit %d %v\n%s", code, err, out)
+	}
+	if code, out := s.operatorCmd("approvals", "respond", asks[0].ID, "--approve", "--note", "after the crash"); code != 0 {
+		t.Fatalf("approvals respond: exit %d\n%s", code, out)
+	}
+
+	again, res := call(t, ctx, ca, ToolCall, args)
+	if res.IsError || again.Outcome != msg.StateDefinite || again.AttemptID != r.AttemptID || again.Charge == nil || *again.Charge != s.price ||
+		again.Ask == nil || again.Ask.ID != asks[0].ID || !strings.HasPrefix(again.AnsweredBy, "uid:") {
+		t.Fatalf("called again after the restart and the approval: %+v (refusal %+v), want attempt %s delivered", again, again.Refusal, r.AttemptID)
+	}
+	if n := s.journalCount(ledger.KindBegin, r.AttemptID); n != 1 {
+		t.Fatalf("%d begins, want 1", n)
+	}
+	if n := s.journalCount(ledger.KindAwaiting, r.AttemptID); n != 1 {
+		t.Fatalf("%d awaiting records, want the one learned from the host", n)
+	}
+	if p := s.purse(); p.Charged != before.Charged+s.price {
+		t.Fatalf("charged %d -> %d, want once %d", before.Charged, p.Charged, s.price)
+	}
+	if n := s.applianceAnswers(); n != answers+1 {
+		t.Fatalf("the application ran %d times, want once", n-answers)
+	}
+}

@@ -143,6 +143,13 @@ func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (
 		return Inspection{Attempt: a}, err
 	}
 	ins := inspection(a, ir)
+	if ir.State == msg.StateAwaitingApproval {
+		if err := c.awaitedAfterAll(a, ir); err != nil {
+			return ins, err
+		}
+		ins.Resolved = msg.StateAwaitingApproval
+		return ins, nil
+	}
 	if ir.State == msg.StateNotSeen && !abandon {
 		return ins, fmt.Errorf("%w: attempt %s: the host has not seen it; only steward-controller attempts resolve abandons it", ErrNotResolvable, id)
 	}
@@ -158,6 +165,27 @@ func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (
 	c.log.Info("attempt resolved", "attempt", id, "state", rec.State, "by", by, "hostResolvedBy", rec.ResolvedBy)
 	ins.Resolved = rec.State
 	return ins, nil
+}
+
+// awaitedAfterAll records that uncertain attempt a awaits approval after
+// all: the host journaled its ask and then died, or its answer was lost, so
+// that the awaiting answer never arrived. The host holds nothing for it and
+// has asked no consent (it asks one only when a collect of an approved ask
+// goes on, and only this controller collects), so the attempt is what an
+// awaiting record makes it: a call again with its requestId collects it.
+// Its Resolved is then StateAwaitingApproval: it is not resolved, but no
+// longer uncertain either.
+func (c *Controller) awaitedAfterAll(a ledger.Attempt, ir msg.InspectResult) error {
+	if err := checkTicket(ir.Ask); err != nil {
+		return fmt.Errorf("%w: attempt %s: the host reports it awaiting approval, but %v", ErrNotResolvable, a.ID, err)
+	}
+	rec := ledger.Awaiting{Attempt: a.ID, Ask: ir.Ask.ID, ExpiresAt: ir.Ask.ExpiresAt}
+	if _, err := c.j.Append(ledger.KindAwaiting, rec); err != nil {
+		return fmt.Errorf("attempt %s: journaling its awaiting record: %w", a.ID, err)
+	}
+	c.led.Awaited(rec)
+	c.log.Info("an uncertain attempt awaits approval after all: the host journaled its ask", "attempt", a.ID, "ask", rec.Ask)
+	return nil
 }
 
 // resolution is the record of what the host reports of uncertain attempt

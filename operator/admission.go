@@ -286,6 +286,9 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
 	}
 	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.inspectDetail(), RedeliveredBy: a.redeliveredBy}
+	if k := s.st.askByAttempt[id]; k != nil && a.state == msg.StateAwaitingApproval {
+		res.Ask = k.ticket(s.clockLocked().UnixMilli())
+	}
 	seq := a.outcomeSeq
 	s.mu.Unlock()
 	if seq == 0 {

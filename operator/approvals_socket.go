@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/user"
@@ -244,8 +245,11 @@ func DialApprovals(ctx context.Context, path, hostAccount string) (Admin, error)
 		return nil, fmt.Errorf("host account %s: uid %q: %w", hostAccount, u.Uid, err)
 	}
 	conn, err := wire.Dial(ctx, path, uint32(uid), uint32(uid))
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, fmt.Errorf("the approvals socket %s cannot be reached from this account: its directory admits the approvers' group only (the host's --approvers-group)", path)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the approvals socket %s: %w", path, err)
 	}
 	host, err := readKeyFrame(conn)
 	if err != nil {

@@ -142,4 +142,9 @@ type InspectResult struct {
 	// ("uid:N", the host's last redeliver record): the resolver the
 	// answer's receipt names. Omitted otherwise.
 	RedeliveredBy string `cbor:"redeliveredBy,omitempty"`
+	// Ask, for an attempt awaiting approval, is its ask's ticket: a
+	// controller that never received the dispatch's answer (the host died
+	// after journaling the ask) learns the ask from it and collects. Omitted
+	// otherwise.
+	Ask *AskTicket `cbor:"ask,omitempty"`
 }
