@@ -179,6 +179,12 @@ func (c *Controller) awaitedAfterAll(a ledger.Attempt, ir msg.InspectResult) err
 	if err := checkTicket(ir.Ask); err != nil {
 		return fmt.Errorf("%w: attempt %s: the host reports it awaiting approval, but %v", ErrNotResolvable, a.ID, err)
 	}
+	if c.led.AskOf(a.ID) != "" && !c.led.NeedsConsentRecord(a.ID) {
+		// Its consent is journaled: the host died after this controller
+		// consented and before it reserved. The host would need a second
+		// consent, which the ledger refuses; nothing here can know more.
+		return fmt.Errorf("%w: attempt %s: the host reports it awaiting approval (ask %s), but this controller consented to it already; it stays uncertain", ErrNotResolvable, a.ID, ir.Ask.ID)
+	}
 	rec := ledger.Awaiting{Attempt: a.ID, Ask: ir.Ask.ID, ExpiresAt: ir.Ask.ExpiresAt}
 	if _, err := c.j.Append(ledger.KindAwaiting, rec); err != nil {
 		return fmt.Errorf("attempt %s: journaling its awaiting record: %w", a.ID, err)
