@@ -112,10 +112,11 @@ func TestInstallRootTreeTwice(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || !rep.Installed || rep.Root != root || rep.BinDir != treeBin {
 		t.Fatalf("status --json: exit %d, %v, %+v", code, err, rep)
 	}
-	// 6 dirs, 8 files, 3 controller sockets (absent: nothing listens),
-	// and no bundle (so no route selected).
-	if len(rep.Findings) != 17 || rep.Findings[16].Kind != "route" || rep.Findings[16].State != stateUnknown {
-		t.Fatalf("status --json: %d findings, want 17: %+v", len(rep.Findings), rep.Findings)
+	// 6 dirs, 8 files, 3 controller sockets and the host's approvals
+	// socket (absent: nothing listens), and no bundle (so no route
+	// selected).
+	if len(rep.Findings) != 18 || rep.Findings[17].Kind != "route" || rep.Findings[17].State != stateUnknown {
+		t.Fatalf("status --json: %d findings, want 18: %+v", len(rep.Findings), rep.Findings)
 	}
 }
 
@@ -277,6 +278,7 @@ func TestStatusSockets(t *testing.T) {
 		listenAt(t, filepath.Join(root, s.Path), os.FileMode(s.Mode))
 	}
 	listenAt(t, filepath.Join(root, systemd.ReverseSocketPath), systemd.ReverseSocketMode)
+	listenAt(t, filepath.Join(root, systemd.ApprovalsSocketPath), systemd.ApprovalsSocketMode)
 	listenAt(t, filepath.Join(root, systemd.HostRuntimeDir, "r1.sock"), 0o660)
 	code, out, errs := run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
 	if code != ExitOK || strings.Contains(out, "absent") || !strings.Contains(out, "socket  ok      "+filepath.Join(root, systemd.HostRuntimeDir, "r1.sock")) {
@@ -286,14 +288,18 @@ func TestStatusSockets(t *testing.T) {
 	if err := os.Chmod(filepath.Join(root, systemd.MCPSocketPath), 0o666); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chmod(filepath.Join(root, systemd.ApprovalsSocketPath), 0o666); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(root, systemd.HostRuntimeDir, "r2.sock"), nil, 0o660); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ = run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
 	for _, want := range []string{
 		"socket  differs " + filepath.Join(root, systemd.MCPSocketPath) + ": mode 0666, want 0660",
+		"socket  differs " + filepath.Join(root, systemd.ApprovalsSocketPath) + ": mode 0666, want 0660",
 		"socket  differs " + filepath.Join(root, systemd.HostRuntimeDir, "r2.sock") + ": a regular file, want a socket",
-		"0 missing, 2 differ",
+		"0 missing, 3 differ",
 	} {
 		if code != ExitFail || !strings.Contains(out, want) {
 			t.Errorf("status: exit %d, output lacks %q:\n%s", code, want, out)

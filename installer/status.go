@@ -94,14 +94,15 @@ func runStatus(ctx context.Context, c *call, o options) int {
 	return ExitOK
 }
 
-// socketFindings checks the controller's sockets and every route socket in
-// the host's directory, when they exist.
+// socketFindings checks the controller's sockets, the host's approvals
+// socket and every route socket in the host's directory, when they exist.
 func socketFindings(t tree, db *accountDB) []finding {
 	var out []finding
 	for _, s := range systemd.Sockets() {
 		out = append(out, socketFinding(t, db, s.Path, s.User, s.Group, s.Mode))
 	}
 	out = append(out, socketFinding(t, db, systemd.ReverseSocketPath, systemd.ControllerUser, systemd.OperatorUser, systemd.ReverseSocketMode))
+	out = append(out, socketFinding(t, db, systemd.ApprovalsSocketPath, systemd.OperatorUser, systemd.ApproversGroup, systemd.ApprovalsSocketMode))
 	entries, _ := os.ReadDir(t.abs(rel(systemd.HostRuntimeDir)))
 	var routes []string
 	for _, e := range entries {
