@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -182,41 +181,16 @@ func (h *Host) approvalsChannel(path string, peer *wire.PublicKey) wire.ChannelC
 // frames, the handshake, then the approvals verbs on the admin handler,
 // each connection as acceptLoop serves the admin socket's.
 func (h *Host) approvalsLoop(ctx context.Context, l *wire.Listener) {
-	hd := h.approvalsHandler()
-	var conns sync.WaitGroup
-	defer conns.Wait()
-	for {
-		pc, err := l.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				h.log.Error("steward-operator: accept", "socket", l.Path(), "err", err)
-			}
-			return
+	h.acceptLoopWith(ctx, l, h.approvalsHandler(), adminIdleTimeout, func(pc *wire.PeerConn) (*wire.Channel, error) {
+		if err := writeKeyFrame(pc, h.key.Public()); err != nil {
+			return nil, err
 		}
-		conns.Add(1)
-		go func() {
-			defer conns.Done()
-			defer pc.Close()
-			var peer *wire.PublicKey
-			err := writeKeyFrame(pc, h.key.Public())
-			if err == nil {
-				peer, err = readKeyFrame(pc)
-			}
-			var ch *wire.Channel
-			if err == nil {
-				ch, err = wire.ServerHandshake(pc, h.approvalsChannel(l.Path(), peer))
-			}
-			if err != nil {
-				h.log.Warn("steward-operator: handshake refused", "socket", l.Path(), "uid", pc.Cred.UID, "err", err)
-				return
-			}
-			pc.Proven()
-			err = wire.ServeIdle(withPeer(ctx, pc.Cred), ch, hd, adminIdleTimeout)
-			if err != nil && ctx.Err() == nil && !isEOF(err) && !errors.Is(err, os.ErrDeadlineExceeded) {
-				h.log.Warn("steward-operator: channel closed", "socket", l.Path(), "err", err)
-			}
-		}()
-	}
+		peer, err := readKeyFrame(pc)
+		if err != nil {
+			return nil, err
+		}
+		return wire.ServerHandshake(pc, h.approvalsChannel(l.Path(), peer))
+	})
 }
 
 // approvalsHandler is the admin handler for the approvals operations

@@ -282,13 +282,21 @@ func (h *Host) controllerChannel(c *controller, path, purpose string) wire.Chann
 // quiet between its requests (wire.ServeIdle). A forward channel has no
 // such bound: the controller keeps it open between calls.
 func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler, cfg wire.ChannelConfig, idle time.Duration) {
+	h.acceptLoopWith(ctx, l, hd, idle, func(pc *wire.PeerConn) (*wire.Channel, error) {
+		return wire.ServerHandshake(pc, cfg)
+	})
+}
+
+// acceptLoopWith is acceptLoop with the handshake each connection goes
+// through before it is proven: the approvals socket's trades keys first.
+func (h *Host) acceptLoopWith(ctx context.Context, l *wire.Listener, hd wire.Handler, idle time.Duration, handshake func(*wire.PeerConn) (*wire.Channel, error)) {
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	for {
 		pc, err := l.Accept()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				h.log.Error("steward-operator: accept", "socket", cfg.Path, "err", err)
+				h.log.Error("steward-operator: accept", "socket", l.Path(), "err", err)
 			}
 			return
 		}
@@ -296,19 +304,19 @@ func (h *Host) acceptLoop(ctx context.Context, l *wire.Listener, hd wire.Handler
 		go func() {
 			defer conns.Done()
 			defer pc.Close()
-			ch, err := wire.ServerHandshake(pc, cfg)
+			ch, err := handshake(pc)
 			if err != nil {
-				h.log.Warn("steward-operator: handshake refused", "socket", cfg.Path, "uid", pc.Cred.UID, "err", err)
+				h.log.Warn("steward-operator: handshake refused", "socket", l.Path(), "uid", pc.Cred.UID, "err", err)
 				return
 			}
 			pc.Proven()
 			err = wire.ServeIdle(withPeer(ctx, pc.Cred), ch, hd, idle)
 			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				h.log.Info("steward-operator: closed a channel idle past its bound", "socket", cfg.Path, "uid", pc.Cred.UID, "idle", idle)
+				h.log.Info("steward-operator: closed a channel idle past its bound", "socket", l.Path(), "uid", pc.Cred.UID, "idle", idle)
 				return
 			}
 			if err != nil && ctx.Err() == nil && !isEOF(err) {
-				h.log.Warn("steward-operator: channel closed", "socket", cfg.Path, "err", err)
+				h.log.Warn("steward-operator: channel closed", "socket", l.Path(), "err", err)
 			}
 		}()
 	}
