@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -41,12 +43,31 @@ func (h *Host) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
 		onTimeout: p.TimeoutVerdict(), limitsRevision: adm.limitsRevision,
 	}
 	if err := h.s.raise(k); err != nil {
-		h.s.forgetAttempt(c.attempt)
-		h.log.Error("steward-operator: ask record; nothing reserved or sent", "attempt", c.attempt, "err", err)
-		return refused(&msg.Dispatch{Attempt: c.attempt}, msg.CodeJournal, "the host could not journal the ask; nothing was reserved or sent")
+		if !errors.Is(err, journal.ErrFailed) {
+			h.s.forgetAttempt(c.attempt)
+		}
+		return askFailed(c.attempt, err, h.log)
 	}
 	failpoint.Hit(FailAfterAsk)
 	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
+}
+
+// askFailed answers a dispatch whose ask record could not be appended.
+// Nothing was reserved or sent either way. A record the journal removed
+// is not there: a refusal, and the attempt is forgotten. After a failed
+// fdatasync (journal.ErrFailed) the ask may be on disk when the host
+// restarts and reads what is really there (the host exits now, section
+// 4): not a refusal, which the controller would replay for the requestId
+// while the ask waited, but uncertain, which it asks the host about when
+// the agent calls again.
+func askFailed(attempt string, err error, log *slog.Logger) msg.DispatchResult {
+	if errors.Is(err, journal.ErrFailed) {
+		log.Error("steward-operator: ask record: the journal failed; whether the ask is recorded is known once the host restarts; nothing reserved or sent", "attempt", attempt, "err", err)
+		return msg.DispatchResult{Attempt: attempt, Outcome: msg.StateUncertain,
+			Detail: "the host journal failed while recording the call's ask: nothing was reserved or sent, and whether the ask is recorded is known only once the host has restarted"}
+	}
+	log.Error("steward-operator: ask record; nothing reserved or sent", "attempt", attempt, "err", err)
+	return refused(&msg.Dispatch{Attempt: attempt}, msg.CodeJournal, "the host could not journal the ask; nothing was reserved or sent")
 }
 
 // collect answers a collect on route listener rl's channel: what became
