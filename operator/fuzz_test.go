@@ -109,8 +109,9 @@ func routeStateInvariants(t *testing.T, s *Store) {
 // FuzzAdminRequest: an admin request body as the host decodes it
 // (strictly) and, for the route operations, runs it on a store: whatever
 // is accepted keeps the route invariants, and a refusal is ErrRefused.
-// The admin socket admits only the daemon's own account; the body is
-// fuzzed because the host decodes it all the same.
+// The admin socket admits only the daemon's own account, and the
+// approvals socket an approver's for the approvals operations, which are
+// run too.
 func FuzzAdminRequest(f *testing.F) {
 	dir := shortDir(f)
 	store := dir + "/store"
@@ -135,6 +136,10 @@ func FuzzAdminRequest(f *testing.F) {
 		{Op: OpRouteActivate, Name: "r2", By: "uid:0"},
 		{Op: OpRouteDeactivate, Name: "r1"},
 		{Op: OpRouteRemove, Name: "r1", By: "uid:1000"},
+		{Op: OpApprovalsList, Approvals: &ApprovalsRequest{All: true}},
+		{Op: OpApprovalsShow, Approvals: &ApprovalsRequest{Ask: "ask-0123456789ab"}},
+		{Op: OpApprovalsRespond, Approvals: &ApprovalsRequest{Ask: "ask-0123456789ab", Verdict: msg.VerdictApprove, Note: "ok"}, By: "uid:1000"},
+		{Op: OpApprovalsEvents, Approvals: &ApprovalsRequest{After: 1}},
 	} {
 		b, err := wire.Marshal(req)
 		if err != nil {
@@ -149,6 +154,12 @@ func FuzzAdminRequest(f *testing.F) {
 		}
 		switch req.Op {
 		case OpRouteRegister, OpRouteActivate, OpRouteDeactivate, OpRouteRemove:
+		case OpApprovalsList, OpApprovalsShow, OpApprovalsRespond, OpApprovalsEvents:
+			// The approvals socket takes these from an approver's account.
+			// An events request's wait is the host's pacing, not input.
+			if req.Approvals != nil {
+				req.Approvals.WaitMs = 0
+			}
 		default:
 			return
 		}

@@ -15,6 +15,7 @@ func bodies() []any {
 		&Reserve{}, &Consent{}, &ConsentReply{},
 		&Refusal{}, &Receipt{}, &Checkpoint{}, &Grant{}, &RouteRecord{},
 		&Bundle{}, &ControllerKeys{},
+		&Collect{}, &VerdictPush{}, &Asks{}, &AsksResult{}, &Advise{}, &AdviseResult{}, &AgentLimits{},
 	}
 }
 
@@ -31,6 +32,12 @@ func FuzzDecodeBodies(f *testing.F) {
 		Refusal{Code: CodeNoGrant, Reason: "no grant"},
 		Receipt{Seq: 1, Prev: make([]byte, 32)},
 		Grant{ID: "g1", Operations: []string{"calc.*"}},
+		DispatchResult{Attempt: "a1", Outcome: StateAwaitingApproval, Ask: &AskTicket{ID: "ask-0123456789ab", ParkUntil: 1, ExpiresAt: 2, OnTimeout: VerdictDeny}},
+		Collect{Attempt: "a1", Deadline: 1},
+		VerdictPush{Attempt: "a1", Ask: "ask-0123456789ab", State: AskApproved},
+		Advise{Advisor: "rev", Ask: "ask-0123456789ab", Verdict: VerdictWait, Sentence: "wait"},
+		AdviseResult{Ask: AskView{ID: "ask-0123456789ab", Arguments: []byte(`{}`)}, Refused: &Refusal{Code: CodeApprovals, Reason: "spent"}},
+		AgentLimits{Controller: "c", Agent: "alice", Revision: 1, Approval: &ApprovalPolicy{Operations: []string{"app/*"}, Advisors: []string{"rev"}}},
 	}
 	for _, s := range seeds {
 		b, err := wire.Marshal(s)
