@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
 )
 
 // fuzzController has one application, appliance, on a control socket
@@ -47,6 +49,32 @@ func FuzzForegroundRequest(f *testing.F) {
 		}
 		if _, err := wire.Marshal(r); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzAdviseArgs feeds an advisor's steward_advise arguments to their
+// check: it must never panic, a refusal is an argument refusal, and what
+// it accepts is an ask id, a verdict and one line within the bound.
+func FuzzAdviseArgs(f *testing.F) {
+	f.Add([]byte(`{"ask":"ask-0123456789ab","verdict":"approve","sentence":"fine"}`))
+	f.Add([]byte(`{"ask":"ask-0123456789ab","verdict":"wait","sentence":"a\nb"}`))
+	f.Add([]byte(`{"ask":1}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		a, err := adviseArgs(raw)
+		if err != nil {
+			if !errors.Is(err, ErrArguments) {
+				t.Fatalf("error does not wrap ErrArguments: %v", err)
+			}
+			return
+		}
+		if !askIDRe.MatchString(a.Ask) || len(a.Sentence) == 0 || len(a.Sentence) > msg.MaxAdviceSentence || strings.ContainsAny(a.Sentence, "\r\n") {
+			t.Fatalf("accepted past a bound: %+v", a)
+		}
+		switch msg.Verdict(a.Verdict) {
+		case msg.VerdictApprove, msg.VerdictDeny, msg.VerdictWait:
+		default:
+			t.Fatalf("accepted verdict %q", a.Verdict)
 		}
 	})
 }
