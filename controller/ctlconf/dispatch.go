@@ -21,7 +21,8 @@ const (
 	DefaultMaxDispatchTimeoutMs = 300_000
 	// MaxDispatchTimeoutMs bounds both settings: 5 min, so that a call,
 	// its deadline's tolerance and the host's answer stay inside the MCP
-	// proxy's answer bound (controller/mcpproxy.ProxyAnswerBound, 6 min).
+	// proxy's answer bound (controller/mcpproxy.ProxyAnswerBound, 11 min,
+	// with an approval's park window before it).
 	MaxDispatchTimeoutMs = 300_000
 )
 

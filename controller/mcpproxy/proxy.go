@@ -65,11 +65,13 @@ func RunProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.
 
 // ProxyAnswerBound bounds how long the proxy waits, once stdin has ended,
 // for the answers to the calls it forwarded and the end of the session. The longest call is
-// a dispatch whose deadline is 300 s away (ctlconf.MaxDispatchTimeoutMs),
-// which the controller waits for until 4 s past its deadline (twice
-// msg.DeadlineTolerance); the rest is room for the controller's and the
-// host's durable points.
-const ProxyAnswerBound = 6 * time.Minute
+// one to an operation marked for approval: parked for its window (at most
+// 5 min, msg.MaxApprovalPark), then collected and delivered under a
+// deadline 300 s away (ctlconf.MaxDispatchTimeoutMs), which the controller
+// waits for until 4 s past it (twice msg.DeadlineTolerance); the rest is
+// room for the controller's and the host's durable points. (This package
+// links neither, so the numbers are repeated here: 5 + 5 min and a minute.)
+const ProxyAnswerBound = 11 * time.Minute
 
 func runProxy(ctx context.Context, socketPath string, stdin *os.File, stdout io.Writer, answerBound time.Duration) error {
 	in, err := pollable(stdin)

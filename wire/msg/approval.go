@@ -48,8 +48,9 @@ const CodeApprovals = "approvals"
 const (
 	// DefaultApprovalPark is how long a call to a marked operation waits
 	// inside the agent's MCP call for its verdict when the policy does not
-	// say; MaxApprovalPark bounds it, inside the proxy's 6 minute answer
-	// bound with a call's 5 minute deadline counted after it.
+	// say; MaxApprovalPark bounds it, so that the park and a call's 5
+	// minute deadline counted after it stay inside the proxy's 11 minute
+	// answer bound (controller/mcpproxy.ProxyAnswerBound).
 	DefaultApprovalPark = 30 * time.Second
 	MaxApprovalPark     = 5 * time.Minute
 	// DefaultApprovalExpiry is how long an unanswered ask stays pending
