@@ -91,8 +91,9 @@ func TestAgentSetBounds(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"foreground"}, `agent name "foreground" is reserved for the foreground socket`},
-		{[]string{"uid:7"}, `agent name "uid:7": ':' is reserved (uid:N names a legacy allow-list peer)`},
+		{[]string{"uid:07"}, `agent "uid:07": uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)`},
+		{[]string{"uid:4294967296"}, `agent "uid:4294967296": uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)`},
+		{[]string{"a:b"}, `agent name "a:b": ':' is reserved (uid:N names a legacy allow-list peer)`},
 		{[]string{long}, `agent name "` + long + `": must be 1 to 32 of a-z0-9_-, first a letter`},
 		{[]string{"Alice"}, `agent name "Alice": must be 1 to 32 of a-z0-9_-, first a letter`},
 		{[]string{"1a"}, `agent name "1a": must be 1 to 32 of a-z0-9_-, first a letter`},
@@ -151,5 +152,24 @@ func TestAgentSetThroughDaemon(t *testing.T) {
 	}
 	if code, out, errs := runCLI(t, "agent", "show", "alice", "--controller", "ctl", "--store", w.store); code != 0 || !strings.Contains(out, "calls 0/1") {
 		t.Fatalf("show while serving: %d %q %q", code, out, errs)
+	}
+}
+
+// TestAgentSetPrincipals: the foreground socket's principal and a legacy
+// allow-list peer's (uid:N) take limits and an approval policy as a
+// configured agent does: every caller a dispatch can name can be limited.
+func TestAgentSetPrincipals(t *testing.T) {
+	store := agentStore(t)
+	for _, agent := range []string{"foreground", "uid:0", "uid:2001", "uid:4294967295"} {
+		code, out, errs := runCLI(t, "agent", "set", agent, "--controller", "ctl", "--calls-per-day", "3", "--approve-ops", "app/pay.*", "--store", store)
+		if code != 0 || out != "agent "+agent+" of controller ctl: revision 1\n" {
+			t.Fatalf("agent set %s: exit %d %q %s", agent, code, out, errs)
+		}
+		var v AgentView
+		_, out, _ = runCLI(t, "agent", "show", agent, "--controller", "ctl", "--store", store, "--json")
+		if json.Unmarshal([]byte(out), &v); v.Agent != agent || v.CallsPerDay == nil || *v.CallsPerDay != 3 ||
+			v.Approval == nil || strings.Join(v.Approval.Operations, ",") != "app/pay.*" {
+			t.Fatalf("agent show %s: %s", agent, out)
+		}
 	}
 }

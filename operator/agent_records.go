@@ -80,12 +80,26 @@ func validDispatchAgent(s string) error {
 	return fmt.Errorf("agent %s is none of a configured agent's name, %s and uid:N", strconv.Quote(trunc(s, 80)), agentForeground)
 }
 
+// validLimitsAgent checks the agent a limits record names: any principal
+// a dispatch can name (a configured agent's name, "foreground" or
+// "uid:N"), so that every caller can be limited and marked for approval,
+// the foreground socket's and a legacy allow-list peer's too.
+func validLimitsAgent(s string) error {
+	if validDispatchAgent(s) == nil {
+		return nil
+	}
+	if strings.HasPrefix(s, "uid:") {
+		return refusedf("agent %s: uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)", strconv.Quote(trunc(s, 80)))
+	}
+	return validAgentName(s)
+}
+
 // validAgentLimits checks the bounds of l (msg.MaxAgentOperations
 // patterns, each APPLICATION/OPERATION and valid for path.Match;
 // msg.MaxConversationsPerDay; a rate of at least 1, a burst only with a
 // rate).
 func validAgentLimits(l *msg.AgentLimits) error {
-	if err := validAgentName(l.Agent); err != nil {
+	if err := validLimitsAgent(l.Agent); err != nil {
 		return err
 	}
 	if err := validName("controller", l.Controller); err != nil {

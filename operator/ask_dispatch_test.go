@@ -392,3 +392,27 @@ func TestJustificationBound(t *testing.T) {
 		t.Fatalf("journal %v", n)
 	}
 }
+
+// TestLegacyPrincipalMarked: a legacy allow-list peer's calls (principal
+// uid:N) are marked for approval by a limits record naming uid:N, as a
+// configured agent's are: the call becomes an ask, and nothing is held.
+func TestLegacyPrincipalMarked(t *testing.T) {
+	w, _ := agentWorld(t, worldOpts{fund: 100, price: 4}, &AgentSpec{Agent: "uid:2001", Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}}})
+	legacy := "uid:2001"
+	w.peer.principal.Store(&legacy)
+	w.serve(t)
+	cl := w.dial(t)
+	tk := wantAwaiting(t, call(t, cl, calc(t, "l1", "uid:2001", "c1")))
+	if w.app.calls.Load() != 0 || w.peer.reserves.Load() != 0 {
+		t.Fatal("a marked call of a legacy principal reached the application or asked consent")
+	}
+	if p, _ := w.host.s.PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
+		t.Fatalf("purse %+v", p)
+	}
+	w.stop()
+	w.withStore(t, func(s *Store) {
+		if v, err := s.AskShow(tk.ID); err != nil || v.Agent != "uid:2001" || v.State != msg.AskPending {
+			t.Fatalf("the ask of a legacy principal: %+v %v", v, err)
+		}
+	})
+}
