@@ -416,3 +416,23 @@ func TestLegacyPrincipalMarked(t *testing.T) {
 		}
 	})
 }
+
+// TestAskExpiresOnItsOwn: while the host runs, a pending ask expires when
+// its time comes, with nothing reading it: the host's timer journals the
+// expiry and pushes the verdict to the controller, which would otherwise
+// learn it only from its next collect. (The store's clock is the test's:
+// it is moved to the expiry, and the timer, counted on that clock, is
+// woken by the next ask event, a second call's ask.)
+func TestAskExpiresOnItsOwn(t *testing.T) {
+	w, clk := approvalWorld(t, &msg.ApprovalPolicy{ExpiryMs: 60_000})
+	w.serve(t)
+	cl := w.dial(t)
+	tk := wantAwaiting(t, call(t, cl, calc(t, "e1", "alice", "c1")))
+	clk.add(time.Minute)
+	wantAwaiting(t, call(t, cl, calc(t, "e2", "alice", "c1")))
+	wantPush(t, w.peer, "e1", tk.ID, msg.AskExpired)
+	w.stop()
+	if n := journalKinds(t, w); n[kindAskExpired] != 1 {
+		t.Fatalf("journal %v: want the one expiry", n)
+	}
+}

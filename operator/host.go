@@ -144,6 +144,8 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	}
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
+	loops.Add(1)
+	go func() { defer loops.Done(); h.expireAsks(srvCtx) }()
 
 	log.Info("steward-operator: serving", "store", dir, "routes", routes.count())
 	if opts.started != nil {
