@@ -77,6 +77,11 @@ func ServeIdle(ctx context.Context, c *Channel, h Handler, idle time.Duration) e
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			// Through fail, so that first is read below only after the
+			// once that writes it: ctx may have ended by its parent's
+			// cancellation before the AfterFunc's fail ran, which would
+			// otherwise write first while it is returned.
+			fail(context.Cause(ctx))
 			break
 		}
 		wg.Add(1)
