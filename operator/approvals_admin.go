@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"time"
 
 	"github.com/stewardrt/steward/wire/msg"
@@ -112,15 +113,22 @@ func (s *Store) doApprovals(req AdminRequest) (AdminReply, error) {
 		}
 		rep.Ask = &v
 	case OpApprovalsEvents:
-		wait := time.Duration(ar.WaitMs) * time.Millisecond
-		if ar.WaitMs < 0 || wait > maxEventsWait {
-			return AdminReply{}, refusedf("approvals events: a wait of %dms, the bound is %v", ar.WaitMs, maxEventsWait)
-		}
-		evs, cursor, err := s.AskEvents(ar.After, wait)
-		if err != nil {
-			return AdminReply{}, err
-		}
-		rep.Events, rep.Cursor = evs, cursor
+		// A store a command opened: no shutdown to wait for.
+		return s.approvalsEvents(context.Background(), *ar)
 	}
 	return AdminReply{Approvals: &rep}, nil
+}
+
+// approvalsEvents answers an events request, its wait ended early by ctx
+// (the running host's shutdown, or the watch's connection closing).
+func (s *Store) approvalsEvents(ctx context.Context, ar ApprovalsRequest) (AdminReply, error) {
+	wait := time.Duration(ar.WaitMs) * time.Millisecond
+	if ar.WaitMs < 0 || wait > maxEventsWait {
+		return AdminReply{}, refusedf("approvals events: a wait of %dms, the bound is %v", ar.WaitMs, maxEventsWait)
+	}
+	evs, cursor, err := s.AskEvents(ctx, ar.After, wait)
+	if err != nil {
+		return AdminReply{}, err
+	}
+	return AdminReply{Approvals: &ApprovalsReply{Events: evs, Cursor: cursor}}, nil
 }

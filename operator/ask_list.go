@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -107,7 +108,7 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 // it waits up to wait for one, on the signal every new event gives (no
 // polling). Expiry is applied first, so an ask whose expiry passed shows
 // its expired event.
-func (s *Store) AskEvents(after uint64, wait time.Duration) ([]AskEvent, uint64, error) {
+func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration) ([]AskEvent, uint64, error) {
 	if err := s.expireDue(""); err != nil {
 		s.log.Error("steward-operator: ask expiry record", "err", err)
 	}
@@ -134,6 +135,10 @@ func (s *Store) AskEvents(after uint64, wait time.Duration) ([]AskEvent, uint64,
 		select {
 		case <-signal:
 		case <-timeout:
+			return nil, after, nil
+		case <-ctx.Done():
+			// The host is shutting down or the watch went away: nothing
+			// more is waited for.
 			return nil, after, nil
 		}
 	}

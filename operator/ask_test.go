@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -363,12 +364,12 @@ func TestAskReplay(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": withAdvisors(u64(1), "rev")})
 	k1, k2 := a.raise("a1", "alice", "c1"), a.raise("a2", "alice", "c1")
 	wantAdviceTaken(t, a.s.Advise("ctl", advise(k1.id, "rev", msg.VerdictDeny)))
-	evs, cur, err := a.s.AskEvents(0, 0)
+	evs, cur, err := a.s.AskEvents(context.Background(), 0, 0)
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("events %+v %v", evs, err)
 	}
 	a.reopen()
-	evs2, cur2, _ := a.s.AskEvents(0, 0)
+	evs2, cur2, _ := a.s.AskEvents(context.Background(), 0, 0)
 	if len(evs2) != 3 || cur2 != cur || evs2[2].Event != AskAnswered || evs2[2].Ask.State != msg.AskDenied || evs2[0].Ask.State != msg.AskPending {
 		t.Fatalf("events after reopening %+v", evs2)
 	}
@@ -393,16 +394,16 @@ func TestAskReplay(t *testing.T) {
 func TestAskEventsWait(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": humansOnly()})
 	k := a.raise("a1", "alice", "c1")
-	evs, cur, _ := a.s.AskEvents(0, 0)
+	evs, cur, _ := a.s.AskEvents(context.Background(), 0, 0)
 	if len(evs) != 1 || evs[0].Event != AskRaised || evs[0].Ask.ID != k.id {
 		t.Fatalf("%+v", evs)
 	}
-	if none, c, _ := a.s.AskEvents(cur, 0); len(none) != 0 || c != cur {
+	if none, c, _ := a.s.AskEvents(context.Background(), cur, 0); len(none) != 0 || c != cur {
 		t.Fatalf("nothing new: %+v %d", none, c)
 	}
 	got := make(chan []AskEvent)
 	go func() {
-		evs, _, _ := a.s.AskEvents(cur, time.Minute)
+		evs, _, _ := a.s.AskEvents(context.Background(), cur, time.Minute)
 		got <- evs
 	}()
 	if _, err := a.s.AnswerAsk(k.id, human(msg.VerdictApprove, 1001, "")); err != nil {
@@ -415,5 +416,34 @@ func TestAskEventsWait(t *testing.T) {
 	b, err := json.Marshal(evs[0])
 	if err != nil || !strings.HasPrefix(string(b), `{"event":"answered","at":`) {
 		t.Fatalf("watch line %s %v", b, err)
+	}
+}
+
+// TestAskEventsEndWithTheirContext: a wait on the feed ends when its
+// context does (the host shutting down, the watch's connection closing),
+// not at the end of its wait, and answers nothing new.
+func TestAskEventsEndWithTheirContext(t *testing.T) {
+	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": humansOnly()})
+	a.raise("a1", "alice", "c1")
+	_, cur, _ := a.s.AskEvents(context.Background(), 0, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	type answer struct {
+		evs []AskEvent
+		cur uint64
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		evs, c, err := a.s.AskEvents(ctx, cur, time.Hour)
+		got <- answer{evs, c, err}
+	}()
+	cancel()
+	select {
+	case r := <-got:
+		if len(r.evs) != 0 || r.cur != cur || r.err != nil {
+			t.Fatalf("ended by its context: %+v", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not end with its context")
 	}
 }

@@ -36,6 +36,10 @@ func (h *Host) doAdmin(ctx context.Context, ar AdminRequest) (AdminReply, error)
 	ar.By = fmt.Sprintf("uid:%d", pc.UID) // a route change's (route_admin.go)
 	if ar.Approvals != nil {
 		ar.Approvals.Account = accountOf(pc.UID) // an answer's (approvals_admin.go)
+		if ar.Op == OpApprovalsEvents {
+			// Its wait ends with the connection or the host's shutdown.
+			return h.s.approvalsEvents(ctx, *ar.Approvals)
+		}
 	}
 	if ar.Resolve != nil {
 		ar.Resolve.By = ar.By
