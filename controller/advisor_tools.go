@@ -188,7 +188,7 @@ func sentenceWords(s string) error {
 	case !utf8.ValidString(s):
 		return argErr("sentence: must be UTF-8 text")
 	}
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+	if i := msg.LineBreakAt(s); i >= 0 {
 		return argErr("sentence: must be one line, but it has a line break at byte %d", i)
 	}
 	return nil

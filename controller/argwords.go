@@ -193,7 +193,7 @@ func checkJustification(j string) error {
 	switch {
 	case len(j) > msg.MaxJustification:
 		return argErr("justification: %d bytes, at most %d", len(j), msg.MaxJustification)
-	case strings.ContainsAny(j, "\n\r\u2028\u2029"):
+	case msg.LineBreakAt(j) >= 0:
 		return argErr("justification: must be one line, without line breaks")
 	}
 	return nil

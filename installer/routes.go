@@ -81,9 +81,6 @@ func routeFindings(t tree, env ControllerEnv, db *accountDB) []finding {
 // config's agents are.
 const ownSocketMode = 0o666
 
-// mcpHTTPSocketMode is the streamable HTTP socket's mode.
-const mcpHTTPSocketMode = ownSocketMode
-
 // ownSocketFinding reports a socket the controller binds itself that the
 // config names (ownSockets: sockets.mcpHTTP, sockets.advisor). No socket
 // unit makes it, and the installed unit lets the controller write under

@@ -98,6 +98,18 @@ func writeTreeConfigSockets(t *testing.T, root string, own controller.Sockets) {
 	}
 }
 
+// treeStatus runs status on the tree at root, wanting nothing on stderr.
+func treeStatus(t *testing.T, root string) func() (int, string) {
+	return func() (int, string) {
+		t.Helper()
+		code, out, errs := run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
+		if errs != "" {
+			t.Fatalf("status: stderr %q", errs)
+		}
+		return code, out
+	}
+}
+
 // TestStatusMCPHTTPSocket: on the tree install lays out, status reports
 // the streamable HTTP socket the controller's config names: not served
 // while it is not there (no installation fault), served with its owner and
@@ -112,14 +124,7 @@ func TestStatusMCPHTTPSocket(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, systemd.DefaultControllerBundle), makeBundle(t, "ctl"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	status := func() (int, string) {
-		t.Helper()
-		code, out, errs := run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
-		if errs != "" {
-			t.Fatalf("status: stderr %q", errs)
-		}
-		return code, out
-	}
+	status := treeStatus(t, root)
 	sock := filepath.Join(systemd.ControllerRuntimeDir, "mcp-http.sock")
 	line := "socket  %s " + filepath.Join(root, sock) + ": MCP over streamable HTTP (sockets.mcpHTTP): %s\n"
 
@@ -133,7 +138,7 @@ func TestStatusMCPHTTPSocket(t *testing.T) {
 	if code, out := status(); code != ExitOK || !strings.Contains(out, want) {
 		t.Fatalf("not served: exit %d, want the line %q:\n%s", code, want, out)
 	}
-	listenAt(t, filepath.Join(root, sock), mcpHTTPSocketMode)
+	listenAt(t, filepath.Join(root, sock), ownSocketMode)
 	want = fmt.Sprintf(line, "ok     ", "served (the controller's socket is there), steward-controller:steward-operator 0666")
 	if code, out := status(); code != ExitOK || !strings.Contains(out, want) {
 		t.Fatalf("served: exit %d, want the line %q:\n%s", code, want, out)
@@ -169,14 +174,7 @@ func TestStatusAdvisorSocket(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, systemd.DefaultControllerBundle), makeBundle(t, "ctl"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	status := func() (int, string) {
-		t.Helper()
-		code, out, errs := run(t, treeEnv(), "status", "--root", root, "--bin-dir", treeBin)
-		if errs != "" {
-			t.Fatalf("status: stderr %q", errs)
-		}
-		return code, out
-	}
+	status := treeStatus(t, root)
 	sock := filepath.Join(systemd.ControllerRuntimeDir, "advisor.sock")
 	line := "socket  %s " + filepath.Join(root, sock) + ": the advisors' MCP socket (sockets.advisor): %s\n"
 

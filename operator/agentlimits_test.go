@@ -309,22 +309,7 @@ func BenchmarkHostCallAgent(b *testing.B) {
 	cl := w.dial(b)
 	run := benchRun.Add(1)
 	runDispatchers(b, 1, func(i int64) error {
-		d := invokeDispatch(b, fmt.Sprintf("g%d-%d", run, i), "calc.evaluate", `{"expression":"3 * 687 / 365.25"}`)
-		d.Agent = "alice"
-		ctx, cancel := testCtx()
-		defer cancel()
-		env, err := cl.Call(ctx, msg.TypeDispatch, d)
-		if err != nil {
-			return err
-		}
-		var res msg.DispatchResult
-		if err := env.Decode(&res); err != nil {
-			return err
-		}
-		if res.Outcome != msg.StateDefinite || res.Status != 200 {
-			return fmt.Errorf("%+v", res)
-		}
-		return nil
+		return benchInvoke(b, cl, fmt.Sprintf("g%d-%d", run, i), "alice")
 	})
 }
 

@@ -45,11 +45,12 @@ type askDecision struct {
 	state                           msg.AskState
 }
 
-// AnswerAsk answers ask id: the first answer wins (a compare-and-swap on
-// the durable record: the ask must be pending and no answer's record on
-// its way, checked and marked under s.mu before the append). An advisor's
-// answer (a.Advisor set) is held to its checks and bound as Advise's. An
-// ask whose expiry has passed is expired first, and the answer refused.
+// AnswerAsk answers ask id for a human: the first answer wins (a
+// compare-and-swap on the durable record: the ask must be pending and no
+// answer's record on its way, checked and marked under s.mu before the
+// append). An advisor answers through Advise alone, which holds it to its
+// checks and bound. An ask whose expiry has passed is expired first, and
+// the answer refused.
 func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
 	if err := checkAnswer(&a); err != nil {
 		return msg.AskView{}, err
@@ -65,13 +66,7 @@ func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
 		s.mu.Unlock()
 		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
 	}
-	why := ""
-	if a.Advisor != "" {
-		why = s.st.advisorRefusal(k, a.Advisor, true)
-	} else {
-		why = k.answeredRefusal()
-	}
-	if why != "" {
+	if why := k.answeredRefusal(); why != "" {
 		v := k.view()
 		s.mu.Unlock()
 		s.logAsk("answer refused", v, "by", a.By, "verdict", a.Verdict, "reason", why)
@@ -221,23 +216,19 @@ func (k *ask) decision() askDecision {
 	return askDecision{attempt: k.attempt, ask: k.id, route: k.route, controller: k.controller, state: k.state}
 }
 
-// checkAnswer checks an answer's own fields: a verdict that decides, a
-// note within its bound on one line, who answered.
+// checkAnswer checks a human's answer's own fields: a verdict that
+// decides, a note within its bound on one line, who answered.
 func checkAnswer(a *Answer) error {
 	if a.Verdict != msg.VerdictApprove && a.Verdict != msg.VerdictDeny {
 		return refusedf("verdict %q: an answer approves or denies", quoteLine(string(a.Verdict), 20))
 	}
-	bound := msg.MaxApprovalNote
 	if a.Advisor != "" {
-		if err := validAgentName(a.Advisor); err != nil {
-			return err
-		}
-		a.By, bound = "agent:"+a.Advisor, msg.MaxAdviceSentence
+		return refusedf("an advisor answers through its controller's control channel (advise), not as a human")
 	}
 	if a.By == "" {
 		return refusedf("an answer names who gave it")
 	}
-	if why := lineWithin("the note", a.Note, 0, bound); why != "" {
+	if why := lineWithin("the note", a.Note, 0, msg.MaxApprovalNote); why != "" {
 		return refusedf("%s", why)
 	}
 	return nil
@@ -253,7 +244,7 @@ func lineWithin(what, text string, minLen, maxLen int) string {
 		return fmt.Sprintf("%s of %d bytes is over the bound of %d", what, len(text), maxLen)
 	case !utf8.ValidString(text):
 		return what + " is not UTF-8"
-	case strings.ContainsAny(text, "\r\n"):
+	case msg.LineBreakAt(text) >= 0:
 		return what + " must be one line"
 	}
 	return ""

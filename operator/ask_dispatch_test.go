@@ -380,8 +380,10 @@ func TestJustificationBound(t *testing.T) {
 	d := calc(t, "a1", "alice", "c1")
 	d.Justification = strings.Repeat("j", msg.MaxJustification+1)
 	wantExactRefusal(t, call(t, cl, d), msg.CodeBadRequest, "the justification of 513 bytes is over the bound of 512")
-	d.Justification = "one\ntwo"
-	wantExactRefusal(t, call(t, cl, d), msg.CodeBadRequest, "the justification must be one line")
+	for _, two := range []string{"one\ntwo", "one\rtwo", "one\u2028two", "one\u2029two"} {
+		d.Justification = two
+		wantExactRefusal(t, call(t, cl, d), msg.CodeBadRequest, "the justification must be one line")
+	}
 	d.Justification = strings.Repeat("j", msg.MaxJustification)
 	tk := wantAwaiting(t, call(t, cl, d))
 	if v, _ := w.host.s.AskShow(tk.ID); v.Justification != d.Justification {

@@ -219,13 +219,19 @@ func TestAdvisorBound(t *testing.T) {
 	wantAdviceTaken(t, a.s.Advise("ctl", advise(k1.id, "rev", msg.VerdictApprove)))
 	wantAdviceTaken(t, a.s.Advise("ctl", advise(k2.id, "rev2", msg.VerdictDeny)))
 	spent := "agent answers spent: 2 of 2 for conversation c1; this ask waits for a human"
+	before := a.kinds()
 	r := a.s.Advise("ctl", advise(k3.id, "rev", msg.VerdictApprove))
 	wantAdviceRefused(t, r, spent)
 	if r.Ask.State != msg.AskPending {
 		t.Fatalf("the refused ask: %+v", r.Ask)
 	}
-	_, err := a.s.AnswerAsk(k3.id, Answer{Verdict: msg.VerdictApprove, Advisor: "rev"})
-	wantAskRefusal(t, err, spent)
+	if after := a.kinds(); after[kindAskAnswer] != before[kindAskAnswer] {
+		t.Fatalf("the answer past the bound was journaled: %v", after)
+	}
+	_, err := a.s.AnswerAsk(k3.id, Answer{Verdict: msg.VerdictApprove, By: "agent:rev", Advisor: "rev"})
+	if !errors.Is(err, ErrRefused) || err.Error() != "refused: an advisor answers through its controller's control channel (advise), not as a human" {
+		t.Fatalf("an advisor's answer as a human's: %v", err)
+	}
 	k4 := a.raise("a4", "alice", "c2")
 	k5 := a.raise("a5", "alice", "c3")
 	a.reopen()

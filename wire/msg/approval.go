@@ -79,6 +79,14 @@ const (
 	MaxAsksListed = 100
 )
 
+// LineBreakAt is the byte offset of the first line break in s (CR, LF,
+// U+2028 or U+2029), or -1: a justification, an advisor's sentence and an
+// approver's note must each be one line, and this is the one rule of what
+// breaks one, which the controller and the host both apply.
+func LineBreakAt(s string) int {
+	return strings.IndexFunc(s, func(r rune) bool { return r == '\r' || r == '\n' || r == '\u2028' || r == '\u2029' })
+}
+
 // Verdict is an answer to an ask. Only approve and deny decide one; wait,
 // an advisor's, changes nothing and is never journaled.
 type Verdict string

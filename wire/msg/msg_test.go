@@ -208,3 +208,16 @@ func TestCheckpointSignature(t *testing.T) {
 		t.Fatal("a checkpoint with its ML-DSA signature altered verified")
 	}
 }
+
+// TestLineBreakAt: the one rule of what breaks a line of text an agent, an
+// advisor or an approver writes: CR, LF, U+2028 and U+2029, at their byte
+// offset; a tab or any other character is within the line.
+func TestLineBreakAt(t *testing.T) {
+	for s, want := range map[string]int{
+		"": -1, "one line\twith a tab": -1, "é\n": 2, "a\rb": 1, "ab\u2028": 2, "\u2029": 0,
+	} {
+		if got := LineBreakAt(s); got != want {
+			t.Errorf("LineBreakAt(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
