@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/stewardrt/steward/internal/testenv"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 // stateHash is the part of a socket directory's name that tells states apart.

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stewardrt/steward/internal/durable"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/stewardrt/steward/internal/durable"
 
 	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/operator"

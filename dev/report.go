@@ -7,6 +7,7 @@ import (
 	"os/exec"
 
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 )
 
 // printReady prints where the stack is and the MCP client configuration to
@@ -66,12 +67,7 @@ func purseBalance(l Layout) (uint64, error) {
 // chain, checkpoints, the purse arithmetic) and that the demonstration's
 // receipts are in the chain, and prints the summary.
 func verify(w io.Writer, l Layout, receipts []string) error {
-	st, err := operator.OpenReadOnly(l.OperatorStore)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rep, err := st.VerifyReceipts(1)
+	rep, err := audit.VerifyStore(l.OperatorStore, 1)
 	if err != nil {
 		return fmt.Errorf("steward-dev: receipts verify: %w", err)
 	}
@@ -88,11 +84,17 @@ func verify(w io.Writer, l Layout, receipts []string) error {
 		}
 		// Re-verify the whole exported chain as an outside verifier would,
 		// pinned to the operator's public key.
-		exported, err := st.ExportReceipts()
+		exported, err := audit.ExportStore(l.OperatorStore)
 		if err != nil {
 			return err
 		}
-		if _, err := operator.VerifyReceiptsFile(exported, st.PublicKey()); err != nil {
+		st, err := operator.OpenReadOnly(l.OperatorStore)
+		if err != nil {
+			return err
+		}
+		pub := st.PublicKey()
+		st.Close()
+		if _, err := audit.VerifyFile(exported, pub); err != nil {
 			return fmt.Errorf("steward-dev: exported receipts: %w", err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stewardrt/steward/appliance"
 	"github.com/stewardrt/steward/controller"
-	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/host"
 )
 
 // Options configure one run of the dev mode.
@@ -171,7 +171,7 @@ func start(parent context.Context, l Layout, log *slog.Logger) (*stack, error) {
 				JournalSegmentSize: JournalSegmentSize})
 		}},
 		{"host", func(ctx context.Context, ready func(), log *slog.Logger) error {
-			return operator.Serve(ctx, l.OperatorStore, operator.ServeOptions{Ready: ready, Logger: log, AdminSocket: l.AdminSocket})
+			return host.Serve(ctx, l.OperatorStore, host.ServeOptions{Ready: ready, Logger: log, AdminSocket: l.AdminSocket})
 		}},
 		{"controller", func(ctx context.Context, ready func(), log *slog.Logger) error {
 			return controller.Serve(ctx, l.Config, controller.Options{Ready: ready, Logger: log, JournalSegmentSize: JournalSegmentSize})

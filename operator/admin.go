@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -42,11 +43,11 @@ type PurseView struct {
 // record is journaled (Store.mutateControl).
 func (s *Store) AddController(name string, uid uint32, keys []byte, control string) (ControllerView, error) {
 	if control == "" {
-		return ControllerView{}, refusedf("controller %s: a control socket is required (--control PATH)", name)
+		return ControllerView{}, Refusedf("controller %s: a control socket is required (--control PATH)", name)
 	}
-	rec := recControllerAddV2{Name: name, UID: uid, Keys: keys, Control: control}
+	rec := hostlog.ControllerAddV2{Name: name, UID: uid, Keys: keys, Control: control}
 	var c *controller
-	err := s.mutateControl(kindControllerAddV2, rec, control,
+	err := s.mutateControl(hostlog.KindControllerAddV2, rec, control,
 		func() (_ *controller, err error) { c, err = s.st.checkControllerAdd(rec); return c, err },
 		func() { s.st.addController(c) })
 	if err != nil {
@@ -61,9 +62,9 @@ func (s *Store) AddController(name string, uid uint32, keys []byte, control stri
 // the new socket is listened on before the record is journaled and the
 // old one closed after (Store.mutateControl).
 func (s *Store) SetControllerControl(name, control string) (ControllerView, bool, error) {
-	rec := recControllerControl{Controller: name, Control: control}
+	rec := hostlog.ControllerControl{Controller: name, Control: control}
 	var c *controller
-	err := s.mutateControl(kindControllerControl, rec, control,
+	err := s.mutateControl(hostlog.KindControllerControl, rec, control,
 		func() (_ *controller, err error) {
 			if c, err = s.st.checkControllerControl(rec); err != nil {
 				return nil, err
@@ -86,30 +87,6 @@ func (s *Store) SetControllerControl(name, control string) (ControllerView, bool
 	return controllerView(c), changed, nil
 }
 
-// mutate runs one administrative change in the order every change keeps:
-// check it against the state, append its record to the journal, then apply
-// it to the state; check and apply run under mu. adminMu holds off every
-// other change from the check to the apply, so what was checked still
-// holds when it is applied. A refused check appends nothing; a failed
-// append applies nothing.
-func (s *Store) mutate(kind string, rec any, check func() error, apply func()) error {
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
-	s.mu.Lock()
-	err := check()
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if _, err := s.append(kind, rec); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	apply()
-	return nil
-}
-
 func controllerView(c *controller) ControllerView {
 	return ControllerView{Name: c.name, UID: c.uid, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String(), Control: c.control}
 }
@@ -130,12 +107,12 @@ func (s *Store) FundPurse(name string, amount uint64) (PurseView, error) {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	if amount == 0 {
-		return PurseView{}, refusedf("fund amount must be at least 1")
+		return PurseView{}, Refusedf("fund amount must be at least 1")
 	}
 	s.mu.Lock()
 	c, err := s.st.controller(name)
 	if err == nil && c.purse.funded > math.MaxInt64-amount {
-		err = refusedf("purse %s: funding %d would pass the bound of %d credits", name, amount, uint64(math.MaxInt64))
+		err = Refusedf("purse %s: funding %d would pass the bound of %d credits", name, amount, uint64(math.MaxInt64))
 	}
 	if err != nil {
 		s.mu.Unlock()
@@ -143,10 +120,10 @@ func (s *Store) FundPurse(name string, amount uint64) (PurseView, error) {
 	}
 	// A balance change is applied before its append (see doc.go, the ledger).
 	s.st.ledger++
-	rec := recPurseFund{Controller: name, Amount: amount, Ledger: s.st.ledger}
+	rec := hostlog.PurseFund{Controller: name, Amount: amount, Ledger: s.st.ledger}
 	c.purse.funded += amount
 	s.mu.Unlock()
-	if _, err := s.append(kindPurseFund, rec); err != nil {
+	if _, err := s.append(hostlog.KindPurseFund, rec); err != nil {
 		s.mu.Lock()
 		c.purse.funded -= amount
 		s.mu.Unlock()
@@ -173,11 +150,11 @@ func (s *Store) setFrozen(name string, frozen bool) (PurseView, error) {
 		return PurseView{}, err
 	}
 	if !same {
-		kind := kindPurseThaw
+		kind := hostlog.KindPurseThaw
 		if frozen {
-			kind = kindPurseFreeze
+			kind = hostlog.KindPurseFreeze
 		}
-		if _, err := s.append(kind, recPurse{Controller: name}); err != nil {
+		if _, err := s.append(kind, hostlog.Purse{Controller: name}); err != nil {
 			return PurseView{}, err
 		}
 		s.mu.Lock()
@@ -240,10 +217,10 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 		spec.NotBefore = now
 	}
 	if !spec.NotAfter.After(now) {
-		return GrantView{}, refusedf("grant not-after %s is not in the future", spec.NotAfter.UTC().Format(time.RFC3339))
+		return GrantView{}, Refusedf("grant not-after %s is not in the future", spec.NotAfter.UTC().Format(time.RFC3339))
 	}
 	if spec.RefusalPrice > spec.Price {
-		return GrantView{}, refusedf("grant refusal price %d is above the price %d: a refusal never costs more than an answer", spec.RefusalPrice, spec.Price)
+		return GrantView{}, Refusedf("grant refusal price %d is above the price %d: a refusal never costs more than an answer", spec.RefusalPrice, spec.Price)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -266,7 +243,7 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 func (s *Store) ImportGrant(signed []byte) (GrantView, error) {
 	var g msg.Grant
 	var v GrantView
-	err := s.mutate(kindGrantIssue, recGrantIssue{Grant: signed},
+	err := s.mutate(hostlog.KindGrantIssue, hostlog.GrantIssue{Grant: signed},
 		func() (err error) { g, err = s.st.checkGrant(signed, s.pub); return err },
 		func() { s.st.addGrant(g, signed); v = s.grantView(s.st.grants[g.ID]) })
 	return v, err
@@ -275,14 +252,14 @@ func (s *Store) ImportGrant(signed []byte) (GrantView, error) {
 // RevokeGrant revokes a grant: from the append on, it admits nothing.
 func (s *Store) RevokeGrant(id string) error {
 	var g *grant
-	return s.mutate(kindGrantRevoke, recGrantRevoke{ID: id},
+	return s.mutate(hostlog.KindGrantRevoke, hostlog.GrantRevoke{ID: id},
 		func() error {
 			var ok bool
 			if g, ok = s.st.grants[id]; !ok {
-				return refusedf("no grant %s", id)
+				return Refusedf("no grant %s", id)
 			}
 			if g.revoked {
-				return refusedf("grant %s is already revoked", id)
+				return Refusedf("grant %s is already revoked", id)
 			}
 			return nil
 		},
@@ -306,7 +283,7 @@ func (s *Store) SignedGrant(id string) ([]byte, error) {
 	defer s.mu.Unlock()
 	g, ok := s.st.grants[id]
 	if !ok {
-		return nil, refusedf("no grant %s", id)
+		return nil, Refusedf("no grant %s", id)
 	}
 	return bytes.Clone(g.signed), nil
 }
@@ -341,22 +318,22 @@ type RouteRequest struct {
 	AppAccount string `json:"appAccount,omitempty"`
 }
 
-// maxRouteRequest bounds a REQUEST.json file.
-const maxRouteRequest = 64 << 10
+// MaxRouteRequest bounds a REQUEST.json file.
+const MaxRouteRequest = 64 << 10
 
 // ParseRouteRequest decodes a REQUEST.json strictly (unknown fields refused).
 func ParseRouteRequest(b []byte) (RouteRequest, error) {
-	if len(b) > maxRouteRequest {
-		return RouteRequest{}, refusedf("route request of %d bytes exceeds the bound of %d", len(b), maxRouteRequest)
+	if len(b) > MaxRouteRequest {
+		return RouteRequest{}, Refusedf("route request of %d bytes exceeds the bound of %d", len(b), MaxRouteRequest)
 	}
 	var r RouteRequest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return RouteRequest{}, refusedf("route request: %v", err)
+		return RouteRequest{}, Refusedf("route request: %v", err)
 	}
 	if dec.More() {
-		return RouteRequest{}, refusedf("route request: trailing data")
+		return RouteRequest{}, Refusedf("route request: trailing data")
 	}
 	return r, nil
 }
@@ -380,9 +357,9 @@ type RouteView struct {
 	// State is the route's (route_state.go), StateBy who set it ("uid:N")
 	// and StateAt when (RFC 3339); both empty for a route registered
 	// before route states, which is active.
-	State   RouteState `json:"state"`
-	StateBy string     `json:"stateBy,omitempty"`
-	StateAt string     `json:"stateAt,omitempty"`
+	State   hostlog.RouteState `json:"state"`
+	StateBy string             `json:"stateBy,omitempty"`
+	StateAt string             `json:"stateAt,omitempty"`
 }
 
 func routeView(r *route) RouteView {
@@ -414,7 +391,7 @@ func (s *Store) Route(name string) ([]RouteView, error) {
 	defer s.mu.Unlock()
 	r, ok := s.st.routes[name]
 	if !ok {
-		return nil, refusedf("no route %s", name)
+		return nil, Refusedf("no route %s", name)
 	}
 	out := make([]RouteView, 0, len(r.revs))
 	for i := range r.revs {
@@ -431,7 +408,7 @@ func (s *Store) SignedRoute(name string) ([]byte, error) {
 	defer s.mu.Unlock()
 	r, ok := s.st.routes[name]
 	if !ok {
-		return nil, refusedf("no route %s", name)
+		return nil, Refusedf("no route %s", name)
 	}
 	return bytes.Clone(r.selected().signed), nil
 }
@@ -453,7 +430,7 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 	}
 	if c.control == "" {
 		s.mu.Unlock()
-		return nil, refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
+		return nil, Refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
 	}
 	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.control}
 	for _, rv := range s.st.activeRoutes(controllerName) {
@@ -461,6 +438,26 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 	}
 	s.mu.Unlock()
 	return msg.SignBundle(s.key, b)
+}
+
+// BuildBundleReadOnly is BuildBundle on the store in dir opened read-only,
+// signed with the operator key read from the store: it takes no lock, so
+// it works while the host runs.
+func BuildBundleReadOnly(dir, controllerName string, hostUID uint32) ([]byte, error) {
+	key, err := ReadKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := OpenReadOnly(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if !key.Public().Equal(s.pub) {
+		return nil, fmt.Errorf("%s does not match %s", KeyFile, hostlog.PubFile)
+	}
+	s.key = key
+	return s.BuildBundle(controllerName, hostUID)
 }
 
 // HostKeyring returns a keyring of the host's Ed25519 key (receipts, frames).

@@ -1,13 +1,12 @@
 package operator
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -232,15 +231,15 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	p.holds -= adm.charge
 	p.charged += adm.charge
 	s.st.ledger++
-	rec := recReserveV2{
-		recReserve: recReserve{Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
+	rec := hostlog.ReserveV2{
+		Reserve: hostlog.Reserve{Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
 			Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
 			Consent: consent, Day: adm.day, Ledger: s.st.ledger},
 		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body, Agent: d.agent, Conversation: d.conversation,
 	}
 	adm.a.state = msg.StateDeliveryRequested
 	s.mu.Unlock()
-	seq, err := s.append(kindReserveV2, rec)
+	seq, err := s.append(hostlog.KindReserveV2, rec)
 	if err == nil {
 		s.mu.Lock()
 		adm.a.reserveSeq = seq
@@ -264,7 +263,7 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 	// The state turns uncertain only once the record is appended (or
 	// failed): an operator may resolve an uncertain attempt, and the
 	// resolve record must follow this one in the journal.
-	_, err := s.append(kindUncertain, recUncertain{Attempt: adm.a.id, Detail: detail})
+	_, err := s.append(hostlog.KindUncertain, hostlog.Uncertain{Attempt: adm.a.id, Detail: detail})
 	if err != nil {
 		log.Error("steward-operator: uncertain record", "attempt", adm.a.id, "err", err)
 	}
@@ -272,8 +271,6 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 	adm.a.state, adm.a.detail = msg.StateUncertain, detail
 	s.mu.Unlock()
 }
-
-var errStop = errors.New("stop")
 
 // Inspect answers what the host recorded of one attempt of controller ctrl.
 // An attempt of another controller is not-seen: a route's channel learns
@@ -300,38 +297,4 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 	}
 	res.Status, res.Body, res.Receipt = out.Status, out.Body, out.Receipt
 	return res, nil
-}
-
-// endRecord reads the record at journal seq that ended attempt id with a
-// receipt, of any kind that carries one; an outcome's answer too.
-func (s *Store) endRecord(seq uint64, id string) (recOutcomeV2, error) {
-	var out recOutcomeV2
-	err := s.j.Iterate(seq, func(r journal.Record) error {
-		k, body, err := decodeRecord(r)
-		if err != nil {
-			return err
-		}
-		switch b := body.(type) {
-		case *recOutcome:
-			out = *b.upgrade(0)
-		case *recOutcomeV2:
-			out = *b
-		case *recNotSentV2:
-			out = recOutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
-		case *recRefused:
-			out = recOutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
-		case *recResolve:
-			out = recOutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
-		default:
-			return fmt.Errorf("journal record %d is %s, not the end of attempt %s", r.Seq, k.kind, id)
-		}
-		if out.Attempt != id {
-			return fmt.Errorf("journal record %d ends attempt %s, not %s", r.Seq, out.Attempt, id)
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return recOutcomeV2{}, err
-	}
-	return out, nil
 }

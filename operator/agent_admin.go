@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// OpAgentSet is the admin operation of `agent set`: AdminRequest.Agent.
-const OpAgentSet = "agent-set"
 
 // AgentSpec is what `agent set` asks for: the limits of one agent of one
 // controller. A nil limit is not limited.
@@ -83,7 +81,7 @@ func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
 func (s *Store) ImportAgentLimits(signed []byte) (AgentView, error) {
 	var l msg.AgentLimits
 	var v AgentView
-	err := s.mutate(kindAgentLimits, recAgentLimits{Limits: signed},
+	err := s.mutate(hostlog.KindAgentLimits, hostlog.AgentLimits{Limits: signed},
 		func() (err error) { l, err = s.st.checkAgentLimits(signed, s.pub); return err },
 		func() {
 			s.st.addAgentLimits(l, signed)
@@ -101,7 +99,7 @@ func (s *Store) AgentShow(ctrl, agent string) (AgentView, error) {
 	}
 	al := s.st.agents[agentKey{ctrl, agent}]
 	if al == nil {
-		return AgentView{}, refusedf("agent %s of controller %s has no limits: only its grants and the payer limit it", agent, ctrl)
+		return AgentView{}, Refusedf("agent %s of controller %s has no limits: only its grants and the payer limit it", agent, ctrl)
 	}
 	return s.agentView(al), nil
 }

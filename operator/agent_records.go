@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -20,14 +21,6 @@ import (
 // hybrid key, as a grant), journaled as one agent-limits record; a new
 // record for the same controller and agent has the next revision and
 // replaces the one before it.
-
-// kindAgentLimits journals one signed msg.AgentLimits.
-const kindAgentLimits = "agent-limits"
-
-// recAgentLimits is the body of an agent-limits record.
-type recAgentLimits struct {
-	Limits []byte `cbor:"limits"` // signed msg.AgentLimits (COSE_Sign)
-}
 
 // Agent name bounds (P1.6): 1 to 32 of a-z0-9_-, first a letter.
 const maxAgentName = 32
@@ -43,15 +36,15 @@ const (
 // reserved, so that no configured agent is named like it.
 const agentForeground = "foreground"
 
-// validAgentName checks the name of a configured agent, as `agent set`
+// ValidAgentName checks the name of a configured agent, as `agent set`
 // takes it: "foreground" and names with ':' ("uid:N") are the principals
 // of the foreground socket and of legacy allow-list entries.
-func validAgentName(s string) error {
+func ValidAgentName(s string) error {
 	if s == agentForeground {
-		return refusedf("agent name %q is reserved for the foreground socket", s)
+		return Refusedf("agent name %q is reserved for the foreground socket", s)
 	}
 	if strings.Contains(s, ":") {
-		return refusedf("agent name %s: ':' is reserved (uid:N names a legacy allow-list peer)", strconv.Quote(trunc(s, 80)))
+		return Refusedf("agent name %s: ':' is reserved (uid:N names a legacy allow-list peer)", strconv.Quote(trunc(s, 80)))
 	}
 	ok := len(s) >= 1 && len(s) <= maxAgentName && s[0] >= 'a' && s[0] <= 'z'
 	for i := 0; ok && i < len(s); i++ {
@@ -59,14 +52,14 @@ func validAgentName(s string) error {
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 	}
 	if !ok {
-		return refusedf("agent name %s: must be 1 to %d of a-z0-9_-, first a letter", strconv.Quote(trunc(s, 80)), maxAgentName)
+		return Refusedf("agent name %s: must be 1 to %d of a-z0-9_-, first a letter", strconv.Quote(trunc(s, 80)), maxAgentName)
 	}
 	return nil
 }
 
-// validDispatchAgent checks a dispatch's agent: a configured agent's
+// ValidDispatchAgent checks a dispatch's agent: a configured agent's
 // name, "foreground" or "uid:N".
-func validDispatchAgent(s string) error {
+func ValidDispatchAgent(s string) error {
 	if s == agentForeground {
 		return nil
 	}
@@ -74,7 +67,7 @@ func validDispatchAgent(s string) error {
 		if v, err := strconv.ParseUint(n, 10, 32); err == nil && strconv.FormatUint(v, 10) == n {
 			return nil
 		}
-	} else if validAgentName(s) == nil {
+	} else if ValidAgentName(s) == nil {
 		return nil
 	}
 	return fmt.Errorf("agent %s is none of a configured agent's name, %s and uid:N", strconv.Quote(trunc(s, 80)), agentForeground)
@@ -85,13 +78,13 @@ func validDispatchAgent(s string) error {
 // "uid:N"), so that every caller can be limited and marked for approval,
 // the foreground socket's and a legacy allow-list peer's too.
 func validLimitsAgent(s string) error {
-	if validDispatchAgent(s) == nil {
+	if ValidDispatchAgent(s) == nil {
 		return nil
 	}
 	if strings.HasPrefix(s, "uid:") {
-		return refusedf("agent %s: uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)", strconv.Quote(trunc(s, 80)))
+		return Refusedf("agent %s: uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)", strconv.Quote(trunc(s, 80)))
 	}
-	return validAgentName(s)
+	return ValidAgentName(s)
 }
 
 // validAgentLimits checks the bounds of l (msg.MaxAgentOperations
@@ -106,36 +99,36 @@ func validAgentLimits(l *msg.AgentLimits) error {
 		return err
 	}
 	if len(l.Operations) > msg.MaxAgentOperations {
-		return refusedf("agent %s: %d operation patterns, the bound is %d", l.Agent, len(l.Operations), msg.MaxAgentOperations)
+		return Refusedf("agent %s: %d operation patterns, the bound is %d", l.Agent, len(l.Operations), msg.MaxAgentOperations)
 	}
 	for _, p := range l.Operations {
 		app, op, ok := strings.Cut(p, "/")
 		if len(p) > maxPatternLen || !ok || app == "" || op == "" || strings.Contains(op, "/") {
-			return refusedf("agent %s: operation pattern %s: must be APPLICATION/OPERATION, at most %d bytes", l.Agent, strconv.Quote(trunc(p, 80)), maxPatternLen)
+			return Refusedf("agent %s: operation pattern %s: must be APPLICATION/OPERATION, at most %d bytes", l.Agent, strconv.Quote(trunc(p, 80)), maxPatternLen)
 		}
 		for _, side := range []string{app, op} {
 			if _, err := path.Match(side, ""); err != nil {
-				return refusedf("agent %s: operation pattern %s: %v", l.Agent, strconv.Quote(p), err)
+				return Refusedf("agent %s: operation pattern %s: %v", l.Agent, strconv.Quote(p), err)
 			}
 		}
 	}
 	if l.ConversationsPerDay > msg.MaxConversationsPerDay {
-		return refusedf("agent %s: %d conversations per day, the bound is %d", l.Agent, l.ConversationsPerDay, msg.MaxConversationsPerDay)
+		return Refusedf("agent %s: %d conversations per day, the bound is %d", l.Agent, l.ConversationsPerDay, msg.MaxConversationsPerDay)
 	}
 	if l.RatePerMinute != nil && *l.RatePerMinute == 0 {
-		return refusedf("agent %s: a rate of 0 calls per minute admits nothing: give --calls-per-day 0 to stop the agent", l.Agent)
+		return Refusedf("agent %s: a rate of 0 calls per minute admits nothing: give --calls-per-day 0 to stop the agent", l.Agent)
 	}
 	if l.RatePerMinute != nil && *l.RatePerMinute > maxAgentRate {
-		return refusedf("agent %s: a rate of %d calls per minute, the bound is %d", l.Agent, *l.RatePerMinute, maxAgentRate)
+		return Refusedf("agent %s: a rate of %d calls per minute, the bound is %d", l.Agent, *l.RatePerMinute, maxAgentRate)
 	}
 	if l.Burst > maxAgentBurst {
-		return refusedf("agent %s: a burst of %d calls, the bound is %d", l.Agent, l.Burst, maxAgentBurst)
+		return Refusedf("agent %s: a burst of %d calls, the bound is %d", l.Agent, l.Burst, maxAgentBurst)
 	}
 	if l.RatePerMinute == nil && l.Burst != 0 {
-		return refusedf("agent %s: a burst needs a rate (--rate)", l.Agent)
+		return Refusedf("agent %s: a burst needs a rate (--rate)", l.Agent)
 	}
 	if l.Revision == 0 {
-		return refusedf("agent %s: revision 0: the first record of an agent is revision 1", l.Agent)
+		return Refusedf("agent %s: revision 0: the first record of an agent is revision 1", l.Agent)
 	}
 	return validApprovalPolicy(l.Agent, l.Approval)
 }
@@ -155,20 +148,20 @@ type agentLimits struct {
 func (st *state) checkAgentLimits(signed []byte, pub *wire.HybridPublicKey) (msg.AgentLimits, error) {
 	l, err := msg.VerifyAgentLimits(signed, pub)
 	if err != nil {
-		return l, refusedf("%v", err)
+		return l, Refusedf("%v", err)
 	}
 	if err := validAgentLimits(&l); err != nil {
 		return l, err
 	}
 	if _, ok := st.controllers[l.Controller]; !ok {
-		return l, refusedf("agent %s: no controller named %s", l.Agent, l.Controller)
+		return l, Refusedf("agent %s: no controller named %s", l.Agent, l.Controller)
 	}
 	var want uint64 = 1
 	if prev := st.agents[agentKey{l.Controller, l.Agent}]; prev != nil {
 		want = prev.l.Revision + 1
 	}
 	if l.Revision != want {
-		return l, refusedf("agent %s of controller %s: revision %d must be %d", l.Agent, l.Controller, l.Revision, want)
+		return l, Refusedf("agent %s of controller %s: revision %d must be %d", l.Agent, l.Controller, l.Revision, want)
 	}
 	return l, nil
 }
@@ -182,7 +175,7 @@ func (st *state) addAgentLimits(l msg.AgentLimits, signed []byte) {
 	st.agents[k] = &agentLimits{l: l, signed: bytes.Clone(signed)}
 }
 
-func (rp *replayer) agentLimits(_ journal.Record, b *recAgentLimits) error {
+func (rp *replayer) AgentLimits(_ journal.Record, b *hostlog.AgentLimits) error {
 	l, err := rp.st.checkAgentLimits(b.Limits, rp.pub)
 	if err != nil {
 		return err

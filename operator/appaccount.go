@@ -27,13 +27,13 @@ func validAppAccount(route, name string) error {
 		return nil
 	}
 	if len(name) > maxAppAccount {
-		return refusedf("route %s: application account %s: must be 1 to %d bytes", route, strconv.Quote(trunc(name, 40)), maxAppAccount)
+		return Refusedf("route %s: application account %s: must be 1 to %d bytes", route, strconv.Quote(trunc(name, 40)), maxAppAccount)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
 		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '.' || c == '-')) {
-			return refusedf("route %s: application account %s: only A-Za-z0-9._- allowed, first a letter or '_'", route, strconv.Quote(name))
+			return Refusedf("route %s: application account %s: only A-Za-z0-9._- allowed, first a letter or '_'", route, strconv.Quote(name))
 		}
 	}
 	return nil
@@ -86,21 +86,18 @@ func dialApplication(ctx context.Context, rt *msg.RouteRecord) (net.Conn, error)
 	}
 }
 
-// checkRouteAccounts logs, as the host loads its routes, what it will
-// check of each application: a route without an application account is
+// CheckRouteAccount logs, as the host listens for route rt, what it will
+// check of its application: a route without an application account is
 // dialled unchecked (a warning, once), and one whose account does not
 // resolve now has its calls end not-sent until it does (an error; the
 // host still serves its other routes, and the account may be made later).
-func (h *Host) checkRouteAccounts(routes []msg.RouteRecord) {
-	for i := range routes {
-		rt := &routes[i]
-		if rt.AppAccount == "" {
-			h.warnOnce("unchecked/"+rt.Route, "steward-operator: route names no application account: its upstream socket is dialled unchecked (no owner, path or SO_PEERCRED check); register a new revision with appAccount",
-				"route", rt.Route, "application", rt.Application, "upstream", rt.Upstream)
-			continue
-		}
-		if _, err := appUID(rt); err != nil {
-			h.log.Error("steward-operator: the route's application account does not resolve; its calls end not-sent until it does", "route", rt.Route, "err", err)
-		}
+func (s *Store) CheckRouteAccount(rt msg.RouteRecord) {
+	if rt.AppAccount == "" {
+		s.warnOnce("unchecked/"+rt.Route, "steward-operator: route names no application account: its upstream socket is dialled unchecked (no owner, path or SO_PEERCRED check); register a new revision with appAccount",
+			"route", rt.Route, "application", rt.Application, "upstream", rt.Upstream)
+		return
+	}
+	if _, err := appUID(&rt); err != nil {
+		s.log.Error("steward-operator: the route's application account does not resolve; its calls end not-sent until it does", "route", rt.Route, "err", err)
 	}
 }

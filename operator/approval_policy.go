@@ -20,8 +20,8 @@ import (
 // second could not outlast one round trip of the controller's collect,
 // and an ask that expires within a minute leaves no human time to answer.
 const (
-	minApprovalPark   = time.Second
-	minApprovalExpiry = time.Minute
+	MinApprovalPark   = time.Second
+	MinApprovalExpiry = time.Minute
 )
 
 // validApprovalPolicy checks the approval policy of agent's limits: nil
@@ -38,13 +38,13 @@ func validApprovalPolicy(agent string, p *msg.ApprovalPolicy) error {
 		return err
 	}
 	if p.OnTimeout != "" && p.OnTimeout != msg.VerdictApprove && p.OnTimeout != msg.VerdictDeny {
-		return refusedf("agent %s: on-timeout verdict %s: must be approve or deny", agent, strconv.Quote(trunc(string(p.OnTimeout), 80)))
+		return Refusedf("agent %s: on-timeout verdict %s: must be approve or deny", agent, strconv.Quote(trunc(string(p.OnTimeout), 80)))
 	}
 	if err := validAdvisors(agent, p.Advisors); err != nil {
 		return err
 	}
 	if p.AgentAnswers != nil && *p.AgentAnswers > msg.MaxAgentAnswers {
-		return refusedf("agent %s: %d agent answers per conversation, the bound is %d", agent, *p.AgentAnswers, msg.MaxAgentAnswers)
+		return Refusedf("agent %s: %d agent answers per conversation, the bound is %d", agent, *p.AgentAnswers, msg.MaxAgentAnswers)
 	}
 	return nil
 }
@@ -54,39 +54,39 @@ func validApprovalPolicy(agent string, p *msg.ApprovalPolicy) error {
 // limits' own operation patterns (path.Match on each side).
 func validApprovalOperations(agent string, ops []string) error {
 	if len(ops) == 0 {
-		return refusedf("agent %s: an approval policy that marks no operation: give --approve-ops APP/OP", agent)
+		return Refusedf("agent %s: an approval policy that marks no operation: give --approve-ops APP/OP", agent)
 	}
 	if len(ops) > msg.MaxApprovalOperations {
-		return refusedf("agent %s: %d approval patterns, the bound is %d", agent, len(ops), msg.MaxApprovalOperations)
+		return Refusedf("agent %s: %d approval patterns, the bound is %d", agent, len(ops), msg.MaxApprovalOperations)
 	}
 	for _, p := range ops {
 		app, op, ok := strings.Cut(p, "/")
 		if len(p) > maxPatternLen || !ok || app == "" || op == "" || strings.Contains(op, "/") {
-			return refusedf("agent %s: approval pattern %s: must be APPLICATION/OPERATION, at most %d bytes", agent, strconv.Quote(trunc(p, 80)), maxPatternLen)
+			return Refusedf("agent %s: approval pattern %s: must be APPLICATION/OPERATION, at most %d bytes", agent, strconv.Quote(trunc(p, 80)), maxPatternLen)
 		}
 		for _, side := range []string{app, op} {
 			if _, err := path.Match(side, ""); err != nil {
-				return refusedf("agent %s: approval pattern %s: %v", agent, strconv.Quote(p), err)
+				return Refusedf("agent %s: approval pattern %s: %v", agent, strconv.Quote(p), err)
 			}
 		}
 	}
 	return nil
 }
 
-// validApprovalTimes checks the park window (minApprovalPark to
+// validApprovalTimes checks the park window (MinApprovalPark to
 // msg.MaxApprovalPark, and no longer than the expiry: a call never parks
-// past its ask's end) and the expiry (minApprovalExpiry to
+// past its ask's end) and the expiry (MinApprovalExpiry to
 // msg.MaxApprovalExpiry). A negative value is refused as what it is.
 func validApprovalTimes(agent string, p *msg.ApprovalPolicy) error {
 	park, expiry := p.Park(), p.Expiry()
-	if p.ParkMs < 0 || park < minApprovalPark || park > msg.MaxApprovalPark {
-		return refusedf("agent %s: a park of %v: must be %v to %v", agent, time.Duration(p.ParkMs)*time.Millisecond, minApprovalPark, msg.MaxApprovalPark)
+	if p.ParkMs < 0 || park < MinApprovalPark || park > msg.MaxApprovalPark {
+		return Refusedf("agent %s: a park of %v: must be %v to %v", agent, time.Duration(p.ParkMs)*time.Millisecond, MinApprovalPark, msg.MaxApprovalPark)
 	}
-	if p.ExpiryMs < 0 || expiry < minApprovalExpiry || expiry > msg.MaxApprovalExpiry {
-		return refusedf("agent %s: an ask expiry of %v: must be %v to %v", agent, time.Duration(p.ExpiryMs)*time.Millisecond, minApprovalExpiry, msg.MaxApprovalExpiry)
+	if p.ExpiryMs < 0 || expiry < MinApprovalExpiry || expiry > msg.MaxApprovalExpiry {
+		return Refusedf("agent %s: an ask expiry of %v: must be %v to %v", agent, time.Duration(p.ExpiryMs)*time.Millisecond, MinApprovalExpiry, msg.MaxApprovalExpiry)
 	}
 	if park > expiry {
-		return refusedf("agent %s: a park of %v is longer than the ask expiry of %v", agent, park, expiry)
+		return Refusedf("agent %s: a park of %v is longer than the ask expiry of %v", agent, park, expiry)
 	}
 	return nil
 }
@@ -96,18 +96,18 @@ func validApprovalTimes(agent string, p *msg.ApprovalPolicy) error {
 // answers an ask its own identity raised).
 func validAdvisors(agent string, advisors []string) error {
 	if len(advisors) > msg.MaxAdvisors {
-		return refusedf("agent %s: %d advisors, the bound is %d", agent, len(advisors), msg.MaxAdvisors)
+		return Refusedf("agent %s: %d advisors, the bound is %d", agent, len(advisors), msg.MaxAdvisors)
 	}
 	seen := make(map[string]bool, len(advisors))
 	for _, a := range advisors {
-		if err := validAgentName(a); err != nil {
-			return refusedf("agent %s: advisor: %s", agent, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+		if err := ValidAgentName(a); err != nil {
+			return Refusedf("agent %s: advisor: %s", agent, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 		}
 		if a == agent {
-			return refusedf("agent %s: an agent is never its own advisor (an advisor never answers an ask raised by its own identity)", agent)
+			return Refusedf("agent %s: an agent is never its own advisor (an advisor never answers an ask raised by its own identity)", agent)
 		}
 		if seen[a] {
-			return refusedf("agent %s: advisor %s is named twice", agent, a)
+			return Refusedf("agent %s: advisor %s is named twice", agent, a)
 		}
 		seen[a] = true
 	}

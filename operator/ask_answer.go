@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -36,13 +37,6 @@ func (e *AskRefusal) Is(target error) bool { return target == ErrRefused }
 // Refusal is e as the control channel answers it (code msg.CodeApprovals).
 func (e *AskRefusal) Refusal() msg.Refusal {
 	return msg.Refusal{Code: msg.CodeApprovals, Reason: e.Reason}
-}
-
-// askDecision is what the running host is told of an ask once its answer
-// or expiry is durable: enough to push the verdict to the controller.
-type askDecision struct {
-	attempt, ask, route, controller string
-	state                           msg.AskState
 }
 
 // AnswerAsk answers ask id for a human: the first answer wins (a
@@ -87,7 +81,7 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	refused := func(code, reason string) msg.AdviseResult {
 		return msg.AdviseResult{Refused: &msg.Refusal{Code: code, Reason: reason}}
 	}
-	if err := validAgentName(ad.Advisor); err != nil {
+	if err := ValidAgentName(ad.Advisor); err != nil {
 		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 	}
 	if ad.Verdict != msg.VerdictApprove && ad.Verdict != msg.VerdictDeny && ad.Verdict != msg.VerdictWait {
@@ -188,8 +182,8 @@ func (s *Store) recordAnswerLocked(k *ask, a Answer) (msg.AskView, error) {
 	k.answering = true
 	at := s.clockLocked().UnixMilli()
 	s.mu.Unlock()
-	rec := recAskAnswer{Ask: k.id, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
-	seq, err := s.append(kindAskAnswer, rec)
+	rec := hostlog.AskAnswer{Ask: k.id, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
+	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()
 	if err != nil {
 		k.answering = false
@@ -203,33 +197,42 @@ func (s *Store) recordAnswerLocked(k *ask, a Answer) (msg.AskView, error) {
 	}
 	s.st.decideAsk(k, seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
 	s.st.attemptAnswered(k)
-	v, dec, tell := k.view(), k.decision(), s.askDecided
+	v, dec := k.view(), k.decision()
 	s.mu.Unlock()
 	s.logAsk("answered", v, "by", a.By, "verdict", a.Verdict)
-	if tell != nil {
-		tell(dec)
-	}
+	s.daemon.AskDecided(dec)
 	return v, nil
 }
 
-func (k *ask) decision() askDecision {
-	return askDecision{attempt: k.attempt, ask: k.id, route: k.route, controller: k.controller, state: k.state}
+func (k *ask) decision() AskDecision {
+	return AskDecision{Attempt: k.attempt, Ask: k.id, Route: k.route, Controller: k.controller, State: k.state}
 }
 
 // checkAnswer checks a human's answer's own fields: a verdict that
 // decides, a note within its bound on one line, who answered.
 func checkAnswer(a *Answer) error {
-	if a.Verdict != msg.VerdictApprove && a.Verdict != msg.VerdictDeny {
-		return refusedf("verdict %q: an answer approves or denies", quoteLine(string(a.Verdict), 20))
+	if err := CheckAnswer(a.Verdict, a.Note); err != nil {
+		return err
 	}
 	if a.Advisor != "" {
-		return refusedf("an advisor answers through its controller's control channel (advise), not as a human")
+		return Refusedf("an advisor answers through its controller's control channel (advise), not as a human")
 	}
 	if a.By == "" {
-		return refusedf("an answer names who gave it")
+		return Refusedf("an answer names who gave it")
 	}
-	if why := lineWithin("the note", a.Note, 0, msg.MaxApprovalNote); why != "" {
-		return refusedf("%s", why)
+	return nil
+}
+
+// CheckAnswer refuses a human's verdict other than approve or deny, and a
+// note past msg.MaxApprovalNote or of more than one line: what AnswerAsk
+// refuses before anything is journaled, for a client to refuse before
+// anything is sent.
+func CheckAnswer(v msg.Verdict, note string) error {
+	if v != msg.VerdictApprove && v != msg.VerdictDeny {
+		return Refusedf("verdict %q: an answer approves or denies", quoteLine(string(v), 20))
+	}
+	if why := lineWithin("the note", note, 0, msg.MaxApprovalNote); why != "" {
+		return Refusedf("%s", why)
 	}
 	return nil
 }
@@ -294,22 +297,20 @@ func (s *Store) expireDueLocked(id string) error {
 func (s *Store) expire(k *ask) error {
 	s.mu.Lock()
 	k.answering = true
-	rec := recAskExpired{Ask: k.id, Verdict: k.onTimeout, At: k.expiresAt}
+	rec := hostlog.AskExpired{Ask: k.id, Verdict: k.onTimeout, At: k.expiresAt}
 	s.mu.Unlock()
-	seq, err := s.append(kindAskExpired, rec)
+	seq, err := s.append(hostlog.KindAskExpired, rec)
 	s.mu.Lock()
 	if err != nil {
 		k.answering = false
 		s.mu.Unlock()
 		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.id, err)
 	}
-	s.st.decideAsk(k, seq, msg.AskExpired, k.onTimeout, answeredByExpiry, "", "", "", k.expiresAt)
+	s.st.decideAsk(k, seq, msg.AskExpired, k.onTimeout, hostlog.AnsweredByExpiry, "", "", "", k.expiresAt)
 	s.st.attemptAnswered(k)
-	v, dec, tell := k.view(), k.decision(), s.askDecided
+	v, dec := k.view(), k.decision()
 	s.mu.Unlock()
 	s.logAsk("expired", v, "verdict", k.onTimeout)
-	if tell != nil {
-		tell(dec)
-	}
+	s.daemon.AskDecided(dec)
 	return nil
 }

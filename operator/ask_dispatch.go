@@ -11,6 +11,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -30,8 +31,8 @@ const nothingReservedSentOrCharged = "; nothing was reserved, sent or charged"
 // raiseAsk journals the ask of admitted call c, which holds nothing, and
 // answers its ticket. A journal failure forgets the attempt: nothing was
 // reserved or sent.
-func (h *Host) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
-	now := h.s.clock().UnixMilli()
+func (s *Store) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
+	now := s.clock().UnixMilli()
 	p := adm.approval
 	// checkDispatch parsed this body already: it is an invoke's, canonical.
 	ib, _ := oracleops.ParseInvokeBody(c.req.Body)
@@ -42,11 +43,11 @@ func (h *Host) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
 		justification: c.justification, raisedAt: now, expiresAt: now + p.Expiry().Milliseconds(), park: p.Park(),
 		onTimeout: p.TimeoutVerdict(), limitsRevision: adm.limitsRevision,
 	}
-	if err := h.s.raise(k); err != nil {
+	if err := s.raise(k); err != nil {
 		if !errors.Is(err, journal.ErrFailed) {
-			h.s.forgetAttempt(c.attempt)
+			s.forgetAttempt(c.attempt)
 		}
-		return askFailed(c.attempt, err, h.log)
+		return askFailed(c.attempt, err, s.log)
 	}
 	failpoint.Hit(FailAfterAsk)
 	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
@@ -70,14 +71,14 @@ func askFailed(attempt string, err error, log *slog.Logger) msg.DispatchResult {
 	return refused(&msg.Dispatch{Attempt: attempt}, msg.CodeJournal, "the host could not journal the ask; nothing was reserved or sent")
 }
 
-// collect answers a collect on route listener rl's channel: what became
-// of the ask of one of its controller's attempts awaiting approval, and
-// its end when it was decided.
-func (h *Host) collect(ctx context.Context, rl *routeListener, col *msg.Collect) msg.DispatchResult {
+// Collect answers a collect that came in on forward socket at: what
+// became of the ask of one of its controller's attempts awaiting
+// approval, and its end when it was decided.
+func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect) msg.DispatchResult {
 	if err := validAttemptID(col.Attempt); err != nil {
 		return refused(&msg.Dispatch{Attempt: col.Attempt}, msg.CodeBadRequest, "collect: %v", err)
 	}
-	k, tk, ref := h.s.claimCollect(rl.controller, col.Attempt)
+	k, tk, ref := s.claimCollect(at.Controller, col.Attempt)
 	switch {
 	case ref != nil:
 		return msg.DispatchResult{Attempt: col.Attempt, Outcome: msg.StateRefused, Refusal: ref}
@@ -85,15 +86,15 @@ func (h *Host) collect(ctx context.Context, rl *routeListener, col *msg.Collect)
 		return msg.DispatchResult{Attempt: col.Attempt, Outcome: msg.StateAwaitingApproval, Ask: tk}
 	case k.verdict == msg.VerdictDeny:
 		receiptWhy, agentWhy := deniedReasons(k)
-		return h.endAsked(k, &msg.Refusal{Code: msg.CodeDenied, Reason: agentWhy}, receiptWhy)
+		return s.endAsked(k, &msg.Refusal{Code: msg.CodeDenied, Reason: agentWhy}, receiptWhy)
 	}
-	return h.goOnApproved(ctx, rl, k, col.Deadline)
+	return s.goOnApproved(ctx, at, k, col.Deadline)
 }
 
 // deniedReasons are a denied ask's receipt reason and the agent's: who
 // denied it and their words, or its expiry.
 func deniedReasons(k *ask) (receipt, agent string) {
-	if k.answeredBy == answeredByExpiry {
+	if k.answeredBy == hostlog.AnsweredByExpiry {
 		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.expiresAt).UTC().Format(time.RFC3339)),
 			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.id) + nothingReservedSentOrCharged
 	}
@@ -113,15 +114,15 @@ func deniedReasons(k *ask) (receipt, agent string) {
 // refusal at admission ends the attempt with a receipted refusal (it was
 // admitted once, and its id is taken); a collect that cannot go on now (a
 // deadline already past, another route's channel) ends nothing.
-func (h *Host) goOnApproved(ctx context.Context, rl *routeListener, k *ask, deadline int64) msg.DispatchResult {
+func (s *Store) goOnApproved(ctx context.Context, at ForwardSocket, k *ask, deadline int64) msg.DispatchResult {
 	d := &msg.Dispatch{Attempt: k.attempt}
-	if rl.route != k.route {
-		h.s.unclaim(k.attempt)
+	if at.Route != k.route {
+		s.unclaim(k.attempt)
 		return refused(d, msg.CodeBadRequest, "attempt %s was dispatched on route %s: collect it there", k.attempt, k.route)
 	}
-	rt, why := h.s.routeToServe(rl)
+	rt, why := s.routeToServe(at)
 	if why != "" {
-		return h.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: why}, "refused after approval, when admitted again: "+strings.TrimSuffix(why, nothingReservedOrSent))
+		return s.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: why}, "refused after approval, when admitted again: "+strings.TrimSuffix(why, nothingReservedOrSent))
 	}
 	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: k.attempt, Method: k.method, Path: k.path, Body: k.body,
 		Agent: k.agent, Deadline: deadline, Justification: k.justification})
@@ -129,30 +130,30 @@ func (h *Host) goOnApproved(ctx context.Context, rl *routeListener, k *ask, dead
 		err = errors.New("the request is no longer the one asked")
 	}
 	if err != nil {
-		h.log.Warn("steward-operator: an approved call no longer fits its route", "attempt", k.attempt, "ask", k.id, "err", err)
-		return h.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the route no longer takes the call as it was asked" + nothingReservedSentOrCharged},
+		s.log.Warn("steward-operator: an approved call no longer fits its route", "attempt", k.attempt, "ask", k.id, "err", err)
+		return s.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the route no longer takes the call as it was asked" + nothingReservedSentOrCharged},
 			"refused after approval: the route no longer takes the request as it was asked")
 	}
-	if ref := h.checkDeadline(rt.Controller, c); ref != nil {
-		h.s.unclaim(k.attempt)
+	if ref := s.checkDeadline(rt.Controller, c); ref != nil {
+		s.unclaim(k.attempt)
 		return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
-	adm, ref := h.s.admitAgain(rt.Controller, c)
+	adm, ref := s.admitAgain(rt.Controller, c)
 	if ref != nil {
 		receiptWhy := "refused after approval, when admitted again: " + ref.Reason
 		ref.Reason += "; the call was approved, then refused when admitted again" + nothingReservedSentOrCharged
-		return h.endAsked(k, ref, receiptWhy)
+		return s.endAsked(k, ref, receiptWhy)
 	}
-	return h.deliverAdmitted(ctx, &rt, c, adm)
+	return s.deliverAdmitted(ctx, &rt, c, adm)
 }
 
 // endAsked ends an asked attempt that holds nothing with a refused record
 // and its receipt (charge 0, naming the ask and who answered it), and
 // answers ref with the receipt.
-func (h *Host) endAsked(k *ask, ref *msg.Refusal, receiptWhy string) msg.DispatchResult {
-	receipt, err := h.s.commitAskRefused(k, receiptWhy)
+func (s *Store) endAsked(k *ask, ref *msg.Refusal, receiptWhy string) msg.DispatchResult {
+	receipt, err := s.commitAskRefused(k, receiptWhy)
 	if err != nil {
-		h.log.Error("steward-operator: refused record of an asked attempt; nothing sent or charged", "attempt", k.attempt, "ask", k.id, "err", err)
+		s.log.Error("steward-operator: refused record of an asked attempt; nothing sent or charged", "attempt", k.attempt, "ask", k.id, "err", err)
 		ref.Reason += refusalUnrecorded(err)
 		return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
@@ -253,10 +254,10 @@ func (s *Store) commitAskRefused(k *ask, reason string) ([]byte, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	rec := recRefused{Attempt: k.attempt, Controller: k.controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+	rec := hostlog.Refused{Attempt: k.attempt, Controller: k.controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
 		Agent: k.agent, Conversation: k.conversation}
 	s.mu.Unlock()
-	jseq, err := s.appendReceipt(kindRefused, rec)
+	jseq, err := s.appendReceipt(hostlog.KindRefused, rec)
 	s.mu.Lock()
 	if err != nil {
 		a.collecting = false

@@ -6,72 +6,15 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// The records of approvals (asks.go): one raises an ask, one answers it,
-// one expires it. Their entries in hostRecords name the apply steps here.
-const (
-	kindAsk        = "ask"
-	kindAskAnswer  = "ask-answer"
-	kindAskExpired = "ask-expired"
-)
-
-// recAsk raises an ask: the call it stands for (the canonical request
-// bytes, which hash to requestSha256 and carry the arguments), what it
-// would cost, and the policy's terms as they were when it was raised.
-type recAsk struct {
-	Ask            string      `cbor:"ask"`
-	Attempt        string      `cbor:"attempt"`
-	Controller     string      `cbor:"controller"`
-	Route          string      `cbor:"route"`
-	Agent          string      `cbor:"agent"`
-	Conversation   string      `cbor:"conversation,omitempty"`
-	Application    string      `cbor:"application"`
-	Operation      string      `cbor:"operation"`
-	Kind           string      `cbor:"kind"`
-	RequestSHA256  []byte      `cbor:"requestSha256"`
-	Method         string      `cbor:"method"`
-	Path           string      `cbor:"path"`
-	Body           []byte      `cbor:"body"`
-	Price          uint64      `cbor:"price"`
-	Justification  string      `cbor:"justification,omitempty"`
-	RaisedAt       int64       `cbor:"raisedAt"`
-	ExpiresAt      int64       `cbor:"expiresAt"`
-	ParkMs         int64       `cbor:"parkMs"`
-	OnTimeout      msg.Verdict `cbor:"onTimeout"`
-	LimitsRevision uint64      `cbor:"limitsRevision"`
-}
-
-// recAskAnswer decides an ask: approve or deny, by a human ("uid:N",
-// with its account name) or an advisor ("agent:NAME", advisor its name),
-// with the human's note or the advisor's sentence.
-type recAskAnswer struct {
-	Ask     string      `cbor:"ask"`
-	Verdict msg.Verdict `cbor:"verdict"`
-	By      string      `cbor:"by"`
-	Account string      `cbor:"account,omitempty"`
-	Advisor string      `cbor:"advisor,omitempty"`
-	Note    string      `cbor:"note,omitempty"`
-	At      int64       `cbor:"at"`
-}
-
-// recAskExpired decides an unanswered ask at its expiry with the
-// policy's on-timeout verdict.
-type recAskExpired struct {
-	Ask     string      `cbor:"ask"`
-	Verdict msg.Verdict `cbor:"verdict"`
-	At      int64       `cbor:"at"`
-}
-
-// answeredByExpiry is the answeredBy of an expired ask.
-const answeredByExpiry = "expiry"
-
 // askOf builds the ask an ask record raises, checking what replay and a
 // raise both rely on: the request hashes to its hash, the arguments read
 // from it, the verdict is one.
-func askOf(b *recAsk) (*ask, error) {
+func askOf(b *hostlog.Ask) (*ask, error) {
 	req := oracleops.Request{Method: b.Method, Path: b.Path, Body: b.Body}
 	if sum := req.SHA256(); !bytes.Equal(sum[:], b.RequestSHA256) {
 		return nil, fmt.Errorf("ask %s: the request does not hash to its request hash", b.Ask)
@@ -94,8 +37,8 @@ func askOf(b *recAsk) (*ask, error) {
 }
 
 // record is the ask record of a.
-func (a *ask) record() recAsk {
-	return recAsk{
+func (a *ask) record() hostlog.Ask {
+	return hostlog.Ask{
 		Ask: a.id, Attempt: a.attempt, Controller: a.controller, Route: a.route, Agent: a.agent,
 		Conversation: a.conversation, Application: a.application, Operation: a.operation, Kind: a.kind,
 		RequestSHA256: a.requestSHA, Method: a.method, Path: a.path, Body: a.body, Price: a.price,
@@ -113,7 +56,7 @@ func askAttempt(a *ask) *attempt {
 
 // ask replays an ask record: the ask, pending, and its attempt awaiting
 // approval with nothing held.
-func (rp *replayer) ask(r journal.Record, b *recAsk) error {
+func (rp *replayer) Ask(r journal.Record, b *hostlog.Ask) error {
 	st := rp.st
 	if _, dup := st.asks[b.Ask]; dup {
 		return fmt.Errorf("ask %s raised twice", b.Ask)
@@ -135,7 +78,7 @@ func (rp *replayer) ask(r journal.Record, b *recAsk) error {
 
 // askAnswer replays an answer: the first answer wins, so an answer to an
 // ask that is not pending is a journal no host writes.
-func (rp *replayer) askAnswer(r journal.Record, b *recAskAnswer) error {
+func (rp *replayer) AskAnswer(r journal.Record, b *hostlog.AskAnswer) error {
 	a, err := rp.st.pendingAsk(b.Ask)
 	if err != nil {
 		return err
@@ -154,7 +97,7 @@ func (rp *replayer) askAnswer(r journal.Record, b *recAskAnswer) error {
 }
 
 // askExpired replays an expiry to the ask's on-timeout verdict.
-func (rp *replayer) askExpired(r journal.Record, b *recAskExpired) error {
+func (rp *replayer) AskExpired(r journal.Record, b *hostlog.AskExpired) error {
 	a, err := rp.st.pendingAsk(b.Ask)
 	if err != nil {
 		return err
@@ -162,7 +105,7 @@ func (rp *replayer) askExpired(r journal.Record, b *recAskExpired) error {
 	if b.Verdict != a.onTimeout {
 		return fmt.Errorf("ask %s expires to %s, not its on-timeout verdict %s", b.Ask, b.Verdict, a.onTimeout)
 	}
-	rp.st.decideAsk(a, r.Seq, msg.AskExpired, b.Verdict, answeredByExpiry, "", "", "", b.At)
+	rp.st.decideAsk(a, r.Seq, msg.AskExpired, b.Verdict, hostlog.AnsweredByExpiry, "", "", "", b.At)
 	rp.st.attemptAnswered(a)
 	return nil
 }

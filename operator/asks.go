@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -175,7 +176,7 @@ func (s *Store) raise(k *ask) error {
 	s.mu.Lock()
 	k.id, k.state = s.st.newAskID(), msg.AskPending
 	s.mu.Unlock()
-	seq, err := s.append(kindAsk, k.record())
+	seq, err := s.append(hostlog.KindAsk, k.record())
 	if err != nil {
 		return err
 	}

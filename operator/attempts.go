@@ -2,14 +2,13 @@ package operator
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/stewardrt/steward/internal/failpoint"
-	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -112,7 +111,7 @@ func knownHostState(st msg.State) error {
 		msg.StateAwaitingApproval, msg.StateRefused:
 		return nil
 	}
-	return refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
+	return Refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
 		msg.StateAwaitingApproval, msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateRefused,
 		msg.StateUncertain, msg.StateReleased, msg.StatePerformed)
 }
@@ -124,7 +123,7 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 	a, ok := s.st.attempts[id]
 	if !ok || a.state == stateAdmitting {
 		s.mu.Unlock()
-		return AttemptView{}, refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
+		return AttemptView{}, Refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
 	}
 	v := AttemptView{Attempt: a.id, Controller: a.controller, Reserved: a.charge, Agent: a.agent}
 	seq := a.reserveSeq
@@ -141,7 +140,7 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 		if err != nil {
 			return AttemptView{}, err
 		}
-		v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.hasRequest()
+		v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.HasRequest()
 	}
 	if utf8.Valid(ir.Body) {
 		v.BodyText = string(ir.Body)
@@ -187,78 +186,27 @@ func resolvedLine(state msg.State, by, reason string) string {
 	return "performed by the operator's word (" + by + "): " + reason + "; charged, and its answer was never recorded"
 }
 
-// inspectResolved completes an inspect of an attempt the operator
-// readRecord decodes the journal record at seq, which must be of kind
-// and for attempt id, into v.
-func (s *Store) readRecord(seq uint64, kind, id string, v any) error {
-	err := s.j.Iterate(seq, func(r journal.Record) error {
-		if r.Kind != kind {
-			return fmt.Errorf("journal record %d is %s, not the %s of attempt %s", r.Seq, r.Kind, kind, id)
-		}
-		if err := decode(r, v); err != nil {
-			return err
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return err
-	}
-	return nil
-}
-
-// readReserve reads an attempt's reservation from the journal, as a
-// reserve.v2 (a first-version one without its request).
-func (s *Store) readReserve(id string, seq uint64) (*recReserveV2, error) {
-	var found *recReserveV2
-	err := s.j.Iterate(seq, func(r journal.Record) error {
-		switch r.Kind {
-		case kindReserveV2:
-			var b recReserveV2
-			if err := decode(r, &b); err != nil {
-				return err
-			}
-			found = &b
-		case kindReserve:
-			var b recReserve
-			if err := decode(r, &b); err != nil {
-				return err
-			}
-			found = b.upgrade()
-		default:
-			return fmt.Errorf("journal record %d is %s, not the reservation of attempt %s", r.Seq, r.Kind, id)
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return nil, err
-	}
-	if found == nil || found.Attempt != id {
-		return nil, fmt.Errorf("journal record %d is not the reservation of attempt %s", seq, id)
-	}
-	return found, nil
-}
-
-// checkResolveRequest refuses a request no resolution may take: an
+// CheckResolveRequest refuses a request no resolution may take: an
 // unknown action, no resolver, or a reason that is empty, longer than
 // MaxResolveReason or not one line of UTF-8.
-func checkResolveRequest(req ResolveRequest) error {
+func CheckResolveRequest(req ResolveRequest) error {
 	switch req.Action {
 	case ResolveRedeliver, ResolveRelease, ResolveCharge:
 	default:
-		return refusedf("resolve: %q is none of %s, %s or %s", trunc(req.Action, 40), ResolveRedeliver, ResolveRelease, ResolveCharge)
+		return Refusedf("resolve: %q is none of %s, %s or %s", trunc(req.Action, 40), ResolveRedeliver, ResolveRelease, ResolveCharge)
 	}
 	if !strings.HasPrefix(req.By, "uid:") {
-		return refusedf("resolve: the resolver %q is not an account (uid:N)", trunc(req.By, 40))
+		return Refusedf("resolve: the resolver %q is not an account (uid:N)", trunc(req.By, 40))
 	}
 	switch {
 	case req.Reason == "":
-		return refusedf("resolve: --reason is required: say why the attempt is resolved so")
+		return Refusedf("resolve: --reason is required: say why the attempt is resolved so")
 	case len(req.Reason) > MaxResolveReason:
-		return refusedf("resolve: --reason of %d bytes: the bound is %d", len(req.Reason), MaxResolveReason)
+		return Refusedf("resolve: --reason of %d bytes: the bound is %d", len(req.Reason), MaxResolveReason)
 	case !utf8.ValidString(req.Reason):
-		return refusedf("resolve: --reason is not UTF-8")
+		return Refusedf("resolve: --reason is not UTF-8")
 	case strings.ContainsFunc(req.Reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return refusedf("resolve: --reason must be one line with no control characters")
+		return Refusedf("resolve: --reason must be one line with no control characters")
 	}
 	return validAttemptID(req.Attempt)
 }
@@ -268,7 +216,7 @@ func checkResolveRequest(req ResolveRequest) error {
 // attempt can be resolved (an attempt found delivery-requested at start
 // is uncertain after replay); anything else is refused with its state.
 func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
-	if err := checkResolveRequest(req); err != nil {
+	if err := CheckResolveRequest(req); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -276,13 +224,13 @@ func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
 	a, ok := s.st.attempts[req.Attempt]
 	switch {
 	case !ok || a.state == stateAdmitting:
-		return nil, refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
+		return nil, Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
 	case a.resolving:
-		return nil, refusedf("attempt %s: another resolution of it is under way", req.Attempt)
+		return nil, Refusedf("attempt %s: another resolution of it is under way", req.Attempt)
 	case a.state == msg.StateDeliveryRequested:
-		return nil, refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
+		return nil, Refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
 	case a.state != msg.StateUncertain:
-		return nil, refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.state)
+		return nil, Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.state)
 	}
 	a.resolving = true
 	return a, nil
@@ -298,10 +246,11 @@ func (s *Store) endResolve(a *attempt) {
 // a signed receipt in the one record that ends it: --release (not
 // performed: the reservation and its daily count are released, charge 0)
 // or --charge (performed, no answer recorded: the reservation is settled).
-// A redelivery needs the running host (Host.redeliver).
+// A redelivery needs the running host (Store.Redeliver, which the host
+// runs).
 func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 	if req.Action == ResolveRedeliver {
-		return AttemptView{}, refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", trunc(req.Attempt, maxAttemptID))
+		return AttemptView{}, Refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", trunc(req.Attempt, maxAttemptID))
 	}
 	a, err := s.beginResolve(req)
 	if err != nil {
@@ -326,7 +275,7 @@ func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 // resolution in one record (s.signReceiptLocked, s.appendReceipt,
 // s.receiptDurable); a release is a balance change, applied in memory
 // before its append and undone if the append fails.
-func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) error {
+func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequest) error {
 	state, charge := msg.StatePerformed, a.charge
 	reason := "no response was recorded; the operator states it was performed: " + req.Reason
 	if req.Action == ResolveRelease {
@@ -362,9 +311,9 @@ func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) 
 		s.mu.Unlock()
 		return err
 	}
-	rec := recResolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: rseq, Ledger: st.ledger}
+	rec := hostlog.Resolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: rseq, Ledger: st.ledger}
 	s.mu.Unlock()
-	jseq, err := s.appendReceipt(kindResolve, rec)
+	jseq, err := s.appendReceipt(hostlog.KindResolve, rec)
 	if err != nil {
 		s.mu.Lock()
 		undo()
@@ -376,33 +325,4 @@ func (s *Store) commitResolve(a *attempt, rr *recReserveV2, req ResolveRequest) 
 	s.mu.Unlock()
 	s.receiptDurable(rseq, head)
 	return nil
-}
-
-// doAttempt runs the attempt operations of Store.Do.
-func (s *Store) doAttempt(req AdminRequest) (AdminReply, error) {
-	var rep AdminReply
-	switch req.Op {
-	case OpAttemptList:
-		v, left, err := s.Attempts(msg.State(req.Name))
-		if err != nil {
-			return rep, err
-		}
-		rep.Attempts, rep.AttemptsLeftOff = v, left
-	case OpAttemptInspect:
-		v, err := s.AttemptInspect(req.Name)
-		if err != nil {
-			return rep, err
-		}
-		rep.Attempt = &v
-	default:
-		if req.Resolve == nil {
-			return rep, refusedf("attempt resolve without a request")
-		}
-		v, err := s.SettleAttempt(*req.Resolve)
-		if err != nil {
-			return rep, err
-		}
-		rep.Attempt = &v
-	}
-	return rep, nil
 }

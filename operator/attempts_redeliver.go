@@ -2,71 +2,22 @@ package operator
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
-	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// peerKey carries an admin connection's SO_PEERCRED in its handlers' context.
-type peerKey struct{}
-
-// withPeer returns ctx carrying the kernel's word on the connection's peer.
-func withPeer(ctx context.Context, pc wire.PeerCred) context.Context {
-	return context.WithValue(ctx, peerKey{}, pc)
-}
-
-// peerOf returns the peer withPeer put in ctx.
-func peerOf(ctx context.Context) (wire.PeerCred, bool) {
-	pc, ok := ctx.Value(peerKey{}).(wire.PeerCred)
-	return pc, ok
-}
-
-// doAdmin runs one admin socket request. A resolution and a route change
-// name who asked from the connection's SO_PEERCRED, never from the request, and a
-// redelivery is the host's own work (it delivers to the application).
-func (h *Host) doAdmin(ctx context.Context, ar AdminRequest) (AdminReply, error) {
-	pc, ok := peerOf(ctx)
-	if !ok {
-		return AdminReply{}, fmt.Errorf("the admin connection has no peer credentials")
-	}
-	ar.By = fmt.Sprintf("uid:%d", pc.UID) // a route change's (route_admin.go)
-	if ar.Approvals != nil {
-		ar.Approvals.Account = accountOf(pc.UID) // an answer's (approvals_admin.go)
-		if ar.Op == OpApprovalsEvents {
-			// Its wait ends with the connection or the host's shutdown.
-			return h.s.approvalsEvents(ctx, *ar.Approvals)
-		}
-	}
-	if ar.Resolve != nil {
-		ar.Resolve.By = ar.By
-		if ar.Op == OpAttemptResolve && ar.Resolve.Action == ResolveRedeliver {
-			v, err := h.redeliver(*ar.Resolve)
-			if err != nil {
-				return AdminReply{}, err
-			}
-			return AdminReply{Attempt: &v}, nil
-		}
-	}
-	return h.s.Do(ar)
-}
-
-// redeliver sends an uncertain attempt's exact request bytes to its
+// Redeliver sends an uncertain attempt's exact request bytes to its
 // application again, under the same attempt: no second reservation, no
 // second charge. One redeliver record is journaled before the send (who
 // and why), then the outcome and its receipt are journaled as for a first
 // delivery (commitOutcome). A failure leaves the attempt uncertain, its
 // reservation held: nothing is released automatically. The operator may
 // redeliver after the dispatch's deadline: it is an explicit decision.
-func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
-	if !h.enter() {
-		return AttemptView{}, refusedf("the host is shutting down; nothing was sent")
-	}
-	defer h.leave()
-	s := h.s
+func (s *Store) Redeliver(req ResolveRequest) (AttemptView, error) {
 	a, err := s.beginResolve(req)
 	if err != nil {
 		return AttemptView{}, err
@@ -76,7 +27,7 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 	if err != nil {
 		return AttemptView{}, err
 	}
-	if _, err := s.append(kindRedeliver, recRedeliver{Attempt: a.id, By: req.By, Reason: req.Reason}); err != nil {
+	if _, err := s.append(hostlog.KindRedeliver, hostlog.Redeliver{Attempt: a.id, By: req.By, Reason: req.Reason}); err != nil {
 		return AttemptView{}, fmt.Errorf("attempt %s: journaling the redelivery: %w; nothing was sent", a.id, err)
 	}
 	s.mu.Lock()
@@ -96,16 +47,16 @@ func (h *Host) redeliver(req ResolveRequest) (AttemptView, error) {
 		if !dl.sent {
 			why = dl.detail + ", nothing was sent this time"
 		}
-		h.log.Warn("steward-operator: redelivery failed; the attempt stays uncertain", "attempt", a.id, "upstream", rt.Upstream, "err", dl.cause)
-		s.commitUncertain(adm, "the operator's redelivery failed: "+why, h.log)
+		s.log.Warn("steward-operator: redelivery failed; the attempt stays uncertain", "attempt", a.id, "upstream", rt.Upstream, "err", dl.cause)
+		s.commitUncertain(adm, "the operator's redelivery failed: "+why, s.log)
 		return AttemptView{}, fmt.Errorf("attempt %s: the redelivery failed (%s); it stays uncertain and keeps its reservation", a.id, why)
 	}
 	if _, err := s.commitOutcome(adm, c, consent, dl.status, dl.body); err != nil {
-		h.log.Error("steward-operator: outcome record of a redelivery", "attempt", a.id, "err", err)
-		s.commitUncertain(adm, "the application answered the redelivery but the host could not journal the outcome", h.log)
+		s.log.Error("steward-operator: outcome record of a redelivery", "attempt", a.id, "err", err)
+		s.commitUncertain(adm, "the application answered the redelivery but the host could not journal the outcome", s.log)
 		return AttemptView{}, fmt.Errorf("attempt %s: the application answered the redelivery but the host could not journal it: %w; it stays uncertain", a.id, err)
 	}
-	h.log.Info("steward-operator: attempt redelivered", "attempt", a.id, "by", req.By, "status", dl.status)
+	s.log.Info("steward-operator: attempt redelivered", "attempt", a.id, "by", req.By, "status", dl.status)
 	return s.AttemptInspect(a.id)
 }
 
@@ -123,15 +74,15 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 	if err != nil {
 		return rt, nil, nil, nil, err
 	}
-	if !rr.hasRequest() {
-		return rt, nil, nil, nil, refusedf("attempt %s was reserved by a host that did not keep request bytes (a first-version reserve record): it can be released or charged (--release, --charge), not redelivered", a.id)
+	if !rr.HasRequest() {
+		return rt, nil, nil, nil, Refusedf("attempt %s was reserved by a host that did not keep request bytes (a first-version reserve record): it can be released or charged (--release, --charge), not redelivered", a.id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
 	name := st.activeFor(rr.Controller, rr.Application, "")
 	if name == "" {
-		return rt, nil, nil, nil, refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.id, rr.Application, rr.Controller)
+		return rt, nil, nil, nil, Refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.id, rr.Application, rr.Controller)
 	}
 	rt = st.routes[name].selected().rec
 	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.id, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
@@ -139,7 +90,7 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 		err = fmt.Errorf("it does not hash to the reserved request")
 	}
 	if err != nil {
-		return rt, nil, nil, nil, refusedf("attempt %s: its request does not fit route %s as now selected (%v): it can be released or charged, not redelivered", a.id, rt.Route, err)
+		return rt, nil, nil, nil, Refusedf("attempt %s: its request does not fit route %s as now selected (%v): it can be released or charged, not redelivered", a.id, rt.Route, err)
 	}
 	ctrl, g := st.controllers[a.controller], st.grants[a.grant]
 	if ctrl == nil || g == nil {

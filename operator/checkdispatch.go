@@ -52,7 +52,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 		return nil, fmt.Errorf("deadline %d is before 1970", d.Deadline)
 	}
 	if d.Agent != "" {
-		if err := validDispatchAgent(d.Agent); err != nil {
+		if err := ValidDispatchAgent(d.Agent); err != nil {
 			return nil, err
 		}
 		c.agent = d.Agent
@@ -115,18 +115,18 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 // admitted or reserved. A dispatch without a deadline comes from a
 // controller before deadlines: it is delivered under the route's timeouts
 // alone, and the host says so in its log once per controller.
-func (h *Host) checkDeadline(ctrl string, c *checkedDispatch) *msg.Refusal {
+func (s *Store) checkDeadline(ctrl string, c *checkedDispatch) *msg.Refusal {
 	if c.deadline == 0 {
-		h.warnOnce("no-deadline/"+ctrl, "steward-operator: controller sends dispatches without a deadline (a controller before deadlines); they are delivered under the route's timeouts alone",
+		s.warnOnce("no-deadline/"+ctrl, "steward-operator: controller sends dispatches without a deadline (a controller before deadlines); they are delivered under the route's timeouts alone",
 			"controller", ctrl, "attempt", c.attempt)
 		return nil
 	}
-	return h.s.deadlineRefusal(c, "before admission")
+	return s.deadlineRefusal(c, "before admission")
 }
 
-// warnOnce logs a warning the first time key is seen by this host process.
-func (h *Host) warnOnce(key, message string, args ...any) {
-	if _, seen := h.warned.LoadOrStore(key, true); !seen {
-		h.log.Warn(message, args...)
+// warnOnce logs a warning the first time key is seen by this store.
+func (s *Store) warnOnce(key, message string, args ...any) {
+	if _, seen := s.warned.LoadOrStore(key, true); !seen {
+		s.log.Warn(message, args...)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/stewardrt/steward/internal/testaccount"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stewardrt/steward/internal/testaccount"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/wire"

@@ -1,11 +1,12 @@
 package operator
 
 import (
-	"github.com/stewardrt/steward/internal/heldapp"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stewardrt/steward/internal/heldapp"
 
 	"github.com/stewardrt/steward/wire/msg"
 )

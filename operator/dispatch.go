@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stewardrt/steward/journal"
 	"log/slog"
 	"time"
+
+	"github.com/stewardrt/steward/journal"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/wire/msg"
@@ -26,31 +27,76 @@ const (
 // maxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
 const maxAttemptID = 80
 
-// reserveTimeout bounds the payer-consent round trip on the reverse channel.
-const reserveTimeout = 10 * time.Second
+// ReserveTimeout bounds the payer-consent round trip on the reverse
+// channel, and the running host's verdict push on it.
+const ReserveTimeout = 10 * time.Second
 
 func refused(d *msg.Dispatch, code, format string, args ...any) msg.DispatchResult {
 	return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused,
 		Refusal: &msg.Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}}
 }
 
+// ForwardSocket names the forward listener a frame came in on: the route
+// it was opened for, and the socket and controller of the revision it was
+// opened for. A listener may be closed while its channels stay open (the
+// controller holds them between calls), so every dispatch and collect is
+// checked against the route as it is when it arrives.
+type ForwardSocket struct {
+	Route, Forward, Controller string
+}
+
+// serves reports whether the listener is the one revision rv needs.
+func (at ForwardSocket) serves(rv *routeRev) bool {
+	return at.Forward == rv.rec.Forward && at.Controller == rv.rec.Controller
+}
+
+// Dispatch runs DESIGN.md section 5 steps 4 to 6 for one dispatch that
+// came in on forward socket at. It is served by its route's selected
+// revision as it is when the dispatch arrives, and refused (unavailable,
+// nothing journaled) once the route is not active or its revision is
+// served on another socket or for another controller.
+func (s *Store) Dispatch(ctx context.Context, at ForwardSocket, d *msg.Dispatch) msg.DispatchResult {
+	rt, why := s.routeToServe(at)
+	if why != "" {
+		return refused(d, msg.CodeUnavailable, "%s", why)
+	}
+	return s.dispatch(ctx, &rt, d)
+}
+
+// routeToServe is the revision a dispatch on forward socket at is served
+// by, or why it is refused: the route is not active, or its selected
+// revision is served on another socket or for another controller (the
+// controller redials it from the route's record).
+func (s *Store) routeToServe(at ForwardSocket) (msg.RouteRecord, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if why := s.st.notActiveReason(at.Route); why != "" {
+		return msg.RouteRecord{}, why
+	}
+	sel := s.st.routes[at.Route].selected()
+	if !at.serves(sel) {
+		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.rec.Revision)
+	}
+	return sel.rec, ""
+}
+
 // dispatch runs DESIGN.md section 5 steps 4 to 6 for one request on route rt.
-func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch) msg.DispatchResult {
+func (s *Store) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch) msg.DispatchResult {
 	c, err := checkDispatch(rt, d)
 	if err != nil {
 		return refused(d, msg.CodeBadRequest, "%v", err)
 	}
-	if ref := h.checkDeadline(rt.Controller, c); ref != nil {
+	if ref := s.checkDeadline(rt.Controller, c); ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
-	adm, ref := h.s.admit(rt.Controller, c)
+	adm, ref := s.admit(rt.Controller, c)
 	if ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
 	if adm.approval != nil {
-		return h.raiseAsk(c, adm)
+		return s.raiseAsk(c, adm)
 	}
-	return h.deliverAdmitted(ctx, rt, c, adm)
+	return s.deliverAdmitted(ctx, rt, c, adm)
 }
 
 // deliverAdmitted is the dispatch of an admitted attempt, from the payer's
@@ -58,51 +104,51 @@ func (h *Host) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatc
 // which was admitted again (ask_dispatch.go). From here on the attempt
 // holds its place: every exit journals either a reserve record or a
 // refused one, with its receipt.
-func (h *Host) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) msg.DispatchResult {
+func (s *Store) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) msg.DispatchResult {
 	var err error
 	var consent []byte
 	if adm.charge > 0 {
-		consent, err = h.consent(ctx, rt, c, adm)
+		consent, err = s.consent(ctx, rt, c, adm)
 		if errors.Is(err, errConsentDeadline) {
-			h.s.logRefusal(c, "the deadline passed during the consent wait", "deadline", time.UnixMilli(c.deadline).UTC().Format(time.RFC3339Nano))
+			s.logRefusal(c, "the deadline passed during the consent wait", "deadline", time.UnixMilli(c.deadline).UTC().Format(time.RFC3339Nano))
 			ref := &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}
-			return h.refuseAdmitted(adm, c, nil, ref, "refused before consent: the call's deadline passed during the consent wait")
+			return s.refuseAdmitted(adm, c, nil, ref, "refused before consent: the call's deadline passed during the consent wait")
 		}
 		var pm *principalMismatch
 		if errors.As(err, &pm) {
-			h.s.logRefusal(c, "the payer's consent names another principal than the dispatch's agent", "agent", c.agent, "principal", pm.principal)
-			return h.refuseAdmitted(adm, c, pm.consent, pm.refusal(), pm.receiptReason())
+			s.logRefusal(c, "the payer's consent names another principal than the dispatch's agent", "agent", c.agent, "principal", pm.principal)
+			return s.refuseAdmitted(adm, c, pm.consent, pm.refusal(), pm.receiptReason())
 		}
 		if err != nil {
 			// The refusal may go out on a channel that is already dead: log
 			// it, so that an attempt refused here is never dropped silently.
-			h.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", c.attempt, "err", err)
+			s.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", c.attempt, "err", err)
 			ref := &msg.Refusal{Code: msg.CodeNoConsent, Reason: noConsentReason(err) + "; nothing was sent or charged"}
-			return h.refuseAdmitted(adm, c, nil, ref, noConsentReceiptReason(err))
+			return s.refuseAdmitted(adm, c, nil, ref, noConsentReceiptReason(err))
 		}
 	}
 	// Admission again at the last moment, then journal first: the
 	// reservation and mark-send, one record.
-	ref, err := h.s.commitReserve(adm, c, consent)
+	ref, err := s.commitReserve(adm, c, consent)
 	if ref != nil {
 		why := "refused after the payer's consent, before anything was sent: "
 		if consent == nil {
 			why = "refused before sending (a free request needs no consent): "
 		}
-		return h.refuseAdmitted(adm, c, consent, ref, why+ref.Reason)
+		return s.refuseAdmitted(adm, c, consent, ref, why+ref.Reason)
 	}
 	if err != nil {
-		return reserveFailed(&msg.Dispatch{Attempt: c.attempt}, err, h.log)
+		return reserveFailed(&msg.Dispatch{Attempt: c.attempt}, err, s.log)
 	}
 	failpoint.Hit(FailAfterReserve)
-	return h.deliverReserved(rt, c, adm, consent)
+	return s.deliverReserved(rt, c, adm, consent)
 }
 
 // deliverReserved delivers an attempt whose reservation is durable and
 // journals its end: not sent, uncertain, or the application's answer.
-func (h *Host) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *admission, consent []byte) msg.DispatchResult {
+func (s *Store) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *admission, consent []byte) msg.DispatchResult {
 	var dl delivered
-	cutoff := c.cutoff(h.s.deadlineClock())
+	cutoff := c.cutoff(s.deadlineClock())
 	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
 		dl = deliverFiltered(rt, c.list, adm.listFilter(), cutoff)
 	} else {
@@ -110,32 +156,32 @@ func (h *Host) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *adm
 	}
 	if dl.sent && dl.err == "" && dl.cause != nil {
 		// An answer the host made itself (a listing it would not filter).
-		h.log.Warn("steward-operator: filtered listing", "attempt", c.attempt, "err", dl.cause)
+		s.log.Warn("steward-operator: filtered listing", "attempt", c.attempt, "err", dl.cause)
 	}
 	switch {
 	case !dl.sent:
-		h.log.Warn("steward-operator: not sent", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
-		receipt, err := h.s.commitNotSent(adm, c, consent, dl.detail)
+		s.log.Warn("steward-operator: not sent", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
+		receipt, err := s.commitNotSent(adm, c, consent, dl.detail)
 		if err != nil {
 			// The reservation is durable and its release is not (or not
 			// known to be): charged until the operator resolves it.
-			h.log.Error("steward-operator: not-sent record", "attempt", c.attempt, "err", err)
+			s.log.Error("steward-operator: not-sent record", "attempt", c.attempt, "err", err)
 			return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
 				Detail: "delivery failed before sending (" + dl.detail + ") but the host could not journal the release"}
 		}
 		failpoint.Hit(FailAfterNotSent)
 		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateNotSent, Detail: dl.detail, Receipt: receipt}
 	case dl.err != "":
-		h.log.Warn("steward-operator: uncertain", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
-		h.s.commitUncertain(adm, dl.err, h.log)
+		s.log.Warn("steward-operator: uncertain", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
+		s.commitUncertain(adm, dl.err, s.log)
 		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain, Detail: dl.err}
 	}
 
 	body := dl.body
-	receipt, err := h.s.commitOutcome(adm, c, consent, dl.status, body)
+	receipt, err := s.commitOutcome(adm, c, consent, dl.status, body)
 	if err != nil {
-		h.log.Error("steward-operator: outcome record", "attempt", c.attempt, "err", err)
-		h.s.commitUncertain(adm, "the host could not journal the answer", h.log)
+		s.log.Error("steward-operator: outcome record", "attempt", c.attempt, "err", err)
+		s.commitUncertain(adm, "the host could not journal the answer", s.log)
 		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
 			Detail: "the application answered but the host could not journal the outcome"}
 	}
@@ -159,10 +205,10 @@ var errConsentDeadline = errors.New("the dispatch's deadline passed during the c
 // what is known of it: a record the journal removed is not there (nothing
 // of the attempt is recorded), one whose fdatasync failed is known only
 // once the host has restarted.
-func (h *Host) refuseAdmitted(adm *admission, c *checkedDispatch, consent []byte, ref *msg.Refusal, reason string) msg.DispatchResult {
-	receipt, err := h.s.commitRefused(adm, c, consent, reason)
+func (s *Store) refuseAdmitted(adm *admission, c *checkedDispatch, consent []byte, ref *msg.Refusal, reason string) msg.DispatchResult {
+	receipt, err := s.commitRefused(adm, c, consent, reason)
 	if err != nil {
-		h.log.Error("steward-operator: refused record; nothing sent or charged", "attempt", c.attempt, "err", err)
+		s.log.Error("steward-operator: refused record; nothing sent or charged", "attempt", c.attempt, "err", err)
 		ref.Reason += refusalUnrecorded(err)
 		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
@@ -185,27 +231,21 @@ func refusalUnrecorded(err error) string {
 // consent did not come: the payer's own refusal, or that it could not be
 // obtained (the cause, which may name a host path, stays in the log).
 func noConsentReceiptReason(err error) string {
-	var pr *payerRefusal
+	var pr *PayerRefusal
 	if errors.As(err, &pr) {
-		return "the payer refused: " + quoteLine(pr.ref.Error(), maxPayerReason)
+		return "the payer refused: " + quoteLine(pr.Refusal.Error(), maxPayerReason)
 	}
 	return "refused before consent: the payer's consent could not be obtained"
 }
-
-// payerRefusal is the controller's own refusal to consent, as the reverse
-// channel answered it.
-type payerRefusal struct{ ref msg.Refusal }
-
-func (e *payerRefusal) Error() string { return "the controller refused: " + e.ref.Error() }
 
 // noConsentReason is what the agent learns of a consent that did not
 // come: the payer's own refusal, which is the controller's word and names
 // the payer's limit, or that the consent could not be obtained (the cause,
 // which may name the reverse socket, is in the host's log).
 func noConsentReason(err error) string {
-	var pr *payerRefusal
+	var pr *PayerRefusal
 	if errors.As(err, &pr) {
-		return "the payer refused consent: " + pr.ref.Error()
+		return "the payer refused consent: " + pr.Refusal.Error()
 	}
 	return "the payer's consent could not be obtained"
 }
@@ -223,11 +263,13 @@ func validAttemptID(s string) error {
 	return nil
 }
 
-// consent asks the controller for the payer's signed consent to adm's
-// charge and verifies it against the controller's pinned dispatch key.
+// consent asks the controller, through the daemon's Payer, for the payer's
+// signed consent to adm's charge and verifies it against the controller's
+// pinned dispatch key: the daemon carries the consent, it does not vouch
+// for it.
 //
 // The wait ends on the reverse channel's answer or failure, or after
-// reserveTimeout or at the dispatch's deadline plus msg.DeadlineTolerance,
+// ReserveTimeout or at the dispatch's deadline plus msg.DeadlineTolerance,
 // whichever is sooner; not when ctx is cancelled, which happens when the
 // dispatch's forward channel closes or the host shuts down. A controller
 // that consents and dies at once has its consent already queued on the
@@ -236,9 +278,9 @@ func validAttemptID(s string) error {
 // sockets it happens to read first. A controller that died before
 // consenting fails the reverse channel too, so nothing waits for the
 // timeout; a shutdown drains the wait like the delivery that follows it.
-func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) (consent []byte, err error) {
-	by, byDeadline := time.Now().Add(reserveTimeout), false
-	if cut := c.cutoff(h.s.deadlineClock()); !cut.IsZero() && cut.Before(by) {
+func (s *Store) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) (consent []byte, err error) {
+	by, byDeadline := time.Now().Add(ReserveTimeout), false
+	if cut := c.cutoff(s.deadlineClock()); !cut.IsZero() && cut.Before(by) {
 		by, byDeadline = cut, true
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
@@ -248,10 +290,6 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 			err = fmt.Errorf("%w: %w", errConsentDeadline, err)
 		}
 	}()
-	cl, err := h.reverseClient(ctx, rt, adm.ctrl)
-	if err != nil {
-		return nil, err
-	}
 	// The reserve cites the signed grant the call was admitted under, so
 	// the controller can check the charge against the operator's own word
 	// (a grant's signed bytes never change once stored).
@@ -260,33 +298,18 @@ func (h *Host) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispa
 		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge, RefusalPrice: adm.refusalPrice(),
 		Grant: adm.g.signed,
 	}
-	env, err := cl.Call(ctx, msg.TypeReserve, r)
+	signed, err := s.daemon.Consent(ctx, rt, adm.ctrl.peer(), r)
 	if err != nil {
 		return nil, err
 	}
-	switch env.T {
-	case msg.TypeConsent:
-		var rep msg.ConsentReply
-		if err := env.Decode(&rep); err != nil {
-			return nil, err
-		}
-		cons, err := msg.VerifyConsent(rep.Consent, adm.ctrl.dispRing, r)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkPrincipal(c, cons, rep.Consent); err != nil {
-			return nil, err
-		}
-		return rep.Consent, nil
-	case msg.TypeRefused:
-		var ref msg.Refusal
-		if err := env.Decode(&ref); err != nil {
-			return nil, err
-		}
-		return nil, &payerRefusal{ref: ref}
-	default:
-		return nil, fmt.Errorf("unexpected %q reply to reserve", env.T)
+	cons, err := msg.VerifyConsent(signed, adm.ctrl.dispRing, r)
+	if err != nil {
+		return nil, err
 	}
+	if err := checkPrincipal(c, cons, signed); err != nil {
+		return nil, err
+	}
+	return signed, nil
 }
 
 // reserveFailed answers a dispatch whose reservation record could not be

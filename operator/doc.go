@@ -292,7 +292,7 @@
 //
 // # Route states
 //
-// A route is active, inactive or removed (RouteState; route_state.go):
+// A route is active, inactive or removed (hostlog.RouteState; route_state.go):
 // route-register.v2 records give a new route its first state and
 // route-state records change it, so replay rebuilds every state (a route
 // with neither, registered before route states, is active). Only active

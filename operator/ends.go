@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -76,9 +77,9 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 		s.mu.Unlock()
 		return nil, err
 	}
-	rec := recOutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.ledger}
+	rec := hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.ledger}
 	s.mu.Unlock()
-	jseq, err := s.appendReceipt(kindOutcomeV2, rec)
+	jseq, err := s.appendReceipt(hostlog.KindOutcomeV2, rec)
 	if err != nil {
 		s.mu.Lock()
 		p.charged += release
@@ -110,11 +111,11 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 	if err == nil {
 		adm.a.state, adm.a.detail = msg.StateNotSent, detail
 	}
-	rec := recNotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+	rec := hostlog.NotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
 	s.mu.Unlock()
 	var jseq uint64
 	if err == nil {
-		jseq, err = s.appendReceipt(kindNotSentV2, rec)
+		jseq, err = s.appendReceipt(hostlog.KindNotSentV2, rec)
 	}
 	if err != nil {
 		s.mu.Lock()
@@ -152,7 +153,7 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 	r := receiptOf(adm, d, consent)
 	r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
 	signed, seq, head, err := s.signReceiptLocked(r)
-	rec := recRefused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+	rec := hostlog.Refused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
 		Agent: d.agent, Conversation: d.conversation}
 	if err != nil {
 		delete(s.st.attempts, adm.a.id)
@@ -160,7 +161,7 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 		return nil, err
 	}
 	s.mu.Unlock()
-	jseq, err := s.appendReceipt(kindRefused, rec)
+	jseq, err := s.appendReceipt(hostlog.KindRefused, rec)
 	s.mu.Lock()
 	if err != nil {
 		delete(s.st.attempts, adm.a.id)

@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
@@ -15,11 +16,10 @@ import (
 // controller, a fork of a route, a bound passed. The command exits 2.
 var ErrRefused = errors.New("refused")
 
-// ErrDaemonRunning reports a command that cannot reach a running daemon.
-var ErrDaemonRunning = errors.New("the host daemon holds the store")
-
-// refusedf formats a one-line refusal wrapping ErrRefused.
-func refusedf(format string, args ...any) error {
+// Refusedf formats a one-line refusal wrapping ErrRefused: what the store,
+// the admin language, the host and the command line each refuse of their
+// input.
+func Refusedf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
 }
 
@@ -29,13 +29,13 @@ const maxNameLen = 64
 // validName checks a name: 1 to 64 of A-Za-z0-9._-, first a letter or digit.
 func validName(what, s string) error {
 	if len(s) == 0 || len(s) > maxNameLen {
-		return refusedf("%s name %s: must be 1 to %d bytes", what, strconv.Quote(trunc(s, 80)), maxNameLen)
+		return Refusedf("%s name %s: must be 1 to %d bytes", what, strconv.Quote(trunc(s, 80)), maxNameLen)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return refusedf("%s name %s: only A-Za-z0-9._- allowed, first a letter or digit", what, strconv.Quote(trunc(s, 80)))
+			return Refusedf("%s name %s: only A-Za-z0-9._- allowed, first a letter or digit", what, strconv.Quote(trunc(s, 80)))
 		}
 	}
 	return nil
@@ -49,14 +49,14 @@ const (
 
 func validPatterns(ps []string) error {
 	if len(ps) > maxPatterns {
-		return refusedf("%d operation patterns, the bound is %d", len(ps), maxPatterns)
+		return Refusedf("%d operation patterns, the bound is %d", len(ps), maxPatterns)
 	}
 	for _, p := range ps {
 		if p == "" || len(p) > maxPatternLen {
-			return refusedf("operation pattern %s: must be 1 to %d bytes", strconv.Quote(trunc(p, 80)), maxPatternLen)
+			return Refusedf("operation pattern %s: must be 1 to %d bytes", strconv.Quote(trunc(p, 80)), maxPatternLen)
 		}
 		if _, err := path.Match(p, ""); err != nil {
-			return refusedf("operation pattern %s: %v", strconv.Quote(p), err)
+			return Refusedf("operation pattern %s: %v", strconv.Quote(p), err)
 		}
 	}
 	return nil
@@ -69,35 +69,40 @@ const (
 	maxPathLen    = 107 // sun_path holds 108 bytes with the NUL
 )
 
+// MaxDeliveryTime is the longest one delivery to an application may run:
+// the longest connect and response timeouts a route may have. A
+// redelivery, which no dispatch deadline bounds, runs at most this long.
+const MaxDeliveryTime = (maxConnectMs + maxResponseMs) * time.Millisecond
+
 func validRouteRecord(r msg.RouteRecord) error {
 	if err := validName("application", r.Application); err != nil {
 		return err
 	}
 	if r.Protocol != msg.ProtocolOracleOperationsV1 {
-		return refusedf("route %s: unknown protocol %s", r.Route, strconv.Quote(r.Protocol))
+		return Refusedf("route %s: unknown protocol %s", r.Route, strconv.Quote(r.Protocol))
 	}
 	for _, p := range []struct{ what, path string }{{"upstream", r.Upstream}, {"forward", r.Forward}, {"reverse", r.Reverse}} {
 		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
-			return refusedf("route %s: %s socket %s must be a clean absolute path", r.Route, p.what, strconv.Quote(trunc(p.path, 120)))
+			return Refusedf("route %s: %s socket %s must be a clean absolute path", r.Route, p.what, strconv.Quote(trunc(p.path, 120)))
 		}
 		if len(p.path) > maxPathLen {
-			return refusedf("route %s: %s socket path of %d bytes exceeds the bound of %d", r.Route, p.what, len(p.path), maxPathLen)
+			return Refusedf("route %s: %s socket path of %d bytes exceeds the bound of %d", r.Route, p.what, len(p.path), maxPathLen)
 		}
 	}
 	if r.Forward == r.Upstream || r.Forward == r.Reverse || r.Upstream == r.Reverse {
-		return refusedf("route %s: the upstream, forward and reverse sockets must differ", r.Route)
+		return Refusedf("route %s: the upstream, forward and reverse sockets must differ", r.Route)
 	}
 	if err := oracleops.ValidatePrefix(r.Prefix); err != nil {
-		return refusedf("route %s: %v", r.Route, err)
+		return Refusedf("route %s: %v", r.Route, err)
 	}
 	if err := validAppAccount(r.Route, r.AppAccount); err != nil {
 		return err
 	}
 	if r.Timeouts.ConnectMs < 1 || r.Timeouts.ConnectMs > maxConnectMs {
-		return refusedf("route %s: connect timeout %d ms is outside 1 to %d", r.Route, r.Timeouts.ConnectMs, maxConnectMs)
+		return Refusedf("route %s: connect timeout %d ms is outside 1 to %d", r.Route, r.Timeouts.ConnectMs, maxConnectMs)
 	}
 	if r.Timeouts.ResponseMs < 1 || r.Timeouts.ResponseMs > maxResponseMs {
-		return refusedf("route %s: response timeout %d ms is outside 1 to %d", r.Route, r.Timeouts.ResponseMs, maxResponseMs)
+		return Refusedf("route %s: response timeout %d ms is outside 1 to %d", r.Route, r.Timeouts.ResponseMs, maxResponseMs)
 	}
 	return nil
 }

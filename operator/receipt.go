@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -47,11 +48,8 @@ func (s *Store) signReceiptLocked(r msg.Receipt) (signed []byte, seq uint64, hea
 func (s *Store) receiptDurable(seq uint64, head []byte) {
 	s.mu.Lock()
 	s.st.markDurable(seq, head)
-	wake := s.wake
 	s.mu.Unlock()
-	if wake != nil {
-		wake()
-	}
+	s.daemon.ReceiptDurable()
 }
 
 // appendReceipt journals a record that carries the receipt signReceiptLocked
@@ -69,4 +67,30 @@ func (s *Store) appendReceipt(kind string, body any) (uint64, error) {
 		return 0, fmt.Errorf("store %s is open read-only", s.dir)
 	}
 	return s.j.AppendLinked(kind, body, s.receiptTurn.Unlock)
+}
+
+// Checkpoint signs and journals a checkpoint over the durable receipt
+// chain head, if it moved since the last one: the running host does so
+// at most once a second after outcomes (package host), and once more at
+// shutdown.
+func (s *Store) Checkpoint() error {
+	s.mu.Lock()
+	seq, head, done := s.st.durableSeq, s.st.durableHead, s.st.checkpoint
+	s.mu.Unlock()
+	if seq <= done {
+		return nil
+	}
+	signed, err := msg.SignCheckpoint(s.key, msg.Checkpoint{Seq: seq, Head: head, At: s.clock().UnixMilli()})
+	if err != nil {
+		return err
+	}
+	if _, err := s.append(hostlog.KindCheckpoint, hostlog.Checkpoint{Checkpoint: signed, Seq: seq}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if seq > s.st.checkpoint {
+		s.st.checkpoint = seq
+	}
+	s.mu.Unlock()
+	return nil
 }

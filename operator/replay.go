@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -17,15 +18,15 @@ func (s *Store) replay() error {
 	}
 	st := s.st
 	if len(st.pending) != 0 {
-		return fmt.Errorf("host journal: %w", faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.durableSeq+1, len(st.pending)))
+		return fmt.Errorf("host journal: %w", hostlog.Faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.durableSeq+1, len(st.pending)))
 	}
 	st.signedSeq, st.signedHead = st.durableSeq, st.durableHead
 	return nil
 }
 
 // replayer is Open's pass over the journal: the state it rebuilds and the
-// operator key that grants and route records must be signed with. Its
-// methods are the apply steps of hostRecords, one a kind.
+// operator key that grants and route records must be signed with. It is a
+// hostlog.Visitor: its methods are the apply steps, one a kind.
 type replayer struct {
 	st  *state
 	pub *wire.HybridPublicKey
@@ -36,24 +37,17 @@ func (rp *replayer) record(r journal.Record) error {
 	// Every record's time is a time recorded: the clock never goes back
 	// behind it (Store.clock).
 	rp.st.latest = max(rp.st.latest, r.At)
-	if journalOwnKind(r.Kind) {
-		return nil
-	}
-	k, body, err := decodeRecord(r)
-	if err == nil {
-		err = k.apply(rp, r, body)
-	}
-	if err != nil {
+	if err := hostlog.Visit(rp, r); err != nil {
 		return recordError(r.Seq, r.Kind, err)
 	}
 	return nil
 }
 
-func (rp *replayer) controllerAddV1(r journal.Record, b *recControllerAdd) error {
-	return rp.controllerAdd(r, b.upgrade())
+func (rp *replayer) ControllerAdd(r journal.Record, b *hostlog.ControllerAdd) error {
+	return rp.ControllerAddV2(r, b.Upgrade())
 }
 
-func (rp *replayer) controllerAdd(_ journal.Record, b *recControllerAddV2) error {
+func (rp *replayer) ControllerAddV2(_ journal.Record, b *hostlog.ControllerAddV2) error {
 	c, err := rp.st.checkControllerAdd(*b)
 	if err != nil {
 		return err
@@ -62,7 +56,7 @@ func (rp *replayer) controllerAdd(_ journal.Record, b *recControllerAddV2) error
 	return nil
 }
 
-func (rp *replayer) controllerControl(_ journal.Record, b *recControllerControl) error {
+func (rp *replayer) ControllerControl(_ journal.Record, b *hostlog.ControllerControl) error {
 	c, err := rp.st.checkControllerControl(*b)
 	if err != nil {
 		return err
@@ -71,7 +65,7 @@ func (rp *replayer) controllerControl(_ journal.Record, b *recControllerControl)
 	return nil
 }
 
-func (rp *replayer) purseFund(_ journal.Record, b *recPurseFund) error {
+func (rp *replayer) PurseFund(_ journal.Record, b *hostlog.PurseFund) error {
 	c, err := rp.st.controller(b.Controller)
 	if err != nil {
 		return err
@@ -81,17 +75,24 @@ func (rp *replayer) purseFund(_ journal.Record, b *recPurseFund) error {
 	return nil
 }
 
-// purseFrozen applies purse-freeze and purse-thaw, which differ only in kind.
-func (rp *replayer) purseFrozen(r journal.Record, b *recPurse) error {
+func (rp *replayer) PurseFreeze(_ journal.Record, b *hostlog.Purse) error {
+	return rp.purseFrozen(b, true)
+}
+
+func (rp *replayer) PurseThaw(_ journal.Record, b *hostlog.Purse) error {
+	return rp.purseFrozen(b, false)
+}
+
+func (rp *replayer) purseFrozen(b *hostlog.Purse, frozen bool) error {
 	c, err := rp.st.controller(b.Controller)
 	if err != nil {
 		return err
 	}
-	c.purse.frozen = r.Kind == kindPurseFreeze
+	c.purse.frozen = frozen
 	return nil
 }
 
-func (rp *replayer) grantIssue(_ journal.Record, b *recGrantIssue) error {
+func (rp *replayer) GrantIssue(_ journal.Record, b *hostlog.GrantIssue) error {
 	g, err := rp.st.checkGrant(b.Grant, rp.pub)
 	if err != nil {
 		return err
@@ -100,7 +101,7 @@ func (rp *replayer) grantIssue(_ journal.Record, b *recGrantIssue) error {
 	return nil
 }
 
-func (rp *replayer) grantRevoke(_ journal.Record, b *recGrantRevoke) error {
+func (rp *replayer) GrantRevoke(_ journal.Record, b *hostlog.GrantRevoke) error {
 	g, ok := rp.st.grants[b.ID]
 	if !ok {
 		return fmt.Errorf("revokes unknown grant %s", b.ID)
@@ -109,7 +110,8 @@ func (rp *replayer) grantRevoke(_ journal.Record, b *recGrantRevoke) error {
 	return nil
 }
 
-func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
+// reserve applies a reservation of either version.
+func (rp *replayer) reserve(b *hostlog.Reserve) error {
 	st := rp.st
 	prior, err := st.askedAttempt(b.Attempt, "reserved", fmt.Errorf("attempt %s reserved twice", b.Attempt))
 	if err != nil {
@@ -143,11 +145,11 @@ func (rp *replayer) reserve(_ journal.Record, b *recReserve) error {
 }
 
 // notSentV1 applies a version 1 not-sent record (no receipt).
-func (rp *replayer) notSentV1(r journal.Record, b *recNotSent) error {
-	return rp.notSent(r, b.upgrade())
+func (rp *replayer) NotSent(r journal.Record, b *hostlog.NotSent) error {
+	return rp.NotSentV2(r, b.Upgrade())
 }
 
-func (rp *replayer) notSent(r journal.Record, b *recNotSentV2) error {
+func (rp *replayer) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
 	if err != nil {
 		return err
@@ -162,7 +164,7 @@ func (rp *replayer) notSent(r journal.Record, b *recNotSentV2) error {
 	return nil
 }
 
-func (rp *replayer) uncertain(_ journal.Record, b *recUncertain) error {
+func (rp *replayer) Uncertain(_ journal.Record, b *hostlog.Uncertain) error {
 	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
 	if err != nil {
 		return err
@@ -172,17 +174,17 @@ func (rp *replayer) uncertain(_ journal.Record, b *recUncertain) error {
 }
 
 // outcomeV1 applies a version 1 outcome: it charged the whole reservation.
-func (rp *replayer) outcomeV1(r journal.Record, b *recOutcome) error {
+func (rp *replayer) Outcome(r journal.Record, b *hostlog.Outcome) error {
 	a, err := rp.st.attemptIn(b.Attempt, msg.StateUncertain)
 	if err != nil {
 		return err
 	}
-	return rp.outcome(r, b.upgrade(a.charge))
+	return rp.OutcomeV2(r, b.Upgrade(a.charge))
 }
 
 // outcome settles an answered attempt: its charge stays taken from the
 // purse, the rest of its reservation is released.
-func (rp *replayer) outcome(r journal.Record, b *recOutcomeV2) error {
+func (rp *replayer) OutcomeV2(r journal.Record, b *hostlog.OutcomeV2) error {
 	st := rp.st
 	a, err := st.attemptIn(b.Attempt, msg.StateUncertain)
 	if err != nil {
@@ -202,7 +204,7 @@ func (rp *replayer) outcome(r journal.Record, b *recOutcomeV2) error {
 
 // refused records an admitted attempt refused before anything was
 // reserved: its id is taken (never dispatched again), nothing charged.
-func (rp *replayer) refused(r journal.Record, b *recRefused) error {
+func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 	st := rp.st
 	prior, err := st.askedAttempt(b.Attempt, "refused", fmt.Errorf("attempt %s refused after it was recorded", b.Attempt))
 	if err != nil {
@@ -231,7 +233,7 @@ func (rp *replayer) receipt(seq uint64, signed []byte) error {
 	return nil
 }
 
-func (rp *replayer) checkpoint(_ journal.Record, b *recCheckpoint) error {
+func (rp *replayer) Checkpoint(_ journal.Record, b *hostlog.Checkpoint) error {
 	if b.Seq > rp.st.checkpoint {
 		rp.st.checkpoint = b.Seq
 	}

@@ -7,21 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// The admin operations of route states: AdminRequest.Name is the route,
-// AdminRequest.By who asks.
-const (
-	OpRouteActivate   = "route-activate"
-	OpRouteDeactivate = "route-deactivate"
-	OpRouteRemove     = "route-remove"
-)
-
-// routeOpState is the state each route operation asks for.
-var routeOpState = map[string]RouteState{
-	OpRouteActivate: RouteActive, OpRouteDeactivate: RouteInactive, OpRouteRemove: RouteRemoved,
-}
 
 // errUnchanged is a route change's check finding the route in the state
 // asked already: nothing is journaled.
@@ -37,9 +25,9 @@ type RouteRegistration struct {
 	By string
 }
 
-// storeAccount is who a change made on a store opened directly is by:
-// the account of the process that holds it.
-func storeAccount() string { return fmt.Sprintf("uid:%d", os.Geteuid()) }
+// OwnAccount is this process's account as a record names who asked a
+// change of a store it opened itself: "uid:N" of its effective uid.
+func OwnAccount() string { return fmt.Sprintf("uid:%d", os.Geteuid()) }
 
 // markTime is when a route's state was set, RFC 3339, or "" when unknown.
 func markTime(m routeStateMark) string {
@@ -63,7 +51,7 @@ func (s *Store) RegisterRouteAs(name, app string, req RouteRequest, reg RouteReg
 	}
 	replaces, err := hex.DecodeString(req.Replaces)
 	if err != nil {
-		return RouteView{}, refusedf("route %s: replaces %q is not hex", name, req.Replaces)
+		return RouteView{}, Refusedf("route %s: replaces %q is not hex", name, req.Replaces)
 	}
 	if len(replaces) == 0 {
 		replaces = nil
@@ -98,13 +86,13 @@ func (s *Store) ImportRoute(signed []byte) (RouteView, error) {
 func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, error) {
 	by := reg.By
 	if by == "" {
-		by = storeAccount()
+		by = OwnAccount()
 	}
 	var rec msg.RouteRecord
 	var id []byte
-	var body recRouteRegisterV2
+	var body hostlog.RouteRegisterV2
 	var v RouteView
-	err := s.mutateRoute(kindRouteRegisterV2,
+	err := s.mutateRoute(hostlog.KindRouteRegisterV2,
 		func() (any, *routeRev, error) {
 			var err error
 			if rec, id, err = s.st.checkRoute(signed, s.pub); err != nil {
@@ -114,9 +102,9 @@ func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, er
 			if err != nil {
 				return nil, nil, err
 			}
-			body = recRouteRegisterV2{Record: signed, State: state, By: by, At: s.clockLocked().UnixMilli()}
+			body = hostlog.RouteRegisterV2{Record: signed, State: state, By: by, At: s.clockLocked().UnixMilli()}
 			var listen *routeRev
-			if state == RouteActive {
+			if state == hostlog.RouteActive {
 				listen = &routeRev{rec: rec, signed: signed, id: id}
 			}
 			return body, listen, nil
@@ -136,13 +124,13 @@ func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, er
 // unresolved. While the host runs, the change takes effect at once: an
 // activated route's forward socket is listened on before its record is
 // journaled, a deactivated or removed route's listener is closed after.
-func (s *Store) SetRouteState(name string, to RouteState, by string) (RouteView, bool, error) {
+func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (RouteView, bool, error) {
 	if by == "" {
-		by = storeAccount()
+		by = OwnAccount()
 	}
 	var r *route
 	var mark routeStateMark
-	err := s.mutateRoute(kindRouteState,
+	err := s.mutateRoute(hostlog.KindRouteState,
 		func() (any, *routeRev, error) {
 			var err error
 			if r, err = s.st.checkRouteState(name, to); err != nil {
@@ -151,18 +139,18 @@ func (s *Store) SetRouteState(name string, to RouteState, by string) (RouteView,
 			if r.state == to {
 				return nil, nil, errUnchanged
 			}
-			if to == RouteRemoved {
+			if to == hostlog.RouteRemoved {
 				if ids := s.st.unresolvedOf(r); len(ids) > 0 {
 					return nil, nil, unresolvedRefusal(name, ids)
 				}
 			}
 			mark = routeStateMark{state: to, by: by, at: s.clockLocked().UnixMilli()}
 			var listen *routeRev
-			if to == RouteActive {
+			if to == hostlog.RouteActive {
 				sel := *r.selected()
 				listen = &sel
 			}
-			return recRouteState{Route: name, State: to, By: by, At: mark.at}, listen, nil
+			return hostlog.RouteStateChange{Route: name, State: to, By: by, At: mark.at}, listen, nil
 		},
 		func() { s.st.setRouteState(r, mark) })
 	changed := true
@@ -175,43 +163,4 @@ func (s *Store) SetRouteState(name string, to RouteState, by string) (RouteView,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return routeView(r), changed, nil
-}
-
-// mutateRoute is mutate for a change of the routes the host serves: its
-// check also says which revision the change will have the host listen on
-// (nil: none new). While the host runs (s.listening), that listener is
-// opened before the record is appended, so that a forward socket the host
-// cannot listen on refuses the change with nothing journaled, and the
-// listener set is matched to the state once the change is applied: the
-// change takes effect at once, without a restart.
-func (s *Store) mutateRoute(kind string, check func() (any, *routeRev, error), apply func()) error {
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
-	s.mu.Lock()
-	rec, listen, err := check()
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	ls := s.listening
-	if ls != nil && listen != nil {
-		if err := ls.prepare(*listen); err != nil {
-			return fmt.Errorf("route %s: the host cannot listen on its forward socket (%w); nothing was journaled", listen.rec.Route, err)
-		}
-	}
-	if _, err := s.append(kind, rec); err != nil {
-		if ls != nil {
-			ls.settle() // closes what was prepared; the state did not change
-		}
-		return err
-	}
-	s.mu.Lock()
-	apply()
-	s.mu.Unlock()
-	if ls != nil {
-		if err := ls.settle(); err != nil {
-			return fmt.Errorf("the change is journaled, but the host could not listen as it says: %w", err)
-		}
-	}
-	return nil
 }

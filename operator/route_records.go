@@ -4,52 +4,23 @@ import (
 	"fmt"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 )
-
-// The host journal's record kinds of route states (see doc.go): a route's
-// registration with the state it has once registered, and an operator's
-// change of a route's state.
-const (
-	kindRouteRegisterV2 = "route-register.v2"
-	kindRouteState      = "route-state"
-)
-
-// recRouteRegisterV2 is a signed route revision with who registered it
-// and when, and the route's state once it is registered: active or
-// inactive for a new route (`route register --inactive`), the route's own
-// state for a later revision (a new revision keeps it). A first-version
-// route-register has none of these: its route is active.
-type recRouteRegisterV2 struct {
-	Record []byte     `cbor:"record"`
-	State  RouteState `cbor:"state"`
-	By     string     `cbor:"by"`
-	At     int64      `cbor:"at"` // unix ms, by the store's clock
-}
-
-// recRouteState is an operator's change of a route's state (`route
-// activate|deactivate|remove`): the state it enters, who ("uid:N") and
-// when (unix ms, by the store's clock).
-type recRouteState struct {
-	Route string     `cbor:"route"`
-	State RouteState `cbor:"state"`
-	By    string     `cbor:"by"`
-	At    int64      `cbor:"at"`
-}
 
 // routeRegister applies a first-version registration: its route is
 // active. It predates the rule of one active route per application, so
 // replay does not hold it to that rule (a journal written before it may
 // have two).
-func (rp *replayer) routeRegister(_ journal.Record, b *recRouteRegister) error {
+func (rp *replayer) RouteRegister(_ journal.Record, b *hostlog.RouteRegister) error {
 	rec, id, err := rp.st.checkRoute(b.Record, rp.pub)
 	if err != nil {
 		return err
 	}
-	rp.st.addRoute(rec, b.Record, id, routeStateMark{state: RouteActive})
+	rp.st.addRoute(rec, b.Record, id, routeStateMark{state: hostlog.RouteActive})
 	return nil
 }
 
-func (rp *replayer) routeRegisterV2(_ journal.Record, b *recRouteRegisterV2) error {
+func (rp *replayer) RouteRegisterV2(_ journal.Record, b *hostlog.RouteRegisterV2) error {
 	st := rp.st
 	rec, id, err := st.checkRoute(b.Record, rp.pub)
 	if err != nil {
@@ -58,7 +29,7 @@ func (rp *replayer) routeRegisterV2(_ journal.Record, b *recRouteRegisterV2) err
 	if b.By == "" {
 		return fmt.Errorf("route %s: the registration names no one", rec.Route)
 	}
-	want, err := st.registerState(rec, b.State == RouteInactive)
+	want, err := st.registerState(rec, b.State == hostlog.RouteInactive)
 	if err != nil {
 		return err
 	}
@@ -73,7 +44,7 @@ func (rp *replayer) routeRegisterV2(_ journal.Record, b *recRouteRegisterV2) err
 // is the state's own (checkRouteState); that a removed route had no
 // unresolved attempt was the command's check when it ran, not something
 // the journal's order could show again.
-func (rp *replayer) routeState(_ journal.Record, b *recRouteState) error {
+func (rp *replayer) RouteStateChange(_ journal.Record, b *hostlog.RouteStateChange) error {
 	if b.By == "" {
 		return fmt.Errorf("route %s: the state change names no one", b.Route)
 	}

@@ -5,27 +5,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
-)
-
-// RouteState is a route's state: whether the host serves it. Only an
-// active route's forward socket is listened on and only an active route
-// is in a controller's route table; an inactive one keeps its name, its
-// history and its forward socket and may be activated again; a removed
-// one is gone for good (its name stays taken, its forward socket is free).
-type RouteState string
-
-// The route states.
-const (
-	RouteActive   RouteState = "active"
-	RouteInactive RouteState = "inactive"
-	RouteRemoved  RouteState = "removed"
 )
 
 // routeStateMark is a route's state and who set it when (unix ms); by is
 // empty for a route registered before route states (active).
 type routeStateMark struct {
-	state RouteState
+	state hostlog.RouteState
 	by    string
 	at    int64
 }
@@ -42,7 +29,7 @@ func (st *state) activeRoutes(ctrl string) []routeRev {
 	var out []routeRev
 	for _, name := range st.routeOrder {
 		r := st.routes[name]
-		if sel := r.selected(); r.state == RouteActive && sel.rec.Controller == ctrl {
+		if sel := r.selected(); r.state == hostlog.RouteActive && sel.rec.Controller == ctrl {
 			out = append(out, *sel)
 		}
 	}
@@ -54,7 +41,7 @@ func (st *state) activeRoutes(ctrl string) []routeRev {
 func (st *state) activeFor(ctrl, app, except string) string {
 	for _, name := range st.routeOrder {
 		r := st.routes[name]
-		if sel := r.selected().rec; name != except && r.state == RouteActive && sel.Controller == ctrl && sel.Application == app {
+		if sel := r.selected().rec; name != except && r.state == hostlog.RouteActive && sel.Controller == ctrl && sel.Application == app {
 			return name
 		}
 	}
@@ -66,7 +53,7 @@ func (st *state) activeFor(ctrl, app, except string) string {
 func (st *state) notRemoved() int {
 	n := 0
 	for _, r := range st.routes {
-		if r.state != RouteRemoved {
+		if r.state != hostlog.RouteRemoved {
 			n++
 		}
 	}
@@ -78,22 +65,22 @@ func (st *state) notRemoved() int {
 // the route's state (asking inactive of an active route is refused). A
 // registration that would give an application of a controller a second
 // active route is refused naming the first.
-func (st *state) registerState(rec msg.RouteRecord, inactive bool) (RouteState, error) {
+func (st *state) registerState(rec msg.RouteRecord, inactive bool) (hostlog.RouteState, error) {
 	r := st.routes[rec.Route]
-	want := RouteActive
+	want := hostlog.RouteActive
 	switch {
 	case r == nil && inactive:
-		return RouteInactive, nil
-	case r != nil && inactive && r.state == RouteActive:
-		return "", refusedf("route %s is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate %s)", rec.Route, rec.Route)
+		return hostlog.RouteInactive, nil
+	case r != nil && inactive && r.state == hostlog.RouteActive:
+		return "", Refusedf("route %s is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate %s)", rec.Route, rec.Route)
 	case r != nil:
 		want = r.state
-		if sel := r.selected().rec; want != RouteActive || sel.Controller == rec.Controller && sel.Application == rec.Application {
+		if sel := r.selected().rec; want != hostlog.RouteActive || sel.Controller == rec.Controller && sel.Application == rec.Application {
 			return want, nil
 		}
 	}
 	if other := st.activeFor(rec.Controller, rec.Application, rec.Route); other != "" {
-		return "", refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first, or register this one --inactive",
+		return "", Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first, or register this one --inactive",
 			rec.Route, rec.Application, rec.Controller, other, other)
 	}
 	return want, nil
@@ -102,22 +89,22 @@ func (st *state) registerState(rec msg.RouteRecord, inactive bool) (RouteState, 
 // checkRouteState checks that route name may enter state to: it exists,
 // is not removed (removal is final) and, to be activated, its
 // application has no other active route of its controller.
-func (st *state) checkRouteState(name string, to RouteState) (*route, error) {
+func (st *state) checkRouteState(name string, to hostlog.RouteState) (*route, error) {
 	r := st.routes[name]
 	if r == nil {
-		return nil, refusedf("no route %s", name)
+		return nil, Refusedf("no route %s", name)
 	}
 	switch to {
-	case RouteActive, RouteInactive, RouteRemoved:
+	case hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved:
 	default:
-		return nil, refusedf("route %s: %q is not a route state (%s, %s or %s)", name, to, RouteActive, RouteInactive, RouteRemoved)
+		return nil, Refusedf("route %s: %q is not a route state (%s, %s or %s)", name, to, hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved)
 	}
-	if r.state == RouteRemoved {
-		return nil, refusedf("route %s was removed: removal is final and its name stays taken; nothing was changed", name)
+	if r.state == hostlog.RouteRemoved {
+		return nil, Refusedf("route %s was removed: removal is final and its name stays taken; nothing was changed", name)
 	}
-	if sel := r.selected().rec; to == RouteActive && r.state != RouteActive {
+	if sel := r.selected().rec; to == hostlog.RouteActive && r.state != hostlog.RouteActive {
 		if other := st.activeFor(sel.Controller, sel.Application, name); other != "" {
-			return nil, refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first",
+			return nil, Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first",
 				name, sel.Application, sel.Controller, other, other)
 		}
 	}
@@ -128,7 +115,7 @@ func (st *state) checkRouteState(name string, to RouteState) (*route, error) {
 // forward socket: another route may be registered on it.
 func (st *state) setRouteState(r *route, m routeStateMark) {
 	r.routeStateMark = m
-	if fwd := r.selected().rec.Forward; m.state == RouteRemoved && st.forwards[fwd] == r.name {
+	if fwd := r.selected().rec.Forward; m.state == hostlog.RouteRemoved && st.forwards[fwd] == r.name {
 		delete(st.forwards, fwd)
 	}
 }
@@ -164,7 +151,7 @@ func unresolvedRefusal(name string, ids []string) error {
 	if len(ids) == 1 {
 		noun = "attempt"
 	}
-	return refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
+	return Refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
 		name, len(ids), noun, named)
 }
 
@@ -180,9 +167,9 @@ func (st *state) notActiveReason(name string) string {
 	switch {
 	case r == nil:
 		return "route " + name + " is not registered on this host" + nothingReservedOrSent
-	case r.state == RouteRemoved:
+	case r.state == hostlog.RouteRemoved:
 		return "route " + name + " is not active: the operator removed it" + nothingReservedOrSent
-	case r.state != RouteActive:
+	case r.state != hostlog.RouteActive:
 		return "route " + name + " is not active: the operator deactivated it" + nothingReservedOrSent
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -72,6 +73,11 @@ type controller struct {
 	// control is the controller's control socket (control.go); empty for
 	// one added before it was recorded, until `controller control`.
 	control string
+}
+
+// peer is c as the running host binds and dials it.
+func (c *controller) peer() Peer {
+	return Peer{Name: c.name, UID: c.uid, Tool: c.toolRing, Dispatch: c.dispRing}
 }
 
 // purse is a controller's credit. balance() is what the ledger says;
@@ -162,12 +168,12 @@ type attempt struct {
 const stateAdmitting msg.State = "admitting"
 
 // checkControllerAdd checks a controller-add record and builds the controller.
-func (st *state) checkControllerAdd(r recControllerAddV2) (*controller, error) {
+func (st *state) checkControllerAdd(r hostlog.ControllerAddV2) (*controller, error) {
 	if err := validName("controller", r.Name); err != nil {
 		return nil, err
 	}
 	if _, ok := st.controllers[r.Name]; ok {
-		return nil, refusedf("controller %s is already pinned", r.Name)
+		return nil, Refusedf("controller %s is already pinned", r.Name)
 	}
 	if r.Control != "" {
 		if err := st.checkControlSocket(r.Name, r.Control); err != nil {
@@ -176,19 +182,19 @@ func (st *state) checkControllerAdd(r recControllerAddV2) (*controller, error) {
 	}
 	var ck msg.ControllerKeys
 	if err := wire.Unmarshal(r.Keys, &ck); err != nil {
-		return nil, refusedf("controller keys: %v", err)
+		return nil, Refusedf("controller keys: %v", err)
 	}
 	tool, err := wire.ParsePublicKey(ck.Tool)
 	if err != nil {
-		return nil, refusedf("controller keys: tool key: %v", err)
+		return nil, Refusedf("controller keys: tool key: %v", err)
 	}
 	disp, err := wire.ParsePublicKey(ck.Dispatch)
 	if err != nil {
-		return nil, refusedf("controller keys: dispatch key: %v", err)
+		return nil, Refusedf("controller keys: dispatch key: %v", err)
 	}
 	for _, k := range [][]byte{ck.Controller, ck.Provider} {
 		if _, err := wire.ParsePublicKey(k); err != nil {
-			return nil, refusedf("controller keys: %v", err)
+			return nil, Refusedf("controller keys: %v", err)
 		}
 	}
 	return &controller{
@@ -202,20 +208,20 @@ func (st *state) checkControllerAdd(r recControllerAddV2) (*controller, error) {
 // and no route's socket already is.
 func (st *state) checkControlSocket(name, path string) error {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(trunc(path, 120)))
+		return Refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(trunc(path, 120)))
 	}
 	if len(path) > maxPathLen {
-		return refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), maxPathLen)
+		return Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), maxPathLen)
 	}
 	for _, other := range st.ctrlOrder {
 		if other != name && st.controllers[other].control == path {
-			return refusedf("controller %s: control socket %s is controller %s's", name, path, other)
+			return Refusedf("controller %s: control socket %s is controller %s's", name, path, other)
 		}
 	}
 	for _, rn := range st.routeOrder {
 		rec := st.routes[rn].selected().rec
 		if path == rec.Forward || path == rec.Reverse || path == rec.Upstream {
-			return refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
+			return Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
 		}
 	}
 	return nil
@@ -223,7 +229,7 @@ func (st *state) checkControlSocket(name, path string) error {
 
 // checkControllerControl checks a controller-control record: the
 // controller exists and the path is a control socket it may have.
-func (st *state) checkControllerControl(r recControllerControl) (*controller, error) {
+func (st *state) checkControllerControl(r hostlog.ControllerControl) (*controller, error) {
 	c, err := st.controller(r.Controller)
 	if err != nil {
 		return nil, err
@@ -253,7 +259,7 @@ func (st *state) addController(c *controller) {
 func (st *state) controller(name string) (*controller, error) {
 	c, ok := st.controllers[name]
 	if !ok {
-		return nil, refusedf("no controller named %s", name)
+		return nil, Refusedf("no controller named %s", name)
 	}
 	return c, nil
 }
@@ -262,16 +268,16 @@ func (st *state) controller(name string) (*controller, error) {
 func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant, error) {
 	g, err := msg.VerifyGrant(signed, pub)
 	if err != nil {
-		return g, refusedf("%v", err)
+		return g, Refusedf("%v", err)
 	}
 	if err := validName("grant id", g.ID); err != nil {
 		return g, err
 	}
 	if _, ok := st.grants[g.ID]; ok {
-		return g, refusedf("grant %s already exists", g.ID)
+		return g, Refusedf("grant %s already exists", g.ID)
 	}
 	if _, ok := st.controllers[g.Controller]; !ok {
-		return g, refusedf("grant %s: no controller named %s", g.ID, g.Controller)
+		return g, Refusedf("grant %s: no controller named %s", g.ID, g.Controller)
 	}
 	if err := validName("application", g.Application); err != nil {
 		return g, err
@@ -280,13 +286,13 @@ func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant
 		return g, err
 	}
 	if g.PerDay == 0 {
-		return g, refusedf("grant %s: per-day count must be at least 1", g.ID)
+		return g, Refusedf("grant %s: per-day count must be at least 1", g.ID)
 	}
 	if g.RefusalPrice > g.Price {
-		return g, refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
+		return g, Refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
 	}
 	if g.NotAfter <= g.NotBefore {
-		return g, refusedf("grant %s: not-after is not after not-before", g.ID)
+		return g, Refusedf("grant %s: not-after is not after not-before", g.ID)
 	}
 	return g, nil
 }
@@ -304,7 +310,7 @@ func (st *state) addGrant(g msg.Grant, signed []byte) {
 func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
 	rec, err := msg.VerifyRoute(signed, pub)
 	if err != nil {
-		return rec, nil, refusedf("%v", err)
+		return rec, nil, Refusedf("%v", err)
 	}
 	id := msg.RouteID(signed)
 	if err := validName("route", rec.Route); err != nil {
@@ -314,51 +320,51 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 		return rec, nil, err
 	}
 	if _, ok := st.controllers[rec.Controller]; !ok {
-		return rec, nil, refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
+		return rec, nil, Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
 	}
 	for _, name := range st.routeOrder {
 		for _, rv := range st.routes[name].revs {
 			if string(rv.id) == string(id) {
-				return rec, nil, refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
+				return rec, nil, Refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
 			}
 		}
 	}
 	r := st.routes[rec.Route]
 	if r == nil {
 		if len(rec.Replaces) != 0 {
-			return rec, nil, refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
+			return rec, nil, Refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
 		}
 		if n := st.notRemoved(); n >= msg.MaxSelectedRoutes {
-			return rec, nil, refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
+			return rec, nil, Refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
 		}
 		if rec.Revision != 1 {
-			return rec, nil, refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
+			return rec, nil, Refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
 		}
 	} else {
-		if r.state == RouteRemoved {
-			return rec, nil, refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
+		if r.state == hostlog.RouteRemoved {
+			return rec, nil, Refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
 		}
 		sel := r.selected()
 		if string(rec.Replaces) != string(sel.id) {
 			for i, rv := range r.revs {
 				if string(rv.id) == string(rec.Replaces) {
-					return rec, nil, refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.revs))
+					return rec, nil, Refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.revs))
 				}
 			}
-			return rec, nil, refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.id[:8])
+			return rec, nil, Refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.id[:8])
 		}
 		if len(r.revs) >= msg.MaxRouteRevisions {
-			return rec, nil, refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.revs), msg.MaxRouteRevisions)
+			return rec, nil, Refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.revs), msg.MaxRouteRevisions)
 		}
 		if rec.Revision != uint64(len(r.revs))+1 {
-			return rec, nil, refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.revs)+1)
+			return rec, nil, Refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.revs)+1)
 		}
 	}
 	if other, ok := st.forwards[rec.Forward]; ok && other != rec.Route {
-		return rec, nil, refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
+		return rec, nil, Refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
 	}
 	if owner := st.controlSocketOwner(rec.Forward); owner != "" {
-		return rec, nil, refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
+		return rec, nil, Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
 	}
 	return rec, id, nil
 }

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,25 +9,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 )
 
-// Journal identity of the host journal.
-const (
-	JournalOwner  = "steward-operator"
-	JournalFormat = "steward-host-journal-v1"
-)
-
-// File names inside the store.
-const (
-	keyFile     = "operator.key"
-	pubFile     = "operator.pub"
-	journalDir  = "journal"
-	adminSocket = "admin.sock"
-)
+// KeyFile is the operator's hybrid signing key in a store (COSE_Key,
+// 0600; wire.WriteHybridKey). The store's other files are the journal's
+// (hostlog.PubFile, hostlog.JournalDir) and, while the host runs, its
+// admin socket (admin.SocketName).
+const KeyFile = "operator.key"
 
 // Store is an open operator store: the operator key and the host journal,
 // with the state rebuilt from it. Its methods are safe for concurrent use;
@@ -53,45 +44,15 @@ type Store struct {
 	askMu sync.Mutex
 	st    *state
 	// now is the wall clock: the store's and the daemon's only source of
-	// wall time (ServeOptions.Now sets it; tests inject one). It is read
-	// only through clock, which never lets time run backwards.
-	now  func() time.Time
-	log  *slog.Logger // where the clock going back is reported
-	wake func()       // wakes the checkpointer after an outcome; nil without a host
-	// listening is the running host's forward listeners (routelisten.go),
-	// which a route change prepares and settles (mutateRoute); nil
-	// without a host. Set before the admin socket is listened on.
-	listening *routeListeners
-	// controls is the running host's control sockets (controllisten.go),
-	// which controller add and controller control prepare and commit
-	// (mutateControl); nil without a host. Set before the admin socket is
-	// listened on.
-	controls *controlListeners
-	// askDecided is told of every ask answered or expired, once its record
-	// is durable: the running host pushes the verdict to the controller
-	// (ask_push.go); nil without a host.
-	askDecided func(askDecision)
-}
-
-// storeConfig is the journal's bound config: the store's identity.
-type storeConfig struct {
-	OperatorKID string `json:"operatorKid"`
-}
-
-// configFor is the config the host journal binds for the store's key: the
-// canonical JSON of its storeConfig (the journal binds the bytes it is
-// given; these are the bytes every host journal holds).
-func configFor(pub *wire.HybridPublicKey) []byte {
-	b, err := json.Marshal(storeConfig{OperatorKID: pub.KID().String()})
-	if err == nil {
-		b, err = canonjson.CanonicalJSON(b)
-	}
-	if err != nil {
-		// A struct of one string always encodes, and encoding/json's output
-		// is valid JSON without duplicate keys.
-		panic("operator: the store config does not encode: " + err.Error())
-	}
-	return b
+	// wall time (Options.Now). It is read only through clock, which never
+	// lets time run backwards, and deadlineClock.
+	now func() time.Time
+	log *slog.Logger
+	// daemon is the running host serving the store (Options.Daemon), or
+	// offline for a store a command opened.
+	daemon Daemon
+	// warned holds the keys of the warnings logged once (warnOnce).
+	warned sync.Map
 }
 
 // InitOptions configure InitWith.
@@ -120,9 +81,9 @@ func InitWith(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	})
 	switch {
 	case errors.Is(err, os.ErrExist):
-		return nil, refusedf("store %s already exists", dir)
+		return nil, Refusedf("store %s already exists", dir)
 	case errors.Is(err, durable.ErrBuildUnderWay):
-		return nil, refusedf("store %s: %v", dir, err)
+		return nil, Refusedf("store %s: %v", dir, err)
 	case err != nil:
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
@@ -136,16 +97,15 @@ func buildStore(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := wire.WriteHybridKey(filepath.Join(dir, keyFile), key); err != nil {
+	if err := wire.WriteHybridKey(filepath.Join(dir, KeyFile), key); err != nil {
 		return nil, err
 	}
-	if err := durable.WriteNew(filepath.Join(dir, pubFile), key.Public().MarshalCOSEKey(), 0o644); err != nil {
+	if err := durable.WriteNew(filepath.Join(dir, hostlog.PubFile), key.Public().MarshalCOSEKey(), 0o644); err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(filepath.Join(dir, journalDir), journal.Options{
-		Owner: JournalOwner, Format: JournalFormat, Config: configFor(key.Public()),
-		SegmentSize: opts.JournalSegmentSize,
-	})
+	jo := hostlog.Options(key.Public())
+	jo.SegmentSize = opts.JournalSegmentSize
+	j, err := journal.Open(filepath.Join(dir, hostlog.JournalDir), jo)
 	if err != nil {
 		return nil, err
 	}
@@ -157,18 +117,19 @@ func buildStore(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 
 // Open opens the store in dir for writing, taking the journal's lock. While
 // the host daemon runs, Open fails with an error wrapping journal.ErrLocked.
-func Open(dir string) (*Store, error) {
-	key, err := wire.ReadHybridKey(filepath.Join(dir, keyFile))
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options: the running host opens its store so.
+func OpenWith(dir string, o Options) (*Store, error) {
+	key, err := ReadKey(dir)
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(filepath.Join(dir, journalDir), journal.Options{
-		Owner: JournalOwner, Format: JournalFormat, Config: configFor(key.Public()),
-	})
+	j, err := journal.Open(filepath.Join(dir, hostlog.JournalDir), hostlog.Options(key.Public()))
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(dir, key.Public(), j)
+	s := newStore(dir, key.Public(), j, o)
 	s.key = key
 	if err := s.replay(); err != nil {
 		j.Close()
@@ -181,21 +142,11 @@ func Open(dir string) (*Store, error) {
 // writes, so it works while the daemon runs. It needs only operator.pub,
 // which must match the journal's binding.
 func OpenReadOnly(dir string) (*Store, error) {
-	b, err := os.ReadFile(filepath.Join(dir, pubFile))
+	j, pub, err := hostlog.OpenReadOnly(dir)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := wire.ParseHybridPublicKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, pubFile), err)
-	}
-	j, err := journal.Open(filepath.Join(dir, journalDir), journal.Options{
-		Owner: JournalOwner, Format: JournalFormat, Config: configFor(pub), ReadOnly: true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	s := newStore(dir, pub, j)
+	s := newStore(dir, pub, j, Options{})
 	s.readOnly = true
 	if err := s.replay(); err != nil {
 		j.Close()
@@ -204,11 +155,27 @@ func OpenReadOnly(dir string) (*Store, error) {
 	return s, nil
 }
 
-func newStore(dir string, pub *wire.HybridPublicKey, j *journal.Journal) *Store {
-	return &Store{
+// ReadKey reads the operator's signing key from the store in dir: the
+// operator's own account signs the admin socket's handshake with it.
+func ReadKey(dir string) (*wire.HybridSigningKey, error) {
+	return wire.ReadHybridKey(filepath.Join(dir, KeyFile))
+}
+
+func newStore(dir string, pub *wire.HybridPublicKey, j *journal.Journal, o Options) *Store {
+	s := &Store{
 		dir: dir, pub: pub, hostRing: wire.NewKeyring(pub.Ed25519()), j: j,
-		st: newState(), now: time.Now, log: slog.Default(),
+		st: newState(), now: o.Now, log: o.Logger, daemon: o.Daemon,
 	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.daemon == nil {
+		s.daemon = offline{}
+	}
+	return s
 }
 
 // clock reads the wall clock, never earlier than the latest time already
@@ -247,6 +214,36 @@ func (s *Store) PublicKey() *wire.HybridPublicKey { return s.pub }
 
 // Close closes the journal.
 func (s *Store) Close() error { return s.j.Close() }
+
+// SigningKey is the operator key's Ed25519 half, which signs the running
+// host's frames as it signs receipts; nil on a read-only store.
+func (s *Store) SigningKey() *wire.SigningKey {
+	if s.key == nil {
+		return nil
+	}
+	return s.key.Ed25519()
+}
+
+// JournalFailed is closed once the journal has stopped for good: a failed
+// fdatasync (what is on disk is unknown), or a receipt record that was not
+// written (no later receipt may land). Every later append is refused.
+func (s *Store) JournalFailed() <-chan struct{} { return s.j.Failed() }
+
+// JournalFailure says why the journal stopped for good; "" while it is
+// sound.
+func (s *Store) JournalFailure() string { return s.j.Summary().Failure }
+
+// Health reports why the store can no longer serve, or nil: a journal
+// stopped for good refuses every later append, so every dispatch, settle
+// and administrative change would be refused. It is cheap (a copy of the
+// journal's summary) and feeds systemd's watchdog, which restarts the
+// host when it fails.
+func (s *Store) Health() error {
+	if f := s.JournalFailure(); f != "" {
+		return fmt.Errorf("host journal %s failed: %s", filepath.Join(s.dir, hostlog.JournalDir), f)
+	}
+	return nil
+}
 
 // append writes one record, refusing on a read-only store.
 func (s *Store) append(kind string, body any) (uint64, error) {
