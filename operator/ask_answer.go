@@ -66,7 +66,9 @@ func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
 		s.logAsk("answer refused", v, "by", a.By, "verdict", a.Verdict, "reason", why)
 		return v, &AskRefusal{Reason: why}
 	}
-	return s.recordAnswerLocked(k, a)
+	at := k.claimAnswer(s.clockLocked())
+	s.mu.Unlock()
+	return s.recordAnswer(k, a, at)
 }
 
 // Advise takes advisor's verdict on an ask of controller's (the advisor is
@@ -113,7 +115,9 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		s.mu.Unlock()
 		return msg.AdviseResult{Ask: v}
 	}
-	v, err := s.recordAnswerLocked(k, Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence})
+	at := k.claimAnswer(s.clockLocked())
+	s.mu.Unlock()
+	v, err := s.recordAnswer(k, Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence}, at)
 	if err != nil {
 		s.log.Error("steward-operator: ask answer record", "ask", ad.Ask, "err", err)
 		return msg.AdviseResult{Ask: v, Refused: &msg.Refusal{Code: msg.CodeJournal, Reason: "the host could not journal the answer; the ask is unchanged"}}
@@ -175,13 +179,19 @@ func (k *ask) answeredRefusal() string {
 	return ""
 }
 
-// recordAnswerLocked journals answer a to pending ask k and applies it.
-// Called with s.askMu and s.mu held, after the checks; it gives up s.mu.
-// The answering flag marks the ask while the record is on its way.
-func (s *Store) recordAnswerLocked(k *ask, a Answer) (msg.AskView, error) {
+// claimAnswer marks pending ask k as being answered at now, with
+// Store.mu held after the checks: the compare-and-swap on the durable
+// record, which a second answer then finds taken (answeredRefusal). It
+// returns the answer's time (unix ms).
+func (k *ask) claimAnswer(now time.Time) int64 {
 	k.answering = true
-	at := s.clockLocked().UnixMilli()
-	s.mu.Unlock()
+	return now.UnixMilli()
+}
+
+// recordAnswer journals answer a to ask k, which claimAnswer marked, at
+// at, and applies it; a failed append gives the claim up. Called with
+// s.askMu held.
+func (s *Store) recordAnswer(k *ask, a Answer, at int64) (msg.AskView, error) {
 	rec := hostlog.AskAnswer{Ask: k.id, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
 	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()

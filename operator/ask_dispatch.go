@@ -241,31 +241,25 @@ func (s *Store) admitAgain(ctrl string, c *checkedDispatch) (*admission, *msg.Re
 // refused record and its receipt (charge 0, Reason, the ask and who
 // answered it). On an error the attempt stays awaiting approval, unclaimed.
 func (s *Store) commitAskRefused(k *ask, reason string) ([]byte, error) {
-	s.mu.Lock()
-	a, c := s.st.attempts[k.attempt], s.st.controllers[k.controller]
-	r := msg.Receipt{
-		Attempt: k.attempt, Controller: k.controller, Application: k.application, Operation: k.operation, Kind: k.kind,
-		RequestSHA256: k.requestSHA, BalanceAfter: c.purse.balance(), Outcome: msg.StateRefused, Reason: reason,
-		PriceApplied: msg.PriceNone, Agent: k.agent, Conversation: k.conversation, Ask: k.id, AnsweredBy: k.answeredBy,
-	}
-	signed, seq, head, err := s.signReceiptLocked(r)
-	if err != nil {
-		a.collecting = false
-		s.mu.Unlock()
-		return nil, err
-	}
-	rec := hostlog.Refused{Attempt: k.attempt, Controller: k.controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
-		Agent: k.agent, Conversation: k.conversation}
-	s.mu.Unlock()
-	jseq, err := s.appendReceipt(hostlog.KindRefused, rec)
-	s.mu.Lock()
-	if err != nil {
-		a.collecting = false
-		s.mu.Unlock()
-		return nil, err
-	}
-	a.state, a.detail, a.outcomeSeq, a.charge, a.collecting = msg.StateRefused, reason, jseq, 0, false
-	s.mu.Unlock()
-	s.receiptDurable(seq, head)
-	return signed, nil
+	var a *attempt
+	return s.commitEnd(receiptEnd{
+		kind: hostlog.KindRefused,
+		receipt: func() msg.Receipt {
+			a = s.st.attempts[k.attempt]
+			c := s.st.controllers[k.controller]
+			return msg.Receipt{
+				Attempt: k.attempt, Controller: k.controller, Application: k.application, Operation: k.operation, Kind: k.kind,
+				RequestSHA256: k.requestSHA, BalanceAfter: c.purse.balance(), Outcome: msg.StateRefused, Reason: reason,
+				PriceApplied: msg.PriceNone, Agent: k.agent, Conversation: k.conversation, Ask: k.id, AnsweredBy: k.answeredBy,
+			}
+		},
+		record: func(signed []byte, seq uint64) any {
+			return hostlog.Refused{Attempt: k.attempt, Controller: k.controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+				Agent: k.agent, Conversation: k.conversation}
+		},
+		undo: func() { a.collecting = false },
+		apply: func(jseq uint64) {
+			a.state, a.detail, a.outcomeSeq, a.charge, a.collecting = msg.StateRefused, reason, jseq, 0, false
+		},
+	})
 }

@@ -272,57 +272,52 @@ func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 }
 
 // commitResolve signs the resolution's receipt and journals it with the
-// resolution in one record (s.signReceiptLocked, s.appendReceipt,
-// s.receiptDurable); a release is a balance change, applied in memory
-// before its append and undone if the append fails.
+// resolution in one record (commitEnd); a release is a balance change,
+// applied in memory before its append and undone if the append fails.
 func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequest) error {
 	state, charge := msg.StatePerformed, a.charge
 	reason := "no response was recorded; the operator states it was performed: " + req.Reason
 	if req.Action == ResolveRelease {
 		state, charge, reason = msg.StateReleased, 0, req.Reason
 	}
-	s.mu.Lock()
-	st := s.st
-	c := st.controllers[a.controller]
-	g := st.grants[a.grant]
-	counted := g != nil && g.day == a.day && g.count > 0
-	if state == msg.StateReleased {
-		st.release(a)
-		st.ledger++
-	}
-	undo := func() {
-		if state == msg.StateReleased {
-			c.purse.charged += a.charge
-			if counted {
-				g.count++
+	var c *controller
+	var g *grant
+	var counted bool
+	_, err := s.commitEnd(receiptEnd{
+		kind: hostlog.KindResolve,
+		receipt: func() msg.Receipt {
+			st := s.st
+			c, g = st.controllers[a.controller], st.grants[a.grant]
+			counted = g != nil && g.day == a.day && g.count > 0
+			if state == msg.StateReleased {
+				st.release(a)
+				st.ledger++
 			}
-			st.agentHold(a.controller, a.agent, a.conversation, a.day, a.charge)
-		}
-	}
-	r := msg.Receipt{
-		Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
-		RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
-		Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
-		Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.ask, AnsweredBy: a.answeredBy,
-	}
-	signed, rseq, head, err := s.signReceiptLocked(r)
-	if err != nil {
-		undo()
-		s.mu.Unlock()
-		return err
-	}
-	rec := hostlog.Resolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: rseq, Ledger: st.ledger}
-	s.mu.Unlock()
-	jseq, err := s.appendReceipt(hostlog.KindResolve, rec)
-	if err != nil {
-		s.mu.Lock()
-		undo()
-		s.mu.Unlock()
-		return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.id, err)
-	}
-	s.mu.Lock()
-	a.state, a.outcomeSeq, a.detail = state, jseq, resolvedLine(state, req.By, req.Reason)
-	s.mu.Unlock()
-	s.receiptDurable(rseq, head)
-	return nil
+			return msg.Receipt{
+				Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
+				RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
+				Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
+				Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.ask, AnsweredBy: a.answeredBy,
+			}
+		},
+		record: func(signed []byte, seq uint64) any {
+			return hostlog.Resolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+		},
+		undo: func() {
+			if state == msg.StateReleased {
+				c.purse.charged += a.charge
+				if counted {
+					g.count++
+				}
+				s.st.agentHold(a.controller, a.agent, a.conversation, a.day, a.charge)
+			}
+		},
+		apply: func(jseq uint64) {
+			a.state, a.outcomeSeq, a.detail = state, jseq, resolvedLine(state, req.By, req.Reason)
+		},
+		appendFailed: func(err error) error {
+			return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.id, err)
+		},
+	})
+	return err
 }

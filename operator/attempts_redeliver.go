@@ -36,27 +36,27 @@ func (s *Store) Redeliver(req ResolveRequest) (AttemptView, error) {
 	adm.resolvedBy = req.By // its receipt names the redeliver record's resolver
 	failpoint.Hit(FailAfterRedeliverRecord)
 
-	var dl delivered
+	var dl Delivery
 	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
-		dl = deliverFiltered(&rt, c.list, adm.listFilter(), time.Time{}) // no deadline: the operator's explicit decision
+		dl = s.deliverFiltered(&rt, c.list, adm.listFilter(), time.Time{}) // no deadline: the operator's explicit decision
 	} else {
-		dl = deliver(&rt, c.req, time.Time{})
+		dl = s.daemon.Deliver(&rt, c.req, time.Time{})
 	}
-	if !dl.sent || dl.err != "" {
-		why := dl.err
-		if !dl.sent {
-			why = dl.detail + ", nothing was sent this time"
+	if !dl.Sent || dl.Err != "" {
+		why := dl.Err
+		if !dl.Sent {
+			why = dl.Detail + ", nothing was sent this time"
 		}
-		s.log.Warn("steward-operator: redelivery failed; the attempt stays uncertain", "attempt", a.id, "upstream", rt.Upstream, "err", dl.cause)
+		s.log.Warn("steward-operator: redelivery failed; the attempt stays uncertain", "attempt", a.id, "upstream", rt.Upstream, "err", dl.Cause)
 		s.commitUncertain(adm, "the operator's redelivery failed: "+why, s.log)
 		return AttemptView{}, fmt.Errorf("attempt %s: the redelivery failed (%s); it stays uncertain and keeps its reservation", a.id, why)
 	}
-	if _, err := s.commitOutcome(adm, c, consent, dl.status, dl.body); err != nil {
+	if _, err := s.commitOutcome(adm, c, consent, dl.Status, dl.Body); err != nil {
 		s.log.Error("steward-operator: outcome record of a redelivery", "attempt", a.id, "err", err)
 		s.commitUncertain(adm, "the application answered the redelivery but the host could not journal the outcome", s.log)
 		return AttemptView{}, fmt.Errorf("attempt %s: the application answered the redelivery but the host could not journal it: %w; it stays uncertain", a.id, err)
 	}
-	s.log.Info("steward-operator: attempt redelivered", "attempt", a.id, "by", req.By, "status", dl.status)
+	s.log.Info("steward-operator: attempt redelivered", "attempt", a.id, "by", req.By, "status", dl.Status)
 	return s.AttemptInspect(a.id)
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -13,8 +14,8 @@ import (
 // What a running host does for its store. The store decides (admission,
 // reservations, receipts, asks, route and controller changes) and the
 // daemon (package host) carries: it asks the payer over the reverse
-// channel, holds the listeners a change needs, and pushes what the store
-// tells it. The store never reaches a socket of the daemon's; the daemon
+// channel, delivers to the application over its socket, holds the
+// listeners a change needs, and pushes what the store tells it. The store never reaches a socket of the daemon's; the daemon
 // never reads the store's state but through its methods. A store a
 // command opened has no daemon: Options.Daemon nil is offline, which
 // listens on nothing and pushes nothing.
@@ -22,6 +23,7 @@ import (
 // Daemon is what a running host gives the store it serves (Options.Daemon).
 type Daemon interface {
 	Payer
+	Courier
 	Listeners
 	Pushes
 }
@@ -34,6 +36,28 @@ type Payer interface {
 	// *PayerRefusal when the controller refused, another error when no
 	// consent came before ctx ended.
 	Consent(ctx context.Context, rt *msg.RouteRecord, peer Peer, r msg.Reserve) ([]byte, error)
+}
+
+// Courier carries one request to an application and its answer back.
+type Courier interface {
+	// Deliver sends req to route rt's application over a fresh connection
+	// and reads its answer, none of it running past cutoff (the dispatch's
+	// deadline plus msg.DeadlineTolerance; zero: the route's timeouts
+	// alone). It hits FailAfterMarkSend just before the first byte and
+	// FailAfterSend once the request is written.
+	Deliver(rt *msg.RouteRecord, req oracleops.Request, cutoff time.Time) Delivery
+}
+
+// Delivery is what became of one delivery. Detail and Err reach the
+// agent, so they say what failed in the protocol's terms; Cause, which may
+// name the application's socket, goes to the host's log only.
+type Delivery struct {
+	Sent   bool   // at least one byte of the request was written
+	Detail string // why it was not sent
+	Err    string // why the answer was not received (Sent is true)
+	Cause  error  // the error behind Detail or Err
+	Status int
+	Body   []byte
 }
 
 // Listeners is the running host's sockets for the store's routes and
@@ -124,6 +148,9 @@ type offline struct{}
 
 func (offline) Consent(context.Context, *msg.RouteRecord, Peer, msg.Reserve) ([]byte, error) {
 	return nil, errNoHost
+}
+func (offline) Deliver(*msg.RouteRecord, oracleops.Request, time.Time) Delivery {
+	return Delivery{Detail: "no host serves this store; nothing was sent", Cause: errNoHost}
 }
 func (offline) PrepareRoute(msg.RouteRecord) error                 { return nil }
 func (offline) SettleRoutes() error                                { return nil }

@@ -147,38 +147,38 @@ func (s *Store) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *che
 // deliverReserved delivers an attempt whose reservation is durable and
 // journals its end: not sent, uncertain, or the application's answer.
 func (s *Store) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *admission, consent []byte) msg.DispatchResult {
-	var dl delivered
+	var dl Delivery
 	cutoff := c.cutoff(s.deadlineClock())
 	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
-		dl = deliverFiltered(rt, c.list, adm.listFilter(), cutoff)
+		dl = s.deliverFiltered(rt, c.list, adm.listFilter(), cutoff)
 	} else {
-		dl = deliver(rt, c.req, cutoff)
+		dl = s.daemon.Deliver(rt, c.req, cutoff)
 	}
-	if dl.sent && dl.err == "" && dl.cause != nil {
+	if dl.Sent && dl.Err == "" && dl.Cause != nil {
 		// An answer the host made itself (a listing it would not filter).
-		s.log.Warn("steward-operator: filtered listing", "attempt", c.attempt, "err", dl.cause)
+		s.log.Warn("steward-operator: filtered listing", "attempt", c.attempt, "err", dl.Cause)
 	}
 	switch {
-	case !dl.sent:
-		s.log.Warn("steward-operator: not sent", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
-		receipt, err := s.commitNotSent(adm, c, consent, dl.detail)
+	case !dl.Sent:
+		s.log.Warn("steward-operator: not sent", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.Cause)
+		receipt, err := s.commitNotSent(adm, c, consent, dl.Detail)
 		if err != nil {
 			// The reservation is durable and its release is not (or not
 			// known to be): charged until the operator resolves it.
 			s.log.Error("steward-operator: not-sent record", "attempt", c.attempt, "err", err)
 			return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
-				Detail: "delivery failed before sending (" + dl.detail + ") but the host could not journal the release"}
+				Detail: "delivery failed before sending (" + dl.Detail + ") but the host could not journal the release"}
 		}
 		failpoint.Hit(FailAfterNotSent)
-		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateNotSent, Detail: dl.detail, Receipt: receipt}
-	case dl.err != "":
-		s.log.Warn("steward-operator: uncertain", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.cause)
-		s.commitUncertain(adm, dl.err, s.log)
-		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain, Detail: dl.err}
+		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateNotSent, Detail: dl.Detail, Receipt: receipt}
+	case dl.Err != "":
+		s.log.Warn("steward-operator: uncertain", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.Cause)
+		s.commitUncertain(adm, dl.Err, s.log)
+		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain, Detail: dl.Err}
 	}
 
-	body := dl.body
-	receipt, err := s.commitOutcome(adm, c, consent, dl.status, body)
+	body := dl.Body
+	receipt, err := s.commitOutcome(adm, c, consent, dl.Status, body)
 	if err != nil {
 		s.log.Error("steward-operator: outcome record", "attempt", c.attempt, "err", err)
 		s.commitUncertain(adm, "the host could not journal the answer", s.log)
@@ -186,7 +186,7 @@ func (s *Store) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *ad
 			Detail: "the application answered but the host could not journal the outcome"}
 	}
 	failpoint.Hit(FailAfterOutcome)
-	res := msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateDefinite, Status: dl.status, Body: body, Receipt: receipt}
+	res := msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateDefinite, Status: dl.Status, Body: body, Receipt: receipt}
 	if c.kind != msg.KindInvoke {
 		price := adm.grant.Price
 		res.CallPrice = &price

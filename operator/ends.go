@@ -12,10 +12,9 @@ import (
 // The records that end an admitted attempt, each with its signed receipt
 // (DESIGN.md section 5): an answer (commitOutcome), a delivery that failed
 // before its first byte (commitNotSent) and a refusal before anything was
-// reserved (commitRefused). Each signs under s.mu (signReceiptLocked),
-// journals through appendReceipt and then calls receiptDurable, so that
-// receipts are chained in signing order and checkpoints cover only durable
-// ones. An attempt that stays uncertain has no receipt until the operator
+// reserved (commitRefused). Each is one receiptEnd of commitEnd
+// (receipt.go), so that receipts are chained in signing order and
+// checkpoints cover only durable ones. An attempt that stays uncertain has no receipt until the operator
 // resolves it.
 
 // isAnswer reports whether status is the application's success (2xx):
@@ -25,7 +24,7 @@ func isAnswer(status int) bool { return msg.IsAnswer(status) }
 // refusalPrice is what an answer other than 2xx costs under adm: the
 // grant's refusal price, never above the reservation (a discovery
 // reserves its discovery price, which may be below the refusal price).
-// The reserve asks the payer's consent to this price (Host.consent).
+// The reserve asks the payer's consent to this price (Store.consent).
 func (adm *admission) refusalPrice() uint64 { return min(adm.grant.RefusalPrice, adm.charge) }
 
 // settlement is what an answer of status charges under adm and which price
@@ -64,34 +63,26 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 	respSum := sha256.Sum256(body)
 	charge, price := adm.settlement(status)
 	release := adm.charge - charge
-	s.mu.Lock()
 	p := &adm.ctrl.purse
-	p.charged -= release
-	s.st.ledger++
-	r := receiptOf(adm, d, consent)
-	r.ResponseSHA256, r.Status, r.Charge, r.BalanceAfter = respSum[:], status, charge, p.balance()
-	r.Outcome, r.PriceApplied = msg.StateDefinite, price
-	signed, seq, head, err := s.signReceiptLocked(r)
-	if err != nil {
-		p.charged += release
-		s.mu.Unlock()
-		return nil, err
-	}
-	rec := hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.ledger}
-	s.mu.Unlock()
-	jseq, err := s.appendReceipt(hostlog.KindOutcomeV2, rec)
-	if err != nil {
-		s.mu.Lock()
-		p.charged += release
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.mu.Lock()
-	adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
-	s.st.agentSettle(adm.a, release)
-	s.mu.Unlock()
-	s.receiptDurable(seq, head)
-	return signed, nil
+	return s.commitEnd(receiptEnd{
+		kind: hostlog.KindOutcomeV2,
+		receipt: func() msg.Receipt {
+			p.charged -= release
+			s.st.ledger++
+			r := receiptOf(adm, d, consent)
+			r.ResponseSHA256, r.Status, r.Charge, r.BalanceAfter = respSum[:], status, charge, p.balance()
+			r.Outcome, r.PriceApplied = msg.StateDefinite, price
+			return r
+		},
+		record: func(signed []byte, seq uint64) any {
+			return hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.ledger}
+		},
+		undo: func() { p.charged += release },
+		apply: func(jseq uint64) {
+			adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
+			s.st.agentSettle(adm.a, release)
+		},
+	})
 }
 
 // commitNotSent releases the reservation of an attempt whose delivery
@@ -100,39 +91,32 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 // names no host path). On an error the reservation stands: the attempt is
 // uncertain, as the journal says.
 func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte, detail string) ([]byte, error) {
-	s.mu.Lock()
 	p := &adm.ctrl.purse
-	p.charged -= adm.charge
-	s.st.unuse(adm)
-	s.st.ledger++
-	r := receiptOf(adm, d, consent)
-	r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateNotSent, detail, msg.PriceNone
-	signed, seq, head, err := s.signReceiptLocked(r)
-	if err == nil {
-		adm.a.state, adm.a.detail = msg.StateNotSent, detail
-	}
-	rec := hostlog.NotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
-	s.mu.Unlock()
-	var jseq uint64
-	if err == nil {
-		jseq, err = s.appendReceipt(hostlog.KindNotSentV2, rec)
-	}
-	if err != nil {
-		s.mu.Lock()
-		p.charged += adm.charge
-		adm.g.use(adm.day)
-		s.st.agentHold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
-		// The cause may name the journal's path: it goes to the log (the
-		// caller logs it); inspect's detail reaches the agent.
-		adm.a.state, adm.a.detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.mu.Lock()
-	adm.a.outcomeSeq = jseq
-	s.mu.Unlock()
-	s.receiptDurable(seq, head)
-	return signed, nil
+	return s.commitEnd(receiptEnd{
+		kind: hostlog.KindNotSentV2,
+		receipt: func() msg.Receipt {
+			p.charged -= adm.charge
+			s.st.unuse(adm)
+			s.st.ledger++
+			r := receiptOf(adm, d, consent)
+			r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateNotSent, detail, msg.PriceNone
+			return r
+		},
+		record: func(signed []byte, seq uint64) any {
+			// Not sent from the signing on: its release is on its way.
+			adm.a.state, adm.a.detail = msg.StateNotSent, detail
+			return hostlog.NotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+		},
+		undo: func() {
+			p.charged += adm.charge
+			adm.g.use(adm.day)
+			s.st.agentHold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
+			// The cause may name the journal's path: it goes to the log (the
+			// caller logs it); inspect's detail reaches the agent.
+			adm.a.state, adm.a.detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
+		},
+		apply: func(jseq uint64) { adm.a.outcomeSeq = jseq },
+	})
 }
 
 // commitRefused ends an admission refused before anything was reserved:
@@ -143,35 +127,28 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 // durable point of a refusal after admission. On an error the attempt is
 // forgotten as before: nothing was reserved, so nothing is charged either
 // way; whether the refusal's record is on disk is another matter (see
-// Host.refuseAdmitted).
+// Store.refuseAdmitted).
 func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte, reason string) ([]byte, error) {
-	s.mu.Lock()
 	p := &adm.ctrl.purse
-	p.holds -= adm.charge
-	s.st.unuse(adm)
-	adm.a.charge = 0
-	r := receiptOf(adm, d, consent)
-	r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
-	signed, seq, head, err := s.signReceiptLocked(r)
-	rec := hostlog.Refused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
-		Agent: d.agent, Conversation: d.conversation}
-	if err != nil {
-		delete(s.st.attempts, adm.a.id)
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.mu.Unlock()
-	jseq, err := s.appendReceipt(hostlog.KindRefused, rec)
-	s.mu.Lock()
-	if err != nil {
-		delete(s.st.attempts, adm.a.id)
-		s.mu.Unlock()
-		return nil, err
-	}
-	adm.a.state, adm.a.detail, adm.a.outcomeSeq = msg.StateRefused, reason, jseq
-	s.mu.Unlock()
-	s.receiptDurable(seq, head)
-	return signed, nil
+	return s.commitEnd(receiptEnd{
+		kind: hostlog.KindRefused,
+		receipt: func() msg.Receipt {
+			p.holds -= adm.charge
+			s.st.unuse(adm)
+			adm.a.charge = 0
+			r := receiptOf(adm, d, consent)
+			r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
+			return r
+		},
+		record: func(signed []byte, seq uint64) any {
+			return hostlog.Refused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+				Agent: d.agent, Conversation: d.conversation}
+		},
+		undo: func() { delete(s.st.attempts, adm.a.id) },
+		apply: func(jseq uint64) {
+			adm.a.state, adm.a.detail, adm.a.outcomeSeq = msg.StateRefused, reason, jseq
+		},
+	})
 }
 
 // maxPayerReason bounds the payer's own words a refusal's receipt quotes:

@@ -10,63 +10,81 @@ import (
 // Receipts form a hash chain, and receipt N+1 is signed on top of N while
 // N's record may still be on its way to the disk. Two rules keep the chain
 // on disk whole: every signed receipt's record takes its place in the
-// journal in chain order (signReceiptLocked takes the receipt turn and
-// appendReceipt gives it up once the record is framed), and a receipt
+// journal in chain order (commitEnd takes the receipt turn before it signs,
+// and the journal gives it up once the record is framed), and a receipt
 // record that is not written stops the host journal for good
 // (journal.AppendLinked) before any later one can land; the host then
 // exits, and after the restart the attempt is a reservation without an
-// outcome: uncertain, its charge held, nothing charged twice.
+// outcome: uncertain, its charge held, nothing charged twice. Every record
+// that ends an attempt with a receipt goes through commitEnd.
 
-// signReceiptLocked completes r as the next link of the receipt chain
-// (version, sequence, previous hash, time), signs it and makes it the
-// signed head. Called with s.mu held, so that receipts are signed in chain
-// order. It takes the receipt turn, which appendReceipt gives up: the
-// caller must pass the signed bytes to appendReceipt at once (without
-// taking s.mu again before it, which would deadlock with the next signer),
-// in the record that ends the attempt, and, once that append returned
-// without an error, call receiptDurable with the returned sequence and
-// head: checkpoints cover only durable receipts. On an error nothing is
-// signed and the turn is given up here.
-func (s *Store) signReceiptLocked(r msg.Receipt) (signed []byte, seq uint64, head []byte, err error) {
+// receiptEnd is one record that ends an attempt with its signed receipt,
+// as commitEnd journals it. Every step runs with s.mu held.
+type receiptEnd struct {
+	kind string
+	// receipt applies the end's balance change in memory (before its
+	// append: doc.go, the ledger) and returns its receipt, without the
+	// chain's fields.
+	receipt func() msg.Receipt
+	// record is the end's record, carrying the signed receipt (seq, its
+	// sequence).
+	record func(signed []byte, seq uint64) any
+	// undo gives back what receipt applied: the receipt could not be
+	// signed, or its record not appended.
+	undo func()
+	// apply records the end in the state once its record is in the
+	// journal at jseq.
+	apply func(jseq uint64)
+	// appendFailed, when set, words the error of a failed append.
+	appendFailed func(error) error
+}
+
+// commitEnd signs e's receipt as the next link of the receipt chain
+// (version, sequence, previous hash, time), journals it in e's record and
+// applies it; the receipt is durable once it returns without an error, and
+// the checkpointer is woken for it. The receipt turn is held from the
+// signing until the record has its place in the log, so receipts are
+// signed and logged in one order; s.mu is given up for the append, which
+// may wait for its group's fdatasync. If the append fails the journal has
+// stopped (journal.ErrFailed, and journal.ErrNotWritten when the record is
+// known not to be on disk): the attempt is uncertain to the agent.
+func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
+	if s.readOnly {
+		return nil, fmt.Errorf("store %s is open read-only", s.dir)
+	}
+	s.mu.Lock()
+	r := e.receipt()
 	s.receiptTurn.Lock()
 	st := s.st
 	r.V = msg.ReceiptV2
 	r.Seq, r.Prev = st.signedSeq+1, st.signedHead
 	r.At = s.clockLocked().UnixMilli()
-	signed, err = msg.SignReceipt(s.key.Ed25519(), r)
+	signed, err := msg.SignReceipt(s.key.Ed25519(), r)
 	if err != nil {
 		s.receiptTurn.Unlock()
-		return nil, 0, nil, err
+		e.undo()
+		s.mu.Unlock()
+		return nil, err
 	}
-	head = msg.ReceiptHash(signed)
+	head := msg.ReceiptHash(signed)
 	st.signedSeq, st.signedHead = r.Seq, head
-	return signed, r.Seq, head, nil
-}
-
-// receiptDurable records that receipt seq (with chain hash head) is in the
-// journal, and wakes the checkpoint loop. Takes s.mu.
-func (s *Store) receiptDurable(seq uint64, head []byte) {
+	rec := e.record(signed, r.Seq)
+	s.mu.Unlock()
+	jseq, err := s.j.AppendLinked(e.kind, rec, s.receiptTurn.Unlock)
 	s.mu.Lock()
-	s.st.markDurable(seq, head)
+	if err != nil {
+		e.undo()
+		s.mu.Unlock()
+		if e.appendFailed != nil {
+			err = e.appendFailed(err)
+		}
+		return nil, err
+	}
+	e.apply(jseq)
+	st.markDurable(r.Seq, head)
 	s.mu.Unlock()
 	s.daemon.ReceiptDurable()
-}
-
-// appendReceipt journals a record that carries the receipt signReceiptLocked
-// just signed, and gives up the receipt turn once the record has its place
-// in the log. Every record that ends an attempt with a receipt goes through
-// here: a receipt is a link of the chain, and later receipts are signed on
-// top of it. If the record is not written the journal stops for good
-// (journal.AppendLinked): the error matches journal.ErrFailed, and also
-// journal.ErrNotWritten when the record is known not to be on disk. Either
-// way the attempt is uncertain to the agent: the call was made, and after
-// the restart the host holds its reservation without an outcome.
-func (s *Store) appendReceipt(kind string, body any) (uint64, error) {
-	if s.readOnly {
-		s.receiptTurn.Unlock()
-		return 0, fmt.Errorf("store %s is open read-only", s.dir)
-	}
-	return s.j.AppendLinked(kind, body, s.receiptTurn.Unlock)
+	return signed, nil
 }
 
 // Checkpoint signs and journals a checkpoint over the durable receipt

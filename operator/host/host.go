@@ -68,6 +68,8 @@ type Host struct {
 	wake chan struct{} // wakes the checkpointer (timers.go)
 
 	adminPath string // the admin socket
+
+	warned sync.Map // keys of the warnings logged once (warnOnce)
 }
 
 // Serve runs the host daemon on the store in dir until ctx ends, then shuts

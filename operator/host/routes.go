@@ -142,7 +142,7 @@ func (ls *routeListeners) settle() error {
 // listen opens revision rv's forward socket (not yet accepting) for its
 // controller.
 func (ls *routeListeners) listen(rv msg.RouteRecord) (*routeListener, error) {
-	ls.h.s.CheckRouteAccount(rv)
+	ls.h.checkRouteAccount(rv)
 	peer, ok := ls.h.s.Peer(rv.Controller)
 	if !ok {
 		return nil, fmt.Errorf("route %s: no controller %s", rv.Route, rv.Controller)

@@ -1,0 +1,116 @@
+package operator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stewardrt/steward/oracleops"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// maxFilteredPages bounds the application's pages one filtered listing
+// reads: oracleops.MaxLimit operations a page.
+const maxFilteredPages = 20
+
+// errListTooLong refuses a filtered listing longer than maxFilteredPages.
+var errListTooLong = fmt.Errorf("the application lists more than %d operations", maxFilteredPages*oracleops.MaxLimit)
+
+// listPage is one page of an application's listing, as filtering reads it.
+type listPage struct {
+	Limits     json.RawMessage   `json:"limits"`
+	NextOffset *int              `json:"next_offset"`
+	Operations []json.RawMessage `json:"operations"`
+}
+
+// deliverFiltered answers a listing through grant g, whose operation
+// patterns (or its agent's) hide some operations, without revealing what they hid: it reads
+// the application's listing from its start (the agent's search text and
+// availability, pages of oracleops.MaxLimit), keeps the covered operations,
+// and pages over those itself. The agent's offset and limit count covered
+// operations only, and next_offset is computed over them, so neither the
+// offsets nor the page sizes let an agent count hidden operations. The
+// first page's delivery decides not-sent; every page's delivery ends by
+// cutoff (the dispatch's deadline plus msg.DeadlineTolerance); a later page that fails makes
+// the listing uncertain, and an answer other than 200 is passed on as it is.
+func (s *Store) deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g listFilter, cutoff time.Time) Delivery {
+	if q.Limit == 0 {
+		q.Limit = oracleops.DefaultLimit
+	}
+	var kept []json.RawMessage
+	var limits json.RawMessage
+	appOffset := 0
+	for page := 0; ; page++ {
+		if page == maxFilteredPages {
+			return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing is too long to filter by the grant"), Cause: errListTooLong}
+		}
+		req, err := oracleops.BuildList(rt.Prefix, oracleops.ListQuery{Query: q.Query, Availability: q.Availability, Limit: oracleops.MaxLimit, Offset: appOffset})
+		if err != nil {
+			return Delivery{Sent: page > 0, Detail: "the listing could not be paged", Err: "the listing could not be paged", Cause: err}
+		}
+		dl := s.daemon.Deliver(rt, req, cutoff)
+		if !dl.Sent && page > 0 {
+			dl.Sent, dl.Err = true, "a later page of the listing: "+dl.Detail
+		}
+		if !dl.Sent || dl.Err != "" || dl.Status != http.StatusOK {
+			return dl
+		}
+		p, covered, err := filterPage(dl.Body, g)
+		if err != nil {
+			return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing could not be filtered by the grant"), Cause: err}
+		}
+		limits = p.Limits
+		kept = append(kept, covered...)
+		if len(kept) > q.Offset+q.Limit || p.NextOffset == nil {
+			break
+		}
+		if *p.NextOffset <= appOffset {
+			return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing could not be filtered by the grant"),
+				Cause: fmt.Errorf("next_offset %d does not advance past offset %d", *p.NextOffset, appOffset)}
+		}
+		appOffset = *p.NextOffset
+	}
+	out := listPage{Limits: limits, Operations: []json.RawMessage{}}
+	if q.Offset < len(kept) {
+		out.Operations = kept[q.Offset:min(len(kept), q.Offset+q.Limit)]
+	}
+	if len(kept) > q.Offset+q.Limit {
+		next := q.Offset + q.Limit
+		out.NextOffset = &next
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing could not be filtered by the grant"), Cause: err}
+	}
+	return Delivery{Sent: true, Status: http.StatusOK, Body: body}
+}
+
+// filterPage parses one page of an application's listing and keeps the
+// operations grant g covers.
+func filterPage(body []byte, g listFilter) (listPage, []json.RawMessage, error) {
+	var p listPage
+	if err := json.Unmarshal(body, &p); err != nil {
+		return p, nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(p.Operations))
+	for _, op := range p.Operations {
+		var id struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(op, &id); err != nil {
+			return p, nil, err
+		}
+		if id.ID != "" && g.keeps(id.ID) {
+			kept = append(kept, op)
+		}
+	}
+	return p, kept, nil
+}
+
+// filterFault is the body of a listing the host will not pass on: never an
+// unfiltered listing, which would show operations the grant does not cover.
+func filterFault(message string) []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "fault", "message": "steward: " + message}})
+	return b
+}
