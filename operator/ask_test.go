@@ -24,20 +24,20 @@ type askStore struct {
 	t   *testing.T
 	dir string
 	s   *Store
-	clk *testClock
-	log *syncBuffer
+	clk *Clock
+	log *SyncBuffer
 }
 
 func newAskStore(t *testing.T, policies map[string]*msg.ApprovalPolicy) *askStore {
 	t.Helper()
-	base := shortDir(t)
-	a := &askStore{t: t, dir: filepath.Join(base, "s"), clk: newTestClock(time.Now()), log: &syncBuffer{}}
+	base := ShortDir(t)
+	a := &askStore{t: t, dir: filepath.Join(base, "s"), clk: NewClock(time.Now()), log: &SyncBuffer{}}
 	if _, err := Init(a.dir); err != nil {
 		t.Fatal(err)
 	}
 	a.open()
-	p := newPeer(t, "ctl")
-	if _, err := a.s.AddController("ctl", uint32(os.Geteuid()), p.keysFile(), filepath.Join(base, "control.sock")); err != nil {
+	p := NewPeer(t, "ctl")
+	if _, err := a.s.AddController("ctl", uint32(os.Geteuid()), p.KeysFile(), filepath.Join(base, "control.sock")); err != nil {
 		t.Fatal(err)
 	}
 	for agent, pol := range policies {
@@ -54,7 +54,7 @@ func (a *askStore) open() {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	s.now = a.clk.now
+	s.now = a.clk.Now
 	s.log = slog.New(slog.NewTextHandler(a.log, nil))
 	a.s = s
 }
@@ -79,7 +79,7 @@ func (a *askStore) raise(attempt, agent, conv string) *ask {
 	a.s.mu.Lock()
 	pol := a.s.st.agents[agentKey{"ctl", agent}].l.Approval
 	a.s.mu.Unlock()
-	now := a.clk.now().UnixMilli()
+	now := a.clk.Now().UnixMilli()
 	sum := req.SHA256()
 	k := &ask{
 		attempt: attempt, controller: "ctl", route: "r1", agent: agent, conversation: conv, application: "app",
@@ -326,11 +326,11 @@ func TestAskExpiry(t *testing.T) {
 	approve := &msg.ApprovalPolicy{Operations: []string{"app/*"}, ExpiryMs: 120_000, OnTimeout: msg.VerdictApprove}
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": deny, "bob": approve})
 	kd, ka := a.raise("a1", "alice", "c1"), a.raise("b1", "bob", "c1")
-	a.clk.add(59_999 * time.Millisecond)
+	a.clk.Add(59_999 * time.Millisecond)
 	if v, _ := a.s.AskShow(kd.id); v.State != msg.AskPending {
 		t.Fatalf("before its expiry: %+v", v)
 	}
-	a.clk.add(time.Millisecond)
+	a.clk.Add(time.Millisecond)
 	v, err := a.s.AskShow(kd.id)
 	if err != nil || v.State != msg.AskExpired || v.AnsweredBy != "expiry" || v.AnsweredAt != kd.expiresAt {
 		t.Fatalf("at its expiry: %+v %v", v, err)
@@ -340,7 +340,7 @@ func TestAskExpiry(t *testing.T) {
 	if l := a.s.AskList(false); len(l) != 1 || l[0].ID != ka.id {
 		t.Fatalf("pending %+v", l)
 	}
-	a.clk.add(time.Minute)
+	a.clk.Add(time.Minute)
 	if l := a.s.AskList(false); len(l) != 0 {
 		t.Fatalf("pending after both expiries %+v", l)
 	}

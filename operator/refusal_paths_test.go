@@ -18,7 +18,7 @@ import (
 // Before, the refusal carried the journal's error text, which names its
 // directory.
 func TestInspectRefusalNamesNoPath(t *testing.T) {
-	dir := shortDir(t)
+	dir := ShortDir(t)
 	store := filepath.Join(dir, "store")
 	if _, err := Init(store); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package operator
+package operator_test
 
 import (
 	"bytes"
@@ -11,42 +11,47 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/internal/hosttest"
+	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-func lastSeq(t *testing.T, s *Store) uint64 { return s.j.LastSeq() }
+func lastSeq(t *testing.T, s *operator.Store) uint64 { return s.j.LastSeq() }
 
 func wantRefused(t *testing.T, err error, part string) {
 	t.Helper()
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), part) {
+	if !errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), part) {
 		t.Fatalf("want a refusal containing %q, got %v", part, err)
 	}
 }
 
 func TestInitRefusesExisting(t *testing.T) {
-	dir := filepath.Join(shortDir(t), "s")
-	if _, err := Init(dir); err != nil {
+	dir := filepath.Join(peertest.ShortDir(t), "s")
+	if _, err := operator.Init(dir); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Init(dir)
+	_, err := operator.Init(dir)
 	wantRefused(t, err, "already exists")
-	s, err := Open(dir)
+	s, err := operator.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Open(dir); !errors.Is(err, journal.ErrLocked) {
+	if _, err := operator.Open(dir); !errors.Is(err, journal.ErrLocked) {
 		t.Fatalf("second open: %v", err)
 	}
 }
 
 func TestRouteHistory(t *testing.T) {
-	w := newWorld(t, worldOpts{})
-	w.withStore(t, func(s *Store) {
+	w := hosttest.NewWorld(t, hosttest.Opts{})
+	w.WithStore(t, func(s *operator.Store) {
 		v1 := s.Routes()[0]
-		rr := w.route
+		rr := w.Route
 		// a new revision must name the selected one
 		n := lastSeq(t, s)
 		_, err := s.RegisterRoute("r1", "app", rr)
@@ -70,8 +75,8 @@ func TestRouteHistory(t *testing.T) {
 		_, err = s.ImportRoute(bad)
 		wantRefused(t, err, "route record")
 		// a record whose replaces names another route's revision
-		rr2 := w.route
-		rr2.Forward = w.dir + "/x.sock"
+		rr2 := w.Route
+		rr2.Forward = w.Dir + "/x.sock"
 		rr2.Replaces = v2.ID
 		_, err = s.RegisterRoute("r2", "app", rr2)
 		wantRefused(t, err, "the first revision replaces nothing")
@@ -92,27 +97,27 @@ func TestRouteHistory(t *testing.T) {
 		wantRefused(t, err, "64 revisions, the bound is 64")
 		// 8 routes not removed: the 8th is accepted, the 9th refused
 		for i := 2; i <= msg.MaxSelectedRoutes; i++ {
-			r := w.route
-			r.Forward = fmt.Sprintf("%s/f%d.sock", w.dir, i)
+			r := w.Route
+			r.Forward = fmt.Sprintf("%s/f%d.sock", w.Dir, i)
 			if _, err := s.RegisterRoute(fmt.Sprintf("r%d", i), fmt.Sprintf("app%d", i), r); err != nil {
 				t.Fatalf("route %d: %v", i, err)
 			}
 		}
 		n = lastSeq(t, s)
-		r := w.route
-		r.Forward = w.dir + "/f9.sock"
+		r := w.Route
+		r.Forward = w.Dir + "/f9.sock"
 		_, err = s.RegisterRoute("r9", "app9", r)
 		wantRefused(t, err, "route r9: 8 routes are registered and not removed, the bound is 8: remove one first (steward-operator route remove)")
 		// two routes on one forward socket
-		r.Forward = w.dir + "/f2.sock"
+		r.Forward = w.Dir + "/f2.sock"
 		rv, _ := s.Route("r3")
 		r.Replaces = rv[0].ID
 		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "is route r2's")
 		// timeouts at and past their bounds
-		r = w.route
+		r = w.Route
 		r.Replaces = rv[0].ID
-		r.Forward = w.dir + "/f3.sock"
+		r.Forward = w.Dir + "/f3.sock"
 		r.Timeouts.ConnectMs = maxConnectMs + 1
 		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "connect timeout 10001 ms is outside 1 to 10000")
@@ -128,7 +133,7 @@ func TestRouteHistory(t *testing.T) {
 		}
 	})
 	// the history replays at open
-	w.withStore(t, func(s *Store) {
+	w.WithStore(t, func(s *operator.Store) {
 		revs, err := s.Route("r1")
 		if err != nil || len(revs) != 64 {
 			t.Fatalf("%d revisions, %v", len(revs), err)
@@ -140,9 +145,9 @@ func TestRouteHistory(t *testing.T) {
 }
 
 func TestGrantRecords(t *testing.T) {
-	w := newWorld(t, worldOpts{})
-	w.withStore(t, func(s *Store) {
-		signed, err := s.SignedGrant(w.grant)
+	w := hosttest.NewWorld(t, hosttest.Opts{})
+	w.WithStore(t, func(s *operator.Store) {
+		signed, err := s.SignedGrant(w.Grant)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,23 +168,23 @@ func TestGrantRecords(t *testing.T) {
 		forged, _ := msg.SignGrant(other, g)
 		_, err = s.ImportGrant(forged)
 		wantRefused(t, err, "grant")
-		_, err = s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", PerDay: 0, NotAfter: time.Now().Add(time.Hour)})
+		_, err = s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", PerDay: 0, NotAfter: time.Now().Add(time.Hour)})
 		wantRefused(t, err, "per-day count must be at least 1")
-		_, err = s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", PerDay: 1, NotAfter: time.Now().Add(-time.Hour)})
+		_, err = s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", PerDay: 1, NotAfter: time.Now().Add(-time.Hour)})
 		wantRefused(t, err, "not in the future")
-		_, err = s.IssueGrant(GrantSpec{Controller: "nobody", Application: "app", PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
+		_, err = s.IssueGrant(operator.GrantSpec{Controller: "nobody", Application: "app", PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
 		wantRefused(t, err, "no controller named nobody")
-		_, err = s.IssueGrant(GrantSpec{Controller: "ctl", Application: "app", Operations: []string{"[bad"}, PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
+		_, err = s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", Operations: []string{"[bad"}, PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
 		wantRefused(t, err, "operation pattern")
 		if got := lastSeq(t, s); got != n {
 			t.Fatalf("refused grants journaled: %d -> %d", n, got)
 		}
-		if err := s.RevokeGrant(w.grant); err != nil {
+		if err := s.RevokeGrant(w.Grant); err != nil {
 			t.Fatal(err)
 		}
-		wantRefused(t, s.RevokeGrant(w.grant), "already revoked")
+		wantRefused(t, s.RevokeGrant(w.Grant), "already revoked")
 	})
-	w.withStore(t, func(s *Store) {
+	w.WithStore(t, func(s *operator.Store) {
 		if gs := s.Grants(); len(gs) != 1 || !gs[0].Revoked {
 			t.Fatalf("%+v", gs)
 		}
@@ -187,14 +192,14 @@ func TestGrantRecords(t *testing.T) {
 }
 
 func TestControllerAndPurse(t *testing.T) {
-	w := newWorld(t, worldOpts{})
-	w.withStore(t, func(s *Store) {
+	w := hosttest.NewWorld(t, hosttest.Opts{})
+	w.WithStore(t, func(s *operator.Store) {
 		n := lastSeq(t, s)
-		_, err := s.AddController("ctl", 5, w.peer.keysFile(), "/run/c2.sock")
+		_, err := s.AddController("ctl", 5, w.Peer.KeysFile(), "/run/c2.sock")
 		wantRefused(t, err, "already pinned")
 		_, err = s.AddController("c2", 5, []byte{0xa0}, "/run/c2.sock")
 		wantRefused(t, err, "controller keys")
-		_, err = s.AddController("bad name", 5, w.peer.keysFile(), "/run/c2.sock")
+		_, err = s.AddController("bad name", 5, w.Peer.KeysFile(), "/run/c2.sock")
 		wantRefused(t, err, "only A-Za-z0-9._-")
 		_, err = s.FundPurse("ctl", 0)
 		wantRefused(t, err, "at least 1")
@@ -212,7 +217,7 @@ func TestControllerAndPurse(t *testing.T) {
 			t.Fatal("not frozen")
 		}
 	})
-	w.withStore(t, func(s *Store) {
+	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); !p.Frozen || p.Balance != 1<<62 {
 			t.Fatalf("%+v", p)
 		}
@@ -221,10 +226,10 @@ func TestControllerAndPurse(t *testing.T) {
 			t.Fatal(err)
 		}
 		bu, pub, routes, err := msg.OpenBundle(b)
-		if err != nil || !pub.Equal(s.PublicKey()) || len(routes) != 1 || bu.Controller != "ctl" || routes[0].Forward != w.route.Forward {
+		if err != nil || !pub.Equal(s.PublicKey()) || len(routes) != 1 || bu.Controller != "ctl" || routes[0].Forward != w.Route.Forward {
 			t.Fatalf("bundle %+v %v", bu, err)
 		}
-		if bytes.Contains(b, w.peer.disp.Public().MarshalCOSEKey()) {
+		if bytes.Contains(b, w.Peer.Disp.Public().MarshalCOSEKey()) {
 			t.Fatal("bundle carries controller keys")
 		}
 	})
@@ -233,17 +238,17 @@ func TestControllerAndPurse(t *testing.T) {
 // tamper appends records to a stopped store's journal as a forger with the
 // host key would, then expects VerifyReceipts to name the fault.
 func TestReceiptsVerifyFaults(t *testing.T) {
-	setup := func(t *testing.T) (*world, *wire.HybridSigningKey) {
-		w := newWorld(t, worldOpts{fund: 100, price: 10})
-		w.serve(t)
-		cl := w.dial(t)
+	setup := func(t *testing.T) (*hosttest.World, *wire.HybridSigningKey) {
+		w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10})
+		w.Serve(t)
+		cl := w.Dial(t)
 		for _, id := range []string{"a1", "a2", "a3"} {
-			if res := call(t, cl, invokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+			if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
 				t.Fatal(res)
 			}
 		}
-		w.stop()
-		key, err := wire.ReadHybridKey(w.store + "/" + keyFile)
+		w.Stop()
+		key, err := wire.ReadHybridKey(w.Store + "/" + keyFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +256,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 	}
 	t.Run("good", func(t *testing.T) {
 		w, _ := setup(t)
-		w.withStore(t, func(s *Store) {
+		w.WithStore(t, func(s *operator.Store) {
 			rep, err := s.VerifyReceipts(1)
 			if err != nil || rep.Receipts != 3 || rep.Uncovered != 0 || rep.Purses[0].Balance != 70 || rep.Purses[0].Charged != 30 {
 				t.Fatalf("%+v %v", rep, err)
@@ -260,18 +265,18 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep, err := VerifyReceiptsFile(f, s.PublicKey()); err != nil || rep.Receipts != 3 {
+			if rep, err := audit.VerifyFile(f, s.PublicKey()); err != nil || rep.Receipts != 3 {
 				t.Fatalf("file: %+v %v", rep, err)
 			}
 			other, _ := wire.GenerateHybridKey()
-			if _, err := VerifyReceiptsFile(f, other.Public()); !errors.Is(err, ErrReceiptFault) {
+			if _, err := audit.VerifyFile(f, other.Public()); !errors.Is(err, hostlog.ErrReceiptFault) {
 				t.Fatalf("other pinned key: %v", err)
 			}
 		})
 	})
 	// forge appends a reserve and an outcome whose receipt is built by edit.
-	forge := func(t *testing.T, w *world, key *wire.HybridSigningKey, edit func(*msg.Receipt, *recOutcome)) error {
-		s, err := Open(w.store)
+	forge := func(t *testing.T, w *hosttest.World, key *wire.HybridSigningKey, edit func(*msg.Receipt, *recOutcome)) error {
+		s, err := operator.Open(w.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,22 +286,22 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 		s.mu.Lock()
 		ledger := s.st.ledger
 		s.mu.Unlock()
-		d := invokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
-		if _, err := s.append(kindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: w.grant, Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: requestSHA256(d), Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
+		d := peertest.InvokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
+		if _, err := s.append(hostlog.KindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: w.Grant, Application: "app",
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
 			t.Fatal(err)
 		}
 		body := []byte(`{}`)
 		sum := sha256.Sum256(body)
 		r := msg.Receipt{Seq: 4, Prev: msg.ReceiptHash(res.Receipt), Attempt: "a4", Controller: "ctl", Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: requestSHA256(d), ResponseSHA256: sum[:], Status: 200,
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), ResponseSHA256: sum[:], Status: 200,
 			Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli()}
 		rec := recOutcome{Attempt: "a4", Status: 200, Body: body, Seq: 4, Ledger: ledger + 1}
 		edit(&r, &rec)
 		if rec.Receipt == nil {
 			rec.Receipt, _ = msg.SignReceipt(key.Ed25519(), r)
 		}
-		if _, err := s.append(kindOutcome, rec); err != nil {
+		if _, err := s.append(hostlog.KindOutcome, rec); err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.VerifyReceipts(1)
@@ -330,12 +335,12 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrReceiptFault) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, hostlog.ErrReceiptFault) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want fault %q, got %v", tc.want, err)
 			}
 			// and the command exits non-zero naming it
 			var out, errb bytes.Buffer
-			if code := (&CLI{Stdout: &out, Stderr: &errb}).Main([]string{"receipts", "verify", "--store", w.store}); code != ExitFailure || !strings.Contains(errb.String(), tc.want) {
+			if code := (&CLI{Stdout: &out, Stderr: &errb}).Main([]string{"receipts", "verify", "--store", w.Store}); code != ExitFailure || !strings.Contains(errb.String(), tc.want) {
 				t.Fatalf("cli: %d %q", code, errb.String())
 			}
 		})
@@ -343,7 +348,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 	t.Run("file faults", func(t *testing.T) {
 		w, _ := setup(t)
 		var f []byte
-		w.withStore(t, func(s *Store) { f, _ = s.ExportReceipts() })
+		w.WithStore(t, func(s *operator.Store) { f, _ = s.ExportReceipts() })
 		var rf ReceiptsFile
 		if err := wire.Unmarshal(f, &rf); err != nil {
 			t.Fatal(err)
@@ -353,7 +358,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 			wire.Unmarshal(f, &c)
 			mod(&c)
 			b, _ := wire.Marshal(c)
-			if _, err := VerifyReceiptsFile(b, w.pub); !errors.Is(err, ErrReceiptFault) || !strings.Contains(err.Error(), want) {
+			if _, err := audit.VerifyFile(b, w.Pub); !errors.Is(err, hostlog.ErrReceiptFault) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("%s: want %q, got %v", name, want, err)
 			}
 		}

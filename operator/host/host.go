@@ -37,10 +37,9 @@ type ServeOptions struct {
 	// ApprovalsSocket, when set, is where the approvals socket is bound
 	// for the members of ApproversGroup (approvals.go).
 	ApprovalsSocket, ApproversGroup string
-	// started, when set (by this package's tests), is given the running
-	// host before Ready: tests answer asks on its store as the admin socket
-	// would.
-	started func(*Host)
+	// Started, when set, is given the running host before Ready: a test
+	// answers asks on its store as the admin socket would.
+	Started func(*Host)
 }
 
 // Host is the running host daemon over one open store. It is the store's
@@ -112,8 +111,8 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
 	log.Info("steward-operator: serving", "store", dir, "routes", h.routes.count())
-	if opts.started != nil {
-		opts.started(h)
+	if opts.Started != nil {
+		opts.Started(h)
 	}
 	if opts.Ready != nil {
 		opts.Ready()
@@ -141,6 +140,9 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	h.closeReverse()
 	return failed
 }
+
+// Store is the store the host serves.
+func (h *Host) Store() *operator.Store { return h.s }
 
 // listen binds every socket the host serves, in the order a change needs
 // them (DESIGN.md section 2): the active routes' forward sockets, the

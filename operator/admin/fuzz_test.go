@@ -1,0 +1,110 @@
+package admin_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stewardrt/steward/internal/peertest"
+	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+// routeStateInvariants fails when the store's routes break what every
+// route change must keep: a known state, at most one active route an
+// application of a controller, at most msg.MaxSelectedRoutes routes not
+// removed, and no removed route holding a forward socket.
+func routeStateInvariants(t *testing.T, s *operator.Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	active := map[[2]string]string{}
+	for _, name := range s.st.routeOrder {
+		r := s.st.routes[name]
+		sel := r.selected().rec
+		switch r.state {
+		case hostlog.RouteActive:
+			k := [2]string{sel.Controller, sel.Application}
+			if other, dup := active[k]; dup {
+				t.Fatalf("routes %s and %s are both active for application %s", other, name, sel.Application)
+			}
+			active[k] = name
+		case hostlog.RouteInactive:
+		case hostlog.RouteRemoved:
+			if s.st.forwards[sel.Forward] == name {
+				t.Fatalf("removed route %s holds its forward socket", name)
+			}
+		default:
+			t.Fatalf("route %s is in state %q", name, r.state)
+		}
+	}
+	if n := s.st.notRemoved(); n > msg.MaxSelectedRoutes {
+		t.Fatalf("%d routes not removed", n)
+	}
+}
+
+// FuzzAdminRequest: an admin request body as the host decodes it
+// (strictly) and, for the route operations, runs it on a store: whatever
+// is accepted keeps the route invariants, and a refusal is ErrRefused.
+// The admin socket admits only the daemon's own account, and the
+// approvals socket an approver's for the approvals operations, which are
+// run too.
+func FuzzAdminRequest(f *testing.F) {
+	dir := peertest.ShortDir(f)
+	store := dir + "/store"
+	if _, err := operator.Init(store); err != nil {
+		f.Fatal(err)
+	}
+	s, err := operator.Open(store)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	if _, err := s.AddController("ctl", 1, peertest.NewPeer(f, "ctl").KeysFile(), dir+"/control.sock"); err != nil {
+		f.Fatal(err)
+	}
+	route := func(fwd string) *operator.RouteRequest {
+		return &operator.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/" + fwd, Reverse: dir + "/rev.sock",
+			Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 10, ResponseMs: 10}}
+	}
+	for _, req := range []admin.Request{
+		{Op: admin.OpRouteRegister, Name: "r1", App: "app", Route: route("f1.sock")},
+		{Op: admin.OpRouteRegister, Name: "r2", App: "app", Route: route("f2.sock"), Inactive: true, By: "uid:0"},
+		{Op: admin.OpRouteActivate, Name: "r2", By: "uid:0"},
+		{Op: admin.OpRouteDeactivate, Name: "r1"},
+		{Op: admin.OpRouteRemove, Name: "r1", By: "uid:1000"},
+		{Op: admin.OpApprovalsList, Approvals: &admin.ApprovalsRequest{All: true}},
+		{Op: admin.OpApprovalsShow, Approvals: &admin.ApprovalsRequest{Ask: "ask-0123456789ab"}},
+		{Op: admin.OpApprovalsRespond, Approvals: &admin.ApprovalsRequest{Ask: "ask-0123456789ab", Verdict: msg.VerdictApprove, Note: "ok"}, By: "uid:1000"},
+		{Op: admin.OpApprovalsEvents, Approvals: &admin.ApprovalsRequest{After: 1}},
+	} {
+		b, err := wire.Marshal(req)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req admin.Request
+		if wire.Unmarshal(b, &req) != nil {
+			return
+		}
+		switch req.Op {
+		case admin.OpRouteRegister, admin.OpRouteActivate, admin.OpRouteDeactivate, admin.OpRouteRemove:
+		case admin.OpApprovalsList, admin.OpApprovalsShow, admin.OpApprovalsRespond, admin.OpApprovalsEvents:
+			// The approvals socket takes these from an approver's account.
+			// An events request's wait is the host's pacing, not input.
+			if req.Approvals != nil {
+				req.Approvals.WaitMs = 0
+			}
+		default:
+			return
+		}
+		if _, err := s.Do(req); err != nil && !errors.Is(err, operator.ErrRefused) {
+			t.Fatalf("%s: %v (not a refusal)", req.Op, err)
+		}
+		routeStateInvariants(t, s)
+	})
+}

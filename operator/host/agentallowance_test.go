@@ -1,0 +1,96 @@
+package host_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/stewardrt/steward/internal/hosttest"
+	"github.com/stewardrt/steward/internal/peertest"
+	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/wire"
+	"github.com/stewardrt/steward/wire/msg"
+)
+
+func allowance(t *testing.T, cl *wire.Client, agent string) (string, msg.AllowanceResult, *msg.Refusal) {
+	t.Helper()
+	ctx, cancel := peertest.Ctx()
+	defer cancel()
+	env, err := cl.Call(ctx, msg.TypeAllowance, msg.Allowance{Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res msg.AllowanceResult
+	if env.T == msg.TypeRefused {
+		var r msg.Refusal
+		env.Decode(&r)
+		return env.T, res, &r
+	}
+	if err := env.Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	return env.T, res, nil
+}
+
+// TestAllowance: the route's channel answers what an agent may still
+// spend today under the operator's limits (holds and calls counted), its
+// patterns and the next UTC midnight; an agent without limits is not
+// limited; a malformed agent name is refused.
+func TestAllowance(t *testing.T) {
+	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{CallsPerDay: u64(3), CreditsPerDay: u64(10), Operations: []string{"app/calc.*"}})
+	w.Serve(t)
+	cl := w.Dial(t)
+	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
+	typ, res, _ := allowance(t, cl, "alice")
+	refills := (utcDay(clk.Now()) + 1) * 86_400_000
+	if typ != msg.TypeAllowanceResult || !res.Limited || res.Agent != "alice" || *res.CallsLeft != 2 || *res.CreditsLeft != 6 ||
+		res.RefillsAt != refills || !slices.Equal(res.Operations, []string{"app/calc.*"}) {
+		t.Fatalf("alice: %s %+v", typ, res)
+	}
+	if _, res, _ := allowance(t, cl, "bob"); res.Limited || res.CallsLeft != nil || res.CreditsLeft != nil || res.RefillsAt != refills {
+		t.Fatalf("bob: %+v", res)
+	}
+	if typ, _, ref := allowance(t, cl, "Bob:x"); typ != msg.TypeRefused || ref.Code != msg.CodeBadRequest ||
+		ref.Reason != `allowance: agent "Bob:x" is none of a configured agent's name, foreground and uid:N` {
+		t.Fatalf("bad agent: %s %+v", typ, ref)
+	}
+}
+
+// TestListingFilteredByAgent: a listing by an agent with operation
+// patterns shows only what the agent may call (though the grant covers
+// all); one whose patterns name no pattern of the application is refused.
+func TestListingFilteredByAgent(t *testing.T) {
+	w, _ := agentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{Operations: []string{"app/calc.*", "app/text.*"}})
+	w.WithStore(t, func(s *operator.Store) {
+		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "bob", Operations: []string{"other/*"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	w.Serve(t)
+	cl := w.Dial(t)
+	res := peertest.Call(t, cl, withAgent(peertest.ListDispatch(t, "l1"), "alice"))
+	if res.Outcome != msg.StateDefinite || res.Status != 200 {
+		t.Fatalf("list: %+v", res)
+	}
+	var page struct {
+		Operations []struct {
+			ID string `json:"id"`
+		} `json:"operations"`
+	}
+	json.Unmarshal(res.Body, &page)
+	var ids []string
+	for _, op := range page.Operations {
+		ids = append(ids, op.ID)
+	}
+	if !slices.Equal(ids, []string{"calc.evaluate", "text.sha256"}) {
+		t.Fatalf("alice's listing: %v", ids)
+	}
+	// Without the agent the grant alone filters: everything.
+	res = peertest.Call(t, cl, peertest.ListDispatch(t, "l2"))
+	json.Unmarshal(res.Body, &page)
+	if len(page.Operations) <= 2 {
+		t.Fatalf("unfiltered listing: %s", res.Body)
+	}
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, withAgent(peertest.ListDispatch(t, "l3"), "bob")), msg.CodeAgentLimit,
+		"the operator's limits for this agent do not allow application app: calls resume once the operator allows it")
+}
