@@ -1,4 +1,4 @@
-package host_test
+package hostb_test
 
 import (
 	"bytes"
