@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -460,71 +459,4 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 		res.Refusal = c.payerWord(r.Attempt, res.Refusal)
 	}
 	return res
-}
-
-// verifyReceipt checks a signed receipt against the host key and that it
-// is the receipt of this attempt, request and response.
-func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) (msg.Receipt, error) {
-	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
-	if err != nil {
-		return rc, err
-	}
-	respSHA := sha(body)
-	switch {
-	case rc.Attempt != attempt:
-		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
-	case !bytes.Equal(rc.RequestSHA256, reqSHA):
-		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
-	case !bytes.Equal(rc.ResponseSHA256, respSHA[:]):
-		return rc, fmt.Errorf("receipt response hash does not match the answer")
-	case rc.Status != status:
-		return rc, fmt.Errorf("receipt status %d does not match the answer's %d", rc.Status, status)
-	case rc.Controller != c.cfg.Name:
-		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
-	}
-	return rc, nil
-}
-
-// checkReceiptConsent checks the charge and the consent of a verified
-// receipt for b: a receipt without a consent charges nothing; one with a
-// consent carries the consent this process signed for the attempt (the
-// same bytes), or, for an attempt begun before a restart, a consent that
-// the controller's own dispatch key signed for this attempt, request and
-// principal; and it charges one of the consent's prices, or 0. The agent
-// and conversation it names, if any, are the begin's.
-func (c *Controller) checkReceiptConsent(rc msg.Receipt, b ledger.Begin) error {
-	if err := receiptNamesCaller(rc, b); err != nil {
-		return err
-	}
-	h, held := c.pay.held(b.Attempt)
-	switch {
-	case rc.Consent == nil && held:
-		return fmt.Errorf("receipt carries no payer consent, though one was signed for attempt %s", b.Attempt)
-	case rc.Consent == nil && rc.Charge != 0:
-		return fmt.Errorf("receipt charges %d with no payer consent", rc.Charge)
-	case rc.Consent == nil:
-		return nil
-	}
-	cs := h.consent
-	if held {
-		if !bytes.Equal(rc.Consent, h.signed) {
-			return fmt.Errorf("receipt carries a payer consent other than the one signed for attempt %s", b.Attempt)
-		}
-	} else {
-		var err error
-		if cs, err = msg.OpenConsent(rc.Consent, c.ownConsents); err != nil {
-			return fmt.Errorf("receipt: %w", err)
-		}
-		if cs.Attempt != b.Attempt || cs.Controller != c.cfg.Name || cs.Application != b.Application ||
-			cs.Operation != b.Operation || !bytes.Equal(cs.RequestSHA256, b.RequestSHA256) || cs.Principal != b.Principal {
-			return fmt.Errorf("receipt carries a payer consent for another attempt, request or principal than attempt %s", b.Attempt)
-		}
-	}
-	if !cs.Allows(rc.Charge) {
-		return fmt.Errorf("receipt charges %d, the payer consented to %d for an answer and %d for a refusal", rc.Charge, cs.Charge, cs.RefusalPrice)
-	}
-	if err := rc.CheckCharge(cs); err != nil {
-		return fmt.Errorf("receipt %w", err)
-	}
-	return nil
 }
