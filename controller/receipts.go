@@ -80,19 +80,32 @@ func (c *Controller) checkInspectedEnd(b ledger.Begin, ir msg.InspectResult) ([]
 	return ir.Receipt, nil
 }
 
-// verifyReceipt checks a signed receipt against the host key and that it
-// is the receipt of this attempt, request and response.
-func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) (msg.Receipt, error) {
+// openReceipt verifies a signed receipt under the pinned host key and
+// checks that it is the receipt of this attempt and request: what every
+// receipt the controller takes is, whatever else its kind of end asks.
+func (c *Controller) openReceipt(signed []byte, attempt string, reqSHA []byte) (msg.Receipt, error) {
 	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
 	if err != nil {
 		return rc, err
 	}
-	respSHA := sha(body)
 	switch {
 	case rc.Attempt != attempt:
 		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
 	case !bytes.Equal(rc.RequestSHA256, reqSHA):
 		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
+	}
+	return rc, nil
+}
+
+// verifyReceipt checks a signed receipt against the host key and that it
+// is the receipt of this attempt, request and response.
+func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) (msg.Receipt, error) {
+	rc, err := c.openReceipt(signed, attempt, reqSHA)
+	if err != nil {
+		return rc, err
+	}
+	respSHA := sha(body)
+	switch {
 	case !bytes.Equal(rc.ResponseSHA256, respSHA[:]):
 		return rc, fmt.Errorf("receipt response hash does not match the answer")
 	case rc.Status != status:
@@ -107,15 +120,11 @@ func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body [
 // not-sent) against the host key: this attempt, request and controller, and
 // no response.
 func (c *Controller) verifyEndReceipt(signed []byte, attempt string, reqSHA []byte) (msg.Receipt, error) {
-	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
+	rc, err := c.openReceipt(signed, attempt, reqSHA)
 	if err != nil {
 		return rc, err
 	}
 	switch {
-	case rc.Attempt != attempt:
-		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
-	case !bytes.Equal(rc.RequestSHA256, reqSHA):
-		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
 	case rc.ResponseSHA256 != nil || rc.Status != 0:
 		return rc, fmt.Errorf("receipt of an end without an answer names a response")
 	case rc.Controller != c.cfg.Name:
@@ -130,15 +139,11 @@ func (c *Controller) verifyEndReceipt(signed []byte, attempt string, reqSHA []by
 // no response, and charging 0 for a release or one of the consent's
 // prices for a settlement.
 func (c *Controller) verifyResolutionReceipt(ir msg.InspectResult, b ledger.Begin) (msg.Receipt, error) {
-	rc, err := msg.VerifyReceipt(ir.Receipt, c.bind.HostRing)
+	rc, err := c.openReceipt(ir.Receipt, b.Attempt, b.RequestSHA256)
 	if err != nil {
 		return rc, err
 	}
 	switch {
-	case rc.Attempt != b.Attempt:
-		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
-	case !bytes.Equal(rc.RequestSHA256, b.RequestSHA256):
-		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
 	case rc.Controller != c.cfg.Name:
 		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
 	case rc.Outcome != ir.State:
