@@ -57,8 +57,7 @@ func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
 	if seq == 0 {
 		return Attempt{}, b, fmt.Errorf("attempt %s: not in the controller journal", id)
 	}
-	return Attempt{ID: b.Attempt, Tool: b.Tool, Application: b.Application, Operation: b.Operation,
-		RequestID: b.RequestID, Agent: b.Owner(), Route: b.Route, Kind: b.Kind, State: stateEnded, BeginSeq: seq}, b, nil
+	return ledger.AttemptOf(&b, seq, stateEnded, ""), b, nil
 }
 
 // Inspect asks the host, over the control channel, what it recorded of

@@ -188,14 +188,8 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	// agent has been waiting since, begin's fsync included.
 	now := c.now()
 	deadline := now.Add(p.timeout).UnixMilli()
-	b := ledger.Begin{
-		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
-		RequestID: p.requestID, ScopedRequestID: p.scopedID, ConversationID: p.conversationID,
-		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
-		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
-		Principal: p.principal, Agent: p.principal, Day: c.pay.today(now), Deadline: deadline,
-		Justification: p.justification,
-	}
+	b := p.begin(id)
+	b.Foreground, b.Day, b.Deadline = fg, c.pay.today(now), deadline
 	// Only this agent's earlier attempts are looked up (ledger.Begin keys
 	// them by agent), and only those are inspected or resolved here.
 	prior, ok := c.led.Begin(b)

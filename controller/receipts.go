@@ -44,8 +44,7 @@ func (c *Controller) checkEndReceipt(p *plan, r msg.DispatchResult) (msg.Receipt
 	if err := checkReceiptAsk(rc, p.ask); err != nil {
 		return rc, err
 	}
-	b := ledger.Begin{Attempt: r.Attempt, Application: p.application, Operation: p.operation,
-		RequestSHA256: p.sha[:], Principal: p.principal, Agent: p.principal, ConversationID: p.conversationID}
+	b := p.begin(r.Attempt)
 	if err := receiptNamesCaller(rc, b); err != nil {
 		return rc, err
 	}

@@ -113,11 +113,17 @@ func New() *Ledger {
 	return &Ledger{open: map[string]*entry{}, byReq: map[reqKey]*reqEntry{}, fg: map[string]*fgEntry{}, spent: map[string]uint64{}}
 }
 
-func (e *entry) public() Attempt {
+// public is the open attempt e as the ledger shows it.
+func (e *entry) public() Attempt { return AttemptOf(&e.begin, e.beginSeq, e.state, e.detail) }
+
+// AttemptOf is the attempt b began (its begin record at beginSeq) as the
+// journal shows it, in state with detail: the one place a begin is read as
+// an Attempt, for an open attempt and for one that ended alike.
+func AttemptOf(b *Begin, beginSeq uint64, state msg.State, detail string) Attempt {
 	return Attempt{
-		ID: e.begin.Attempt, Tool: e.begin.Tool, Application: e.begin.Application,
-		Operation: e.begin.Operation, RequestID: e.begin.RequestID, Agent: e.begin.Owner(), Route: e.begin.Route,
-		Kind: e.begin.Kind, State: e.state, Detail: e.detail, BeginSeq: e.beginSeq,
+		ID: b.Attempt, Tool: b.Tool, Application: b.Application,
+		Operation: b.Operation, RequestID: b.RequestID, Agent: b.Owner(), Route: b.Route,
+		Kind: b.Kind, State: state, Detail: detail, BeginSeq: beginSeq,
 	}
 }
 
