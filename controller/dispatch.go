@@ -421,15 +421,30 @@ func (c *Controller) payerWord(id string, r *msg.Refusal) *msg.Refusal {
 	return r
 }
 
+// resultOf is the host's answer to a dispatch of kind as its result
+// record has it, before checkResult adds what the receipt proves (the
+// charge, the ask and who answered it): the one copy of the answer's
+// fields into the record. The record does not embed the answer: that is
+// the wire's message, shared with the host, and a field added to it would
+// change the journal's bytes unseen (the two already differ on "ask": the
+// host's ticket, the receipt's ask id). TestResultOfCarriesTheAnswer fails
+// on such a field until this says what becomes of it. The ticket is not
+// carried (an answer awaiting approval is journaled as an awaiting record),
+// and the price of an invoke is a discovery's alone.
+func resultOf(r msg.DispatchResult, kind string) ledger.Result {
+	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
+	if kind != msg.KindInvoke {
+		res.CallPrice = r.CallPrice
+	}
+	return res
+}
+
 // checkResult verifies a definite answer's receipt against the pinned
 // host key, the attempt and the payer's consent. A receipt that does not
 // verify leaves the attempt uncertain: the answer cannot be trusted, nor
 // retried.
 func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
-	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
-	if p.kind != msg.KindInvoke {
-		res.CallPrice = r.CallPrice
-	}
+	res := resultOf(r, p.kind)
 	switch r.Outcome {
 	case msg.StateDefinite, msg.StateRefused, msg.StateNotSent:
 		if r.Receipt == nil && r.Outcome != msg.StateDefinite {
