@@ -258,15 +258,3 @@ func checkTicket(t *msg.AskTicket) error {
 	}
 	return nil
 }
-
-// checkReceiptAsk checks the ask a receipt names against the one the
-// attempt awaited (none when it never did).
-func checkReceiptAsk(rc msg.Receipt, ask string) error {
-	if rc.Ask != ask {
-		if ask == "" {
-			return fmt.Errorf("receipt names ask %q, the attempt awaited no approval", rc.Ask)
-		}
-		return fmt.Errorf("receipt names ask %q, the attempt awaited ask %q", rc.Ask, ask)
-	}
-	return nil
-}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -58,8 +57,7 @@ func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
 	if seq == 0 {
 		return Attempt{}, b, fmt.Errorf("attempt %s: not in the controller journal", id)
 	}
-	return Attempt{ID: b.Attempt, Tool: b.Tool, Application: b.Application, Operation: b.Operation,
-		RequestID: b.RequestID, Agent: b.Owner(), Route: b.Route, Kind: b.Kind, State: stateEnded, BeginSeq: seq}, b, nil
+	return ledger.AttemptOf(&b, seq, stateEnded, ""), b, nil
 }
 
 // Inspect asks the host, over the control channel, what it recorded of
@@ -244,35 +242,6 @@ func (c *Controller) resolution(b ledger.Begin, ir msg.InspectResult, by string)
 		return rec, fmt.Errorf("%w: attempt %s: the host reports it %s; it stays uncertain until the operator resolves it on the host (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", ErrNotResolvable, id, ir.State, id)
 	}
 	return rec, nil
-}
-
-// verifyResolutionReceipt checks the receipt of an operator's release or
-// settlement on the host: signed by the pinned host key, for this attempt,
-// request and controller, naming the resolution, its resolver and reason,
-// no response, and charging 0 for a release or one of the consent's
-// prices for a settlement.
-func (c *Controller) verifyResolutionReceipt(ir msg.InspectResult, b ledger.Begin) (msg.Receipt, error) {
-	rc, err := msg.VerifyReceipt(ir.Receipt, c.bind.HostRing)
-	if err != nil {
-		return rc, err
-	}
-	switch {
-	case rc.Attempt != b.Attempt:
-		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
-	case !bytes.Equal(rc.RequestSHA256, b.RequestSHA256):
-		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
-	case rc.Controller != c.cfg.Name:
-		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
-	case rc.Outcome != ir.State:
-		return rc, fmt.Errorf("receipt outcome %q, the host reports %s", rc.Outcome, ir.State)
-	case rc.ResolvedBy == "" || rc.Reason == "":
-		return rc, fmt.Errorf("receipt of a resolution names no resolver or no reason")
-	case rc.Status != 0 || rc.ResponseSHA256 != nil:
-		return rc, fmt.Errorf("receipt of a resolution names a response")
-	case ir.State == msg.StateReleased && rc.Charge != 0:
-		return rc, fmt.Errorf("receipt of a release charges %d", rc.Charge)
-	}
-	return rc, c.checkReceiptConsent(rc, b)
 }
 
 // learnResolution asks the host about an uncertain attempt that decides a

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -189,14 +188,8 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	// agent has been waiting since, begin's fsync included.
 	now := c.now()
 	deadline := now.Add(p.timeout).UnixMilli()
-	b := ledger.Begin{
-		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
-		RequestID: p.requestID, ScopedRequestID: p.scopedID, ConversationID: p.conversationID,
-		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
-		RequestSHA256: p.sha[:], Route: p.route.Route, Foreground: fg,
-		Principal: p.principal, Agent: p.principal, Day: c.pay.today(now), Deadline: deadline,
-		Justification: p.justification,
-	}
+	b := p.begin(id)
+	b.Foreground, b.Day, b.Deadline = fg, c.pay.today(now), deadline
 	// Only this agent's earlier attempts are looked up (ledger.Begin keys
 	// them by agent), and only those are inspected or resolved here.
 	prior, ok := c.led.Begin(b)
@@ -428,15 +421,30 @@ func (c *Controller) payerWord(id string, r *msg.Refusal) *msg.Refusal {
 	return r
 }
 
+// resultOf is the host's answer to a dispatch of kind as its result
+// record has it, before checkResult adds what the receipt proves (the
+// charge, the ask and who answered it): the one copy of the answer's
+// fields into the record. The record does not embed the answer: that is
+// the wire's message, shared with the host, and a field added to it would
+// change the journal's bytes unseen (the two already differ on "ask": the
+// host's ticket, the receipt's ask id). TestResultOfCarriesTheAnswer fails
+// on such a field until this says what becomes of it. The ticket is not
+// carried (an answer awaiting approval is journaled as an awaiting record),
+// and the price of an invoke is a discovery's alone.
+func resultOf(r msg.DispatchResult, kind string) ledger.Result {
+	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
+	if kind != msg.KindInvoke {
+		res.CallPrice = r.CallPrice
+	}
+	return res
+}
+
 // checkResult verifies a definite answer's receipt against the pinned
 // host key, the attempt and the payer's consent. A receipt that does not
 // verify leaves the attempt uncertain: the answer cannot be trusted, nor
 // retried.
 func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
-	res := ledger.Result{Attempt: r.Attempt, Outcome: r.Outcome, Status: r.Status, Body: r.Body, Receipt: r.Receipt, Refusal: r.Refusal, Detail: r.Detail}
-	if p.kind != msg.KindInvoke {
-		res.CallPrice = r.CallPrice
-	}
+	res := resultOf(r, p.kind)
 	switch r.Outcome {
 	case msg.StateDefinite, msg.StateRefused, msg.StateNotSent:
 		if r.Receipt == nil && r.Outcome != msg.StateDefinite {
@@ -460,71 +468,4 @@ func (c *Controller) checkResult(p *plan, r msg.DispatchResult) ledger.Result {
 		res.Refusal = c.payerWord(r.Attempt, res.Refusal)
 	}
 	return res
-}
-
-// verifyReceipt checks a signed receipt against the host key and that it
-// is the receipt of this attempt, request and response.
-func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body []byte, status int) (msg.Receipt, error) {
-	rc, err := msg.VerifyReceipt(signed, c.bind.HostRing)
-	if err != nil {
-		return rc, err
-	}
-	respSHA := sha(body)
-	switch {
-	case rc.Attempt != attempt:
-		return rc, fmt.Errorf("receipt is for attempt %s", rc.Attempt)
-	case !bytes.Equal(rc.RequestSHA256, reqSHA):
-		return rc, fmt.Errorf("receipt request hash does not match the journaled begin")
-	case !bytes.Equal(rc.ResponseSHA256, respSHA[:]):
-		return rc, fmt.Errorf("receipt response hash does not match the answer")
-	case rc.Status != status:
-		return rc, fmt.Errorf("receipt status %d does not match the answer's %d", rc.Status, status)
-	case rc.Controller != c.cfg.Name:
-		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
-	}
-	return rc, nil
-}
-
-// checkReceiptConsent checks the charge and the consent of a verified
-// receipt for b: a receipt without a consent charges nothing; one with a
-// consent carries the consent this process signed for the attempt (the
-// same bytes), or, for an attempt begun before a restart, a consent that
-// the controller's own dispatch key signed for this attempt, request and
-// principal; and it charges one of the consent's prices, or 0. The agent
-// and conversation it names, if any, are the begin's.
-func (c *Controller) checkReceiptConsent(rc msg.Receipt, b ledger.Begin) error {
-	if err := receiptNamesCaller(rc, b); err != nil {
-		return err
-	}
-	h, held := c.pay.held(b.Attempt)
-	switch {
-	case rc.Consent == nil && held:
-		return fmt.Errorf("receipt carries no payer consent, though one was signed for attempt %s", b.Attempt)
-	case rc.Consent == nil && rc.Charge != 0:
-		return fmt.Errorf("receipt charges %d with no payer consent", rc.Charge)
-	case rc.Consent == nil:
-		return nil
-	}
-	cs := h.consent
-	if held {
-		if !bytes.Equal(rc.Consent, h.signed) {
-			return fmt.Errorf("receipt carries a payer consent other than the one signed for attempt %s", b.Attempt)
-		}
-	} else {
-		var err error
-		if cs, err = msg.OpenConsent(rc.Consent, c.ownConsents); err != nil {
-			return fmt.Errorf("receipt: %w", err)
-		}
-		if cs.Attempt != b.Attempt || cs.Controller != c.cfg.Name || cs.Application != b.Application ||
-			cs.Operation != b.Operation || !bytes.Equal(cs.RequestSHA256, b.RequestSHA256) || cs.Principal != b.Principal {
-			return fmt.Errorf("receipt carries a payer consent for another attempt, request or principal than attempt %s", b.Attempt)
-		}
-	}
-	if !cs.Allows(rc.Charge) {
-		return fmt.Errorf("receipt charges %d, the payer consented to %d for an answer and %d for a refusal", rc.Charge, cs.Charge, cs.RefusalPrice)
-	}
-	if err := rc.CheckCharge(cs); err != nil {
-		return fmt.Errorf("receipt %w", err)
-	}
-	return nil
 }

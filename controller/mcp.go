@@ -77,7 +77,8 @@ func (c *Controller) toolHandler(tool string) mcp.ToolHandler {
 			return structured(r, r.text, true)
 		}
 		if tool == ToolDiscover {
-			// A search across applications is many attempts, not one (search.go).
+			// A search across applications is many attempts, not one
+			// (mcpsearch.go, search.go).
 			if res, ok := c.searchTool(ctx, req.Params.Arguments, principal); ok {
 				return res, nil
 			}

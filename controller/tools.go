@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -93,6 +94,20 @@ type plan struct {
 	// ask is the ask the attempt awaits or awaited, once it is known: its
 	// receipt must name it.
 	ask string
+}
+
+// begin is attempt id of p as its begin record has it, but for what the
+// dispatch adds when it journals it (the foreground request, the payer's
+// day, the deadline): the one place a plan is read as the call it makes,
+// for the record and for the checks of the host's receipt of it.
+func (p *plan) begin(id string) ledger.Begin {
+	return ledger.Begin{
+		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
+		RequestID: p.requestID, ScopedRequestID: p.scopedID, ConversationID: p.conversationID,
+		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
+		RequestSHA256: p.sha[:], Route: p.route.Route,
+		Principal: p.principal, Agent: p.principal, Justification: p.justification,
+	}
 }
 
 // timeout is the agent's timeoutMs checked against the config's maximum,

@@ -20,6 +20,10 @@
 // uncertain → a route revision naming another account as the application's
 // (replacing the selected one), the next call not sent with one line and no
 // path, then a third revision with the application's account selected again
+// → the kill switch (a frozen purse refuses a call, a thawed one answers it)
+// → an agent added to the controller's config: controller-config with the
+// controller stopped, a start refused until controller-enroll rebinds the
+// journal (repeated, it changes nothing), then the new agent's call answered
 // → socket activation (the controller stopped, an
 // agent's connection starts it) → the watchdog (a WatchdogSec=2s drop-in
 // and a SIGSTOPped controller: killed, restarted, its state intact) →
@@ -27,8 +31,16 @@
 // verbs refused there → an uncertain attempt (a unit drop-in arming
 // STEWARD_FAILPOINT on steward-operator.service), inspected and resolved
 // through the operator's verbs → the units restarted and the container
-// rebooted: state kept, calls replay → uninstall, refused while steward
-// runs, then disabling and removing, then --purge.
+// rebooted: state kept, calls replay, the receipts verified and compared →
+// approvals: an agent's marked operations raise asks, which an approver
+// answers from its own account on the approvals socket and an advisor on
+// advisor.sock until its bound, past which a human denies; the host's log
+// and approvals watch → uninstall, refused while steward runs, then
+// disabling and removing, then --purge.
+//
+// docs/OPERATING.md is this journey as an operator reads it:
+// TestOperatingDocIsTheJourney holds its commands to the script's, and
+// TestOperatingDocShowsTheJourneysFiles its files to the script's files.
 //
 // Commands a script may use beyond testscript's own:
 //

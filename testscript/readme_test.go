@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -266,5 +268,76 @@ func TestReadmeCommands(t *testing.T) {
 	want := []string{"go run ./cmd/steward-dev", "go test -race ./...", "go install ./cmd/steward-controller"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("readmeCommands = %q, want %q", got, want)
+	}
+}
+
+// readmeJourney is a line of the README's list of journeys:
+// "- `DIR/testdata/NAME.txtar`: what it proves".
+var readmeJourney = regexp.MustCompile("^\\s*- `((?:testscript|hostjourney)/testdata/[^`/]+\\.txtar)`: (\\S.*)$")
+
+// readmeJourneys returns the journeys the README lists, in its order.
+func readmeJourneys(readme string) []string {
+	var out []string
+	for _, line := range strings.Split(readme, "\n") {
+		if m := readmeJourney.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// TestReadmeListsEveryJourney holds the README's list of acceptance
+// journeys to the journeys there are: every testdata/*.txtar of this
+// package (TestJourneys) and of hostjourney (TestHostJourney), each once,
+// with a line saying what it proves, and no other. STEWARD_README names
+// another file to check, as for TestReadme.
+func TestReadmeListsEveryJourney(t *testing.T) {
+	readme := filepath.Join("..", "README.md")
+	if p := os.Getenv("STEWARD_README"); p != "" {
+		readme = p
+	}
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, dir := range []string{"testscript", "hostjourney"} {
+		files, err := filepath.Glob(filepath.Join("..", dir, "testdata", "*.txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Fatalf("no journeys in ../%s/testdata", dir)
+		}
+		for _, f := range files {
+			want = append(want, dir+"/testdata/"+filepath.Base(f))
+		}
+	}
+	got := readmeJourneys(string(b))
+	listed := map[string]bool{}
+	for _, j := range got {
+		if listed[j] {
+			t.Errorf("the README lists %s twice", j)
+		}
+		listed[j] = true
+		if !slices.Contains(want, j) {
+			t.Errorf("the README lists %s, which is no journey (there are %q)", j, want)
+		}
+	}
+	for _, j := range want {
+		if !listed[j] {
+			t.Errorf("the README's \"Where things are\" does not list the journey %s: add a line \"- `%s`: what it proves\"", j, j)
+		}
+	}
+}
+
+// TestReadmeJourneys pins which lines of a README list a journey.
+func TestReadmeJourneys(t *testing.T) {
+	text := "- `testscript/testdata/a.txtar`: proves a\n  - `hostjourney/testdata/host.txtar`: proves b\n" +
+		"- `testscript/testdata/b.txtar`:\n- `other/testdata/c.txtar`: no\n`testscript/testdata/d.txtar`: no list item\n"
+	got := readmeJourneys(text)
+	want := []string{"testscript/testdata/a.txtar", "hostjourney/testdata/host.txtar"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("readmeJourneys = %q, want %q", got, want)
 	}
 }

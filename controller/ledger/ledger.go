@@ -6,9 +6,15 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
+
+// This file is the ledger's live index: the attempts that have not ended,
+// the latest attempt of each agent's application requestId, the payer's
+// day, and the transitions between their states, under one lock. The
+// running controller drives it through the exported methods; replay.go
+// drives the same transitions from the journal at open, so that one set
+// of rules says what an attempt is, live or replayed.
 
 // Attempt is one attempt as the journal shows it.
 type Attempt struct {
@@ -107,107 +113,18 @@ func New() *Ledger {
 	return &Ledger{open: map[string]*entry{}, byReq: map[reqKey]*reqEntry{}, fg: map[string]*fgEntry{}, spent: map[string]uint64{}}
 }
 
-func (e *entry) public() Attempt {
+// public is the open attempt e as the ledger shows it.
+func (e *entry) public() Attempt { return AttemptOf(&e.begin, e.beginSeq, e.state, e.detail) }
+
+// AttemptOf is the attempt b began (its begin record at beginSeq) as the
+// journal shows it, in state with detail: the one place a begin is read as
+// an Attempt, for an open attempt and for one that ended alike.
+func AttemptOf(b *Begin, beginSeq uint64, state msg.State, detail string) Attempt {
 	return Attempt{
-		ID: e.begin.Attempt, Tool: e.begin.Tool, Application: e.begin.Application,
-		Operation: e.begin.Operation, RequestID: e.begin.RequestID, Agent: e.begin.Owner(), Route: e.begin.Route,
-		Kind: e.begin.Kind, State: e.state, Detail: e.detail, BeginSeq: e.beginSeq,
+		ID: b.Attempt, Tool: b.Tool, Application: b.Application,
+		Operation: b.Operation, RequestID: b.RequestID, Agent: b.Owner(), Route: b.Route,
+		Kind: b.Kind, State: state, Detail: detail, BeginSeq: beginSeq,
 	}
-}
-
-// Replay rebuilds the ledger from every record of j. Every begin without a
-// result or resolution is uncertain.
-func (l *Ledger) Replay(j *journal.Journal) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return j.Iterate(1, func(r journal.Record) error { return l.apply(r) })
-}
-
-// Uncertain replays j into a new ledger and returns its uncertain
-// attempts: what the installer refuses an enrollment over.
-func Uncertain(j *journal.Journal) ([]Attempt, error) {
-	l := New()
-	if err := l.Replay(j); err != nil {
-		return nil, err
-	}
-	return l.UncertainAttempts(), nil
-}
-
-// apply interprets one record; l.mu is held.
-func (l *Ledger) apply(r journal.Record) error {
-	switch r.Kind {
-	case KindBegin:
-		var b Begin
-		if err := Decode(r, &b); err != nil {
-			return err
-		}
-		if b.Day > l.day {
-			l.day = b.Day
-			clear(l.spent)
-		}
-		l.begin(b, r.Seq, false)
-	case KindResult:
-		var res Result
-		if err := Decode(r, &res); err != nil {
-			return err
-		}
-		if endState(res.Outcome) != msg.StateUncertain {
-			l.count(res.Attempt, res.Spent())
-		}
-		l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Seq)
-	case KindResolve:
-		var res Resolve
-		if err := Decode(r, &res); err != nil {
-			return err
-		}
-		l.resolved(res.upgrade(), r.Seq)
-	case KindResolveV2:
-		var res ResolveV2
-		if err := Decode(r, &res); err != nil {
-			return err
-		}
-		l.resolved(res, r.Seq)
-	case KindAwaiting:
-		var a Awaiting
-		if err := Decode(r, &a); err != nil {
-			return err
-		}
-		l.awaiting(a)
-	case KindConsented:
-		var c Consented
-		if err := Decode(r, &c); err != nil {
-			return err
-		}
-		l.consentRecorded(c)
-		if e := l.open[c.Attempt]; e != nil && e.state == msg.StateAwaitingApproval {
-			// Consented before the restart, no result: it may have been
-			// reserved and delivered.
-			l.setState(e, msg.StateUncertain, "consented after its approval, no result: pending inspection")
-		}
-	case KindFgSubmit:
-		var s FgSubmit
-		if err := Decode(r, &s); err != nil {
-			return err
-		}
-		d := make(chan struct{})
-		close(d)
-		l.fg[s.ID] = &fgEntry{tool: s.Tool, done: d}
-	case KindFgResult:
-		var s FgResult
-		if err := Decode(r, &s); err != nil {
-			return err
-		}
-		if e := l.fg[s.ID]; e != nil {
-			e.result = s.Result
-		}
-	case KindFgAck:
-		var s FgAck
-		if err := Decode(r, &s); err != nil {
-			return err
-		}
-		delete(l.fg, s.ID)
-	}
-	return nil
 }
 
 // count adds what an ending attempt spent to its principal's day, when
@@ -565,48 +482,4 @@ func (l *Ledger) UncertainAttempts() []Attempt {
 	}
 	sort.Slice(out, func(i, k int) bool { return out[i].BeginSeq < out[k].BeginSeq })
 	return out
-}
-
-// Receipts reads the host's receipts the journal holds (in results and
-// resolutions) by attempt, and every attempt it began with its request
-// hash: what `steward-controller receipts compare` holds the host's export
-// against.
-func Receipts(j *journal.Journal) (map[string][]byte, map[string][]byte, error) {
-	recorded, begun := map[string][]byte{}, map[string][]byte{}
-	err := j.Iterate(1, func(r journal.Record) error {
-		switch r.Kind {
-		case KindBegin:
-			var b Begin
-			if err := Decode(r, &b); err != nil {
-				return err
-			}
-			begun[b.Attempt] = b.RequestSHA256
-		case KindResult:
-			var res Result
-			if err := Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		case KindResolve:
-			var res Resolve
-			if err := Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		case KindResolveV2:
-			var res ResolveV2
-			if err := Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		}
-		return nil
-	})
-	return recorded, begun, err
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -63,12 +62,12 @@ func loadGraph(t *testing.T) graph {
 }
 
 func listModule() (graph, error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	root, err := moduleRoot()
 	if err != nil {
-		return nil, fmt.Errorf("go env GOMOD: %w", err)
+		return nil, err
 	}
 	cmd := exec.Command("go", "list", "-deps", "-json", "./...")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
