@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/stewardrt/steward/internal/testaccount"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stewardrt/steward/internal/testaccount"
 )
 
 // proxyOnce runs the proxy binary (optionally as another account), sends

@@ -11,6 +11,7 @@ import (
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -24,7 +25,7 @@ func approvalStack(t *testing.T, ctx context.Context, park time.Duration) (s *st
 	t.Helper()
 	s, alpha, _, _, gid := twoAgentStack(t)
 	ad = &asksAdmin{t: t, s: s}
-	ad.do(ctx, operator.AdminRequest{Op: operator.OpAgentSet, Agent: &operator.AgentSpec{Controller: s.cfg.Name, Agent: "alpha",
+	ad.do(ctx, admin.Request{Op: admin.OpAgentSet, Agent: &operator.AgentSpec{Controller: s.cfg.Name, Agent: "alpha",
 		Approval: &msg.ApprovalPolicy{Operations: []string{"appliance/*"}, ParkMs: park.Milliseconds(), ExpiryMs: time.Hour.Milliseconds()}}})
 	alphaAgain = func() *mcp.ClientSession {
 		s.openMCPTo(gid)
@@ -41,9 +42,9 @@ type asksAdmin struct {
 	cursor uint64
 }
 
-func (a *asksAdmin) do(ctx context.Context, req operator.AdminRequest) operator.AdminReply {
+func (a *asksAdmin) do(ctx context.Context, req admin.Request) admin.Reply {
 	a.t.Helper()
-	ad, err := operator.OpenAdmin(ctx, a.s.store)
+	ad, err := admin.Open(ctx, a.s.store)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func (a *asksAdmin) do(ctx context.Context, req operator.AdminRequest) operator.
 func (a *asksAdmin) next(ctx context.Context) operator.AskEvent {
 	a.t.Helper()
 	for ctx.Err() == nil {
-		rep := a.do(ctx, operator.AdminRequest{Op: operator.OpApprovalsEvents, Approvals: &operator.ApprovalsRequest{After: a.cursor, WaitMs: 5000}})
+		rep := a.do(ctx, admin.Request{Op: admin.OpApprovalsEvents, Approvals: &admin.ApprovalsRequest{After: a.cursor, WaitMs: 5000}})
 		if rep.Approvals != nil && len(rep.Approvals.Events) > 0 {
 			ev := rep.Approvals.Events[0]
 			a.cursor = ev.Seq
@@ -83,7 +84,7 @@ func (a *asksAdmin) raised(ctx context.Context) msg.AskView {
 
 func (a *asksAdmin) respond(ctx context.Context, ask string, v msg.Verdict, note string) msg.AskView {
 	a.t.Helper()
-	rep := a.do(ctx, operator.AdminRequest{Op: operator.OpApprovalsRespond, Approvals: &operator.ApprovalsRequest{Ask: ask, Verdict: v, Note: note}})
+	rep := a.do(ctx, admin.Request{Op: admin.OpApprovalsRespond, Approvals: &admin.ApprovalsRequest{Ask: ask, Verdict: v, Note: note}})
 	if rep.Approvals == nil || rep.Approvals.Ask == nil {
 		a.t.Fatalf("respond %s: no ask in the reply", ask)
 	}

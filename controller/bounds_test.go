@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/stewardrt/steward/controller/ctlconf"
-	"github.com/stewardrt/steward/controller/foreground"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stewardrt/steward/controller/ctlconf"
+	"github.com/stewardrt/steward/controller/foreground"
 
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -32,12 +32,7 @@ func TestCompareReceipts(t *testing.T) {
 	s.stopController()
 	s.stop()
 
-	st, err := operator.OpenReadOnly(s.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	export, err := st.ExportReceipts()
-	st.Close()
+	export, err := audit.ExportStore(s.store)
 	if err != nil {
 		t.Fatal(err)
 	}

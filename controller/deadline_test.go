@@ -3,10 +3,11 @@ package controller
 import (
 	"context"
 	"errors"
-	"github.com/stewardrt/steward/internal/heldapp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stewardrt/steward/internal/heldapp"
 
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -22,7 +23,7 @@ import (
 func (s *stack) operatorCLI(args ...string) string {
 	s.t.Helper()
 	var out, errb bytes.Buffer
-	if code := (&operator.CLI{Stdout: &out, Stderr: &errb}).Main(append(args, "--store", s.store)); code != 0 {
+	if code := (&cli.CLI{Stdout: &out, Stderr: &errb}).Main(append(args, "--store", s.store)); code != 0 {
 		s.t.Fatalf("steward-operator %v: exit %d: %s", args, code, errb.String())
 	}
 	return out.String()

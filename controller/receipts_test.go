@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
-	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -65,16 +65,11 @@ func TestReceiptOfEveryEnd(t *testing.T) {
 	if p := s.purse(); p.Charged != 7 || p.Balance != 93 {
 		t.Fatalf("purse %+v: want 2 for the 4xx and 5 for the answer", p)
 	}
-	st, err := operator.OpenReadOnly(s.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := st.VerifyReceipts(1)
+	rep, err := audit.VerifyStore(s.store, 1)
 	if err != nil || rep.Receipts != 4 || rep.Purses[0].Charged != 7 {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
-	export, err := st.ExportReceipts()
-	st.Close()
+	export, err := audit.ExportStore(s.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +204,7 @@ func TestResolveRefusedAfterAdmission(t *testing.T) {
 	if p := s.purse(); p.Charged != 0 {
 		t.Fatalf("purse %+v", p)
 	}
-	st, err := operator.OpenReadOnly(s.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	export, err := st.ExportReceipts()
-	st.Close()
+	export, err := audit.ExportStore(s.store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -239,12 +240,7 @@ func TestResolutionJourneys(t *testing.T) {
 			if tc.fp == operator.FailAfterSend {
 				s.checkAnsweredFromJournal(id)
 			}
-			st, err := operator.OpenReadOnly(s.store)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := st.VerifyReceipts(1)
-			st.Close()
+			rep, err := audit.VerifyStore(s.store, 1)
 			if err != nil || rep.Receipts != 1 || len(rep.Findings) != 0 {
 				t.Fatalf("receipts verify: %+v %v", rep, err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/host"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -70,7 +71,7 @@ type stack struct {
 	hostDone chan error
 	stopCtl  context.CancelFunc
 	ctlDone  chan error
-	hostNow  func() time.Time // the host's wall clock when set (operator.ServeOptions.Now)
+	hostNow  func() time.Time // the host's wall clock when set (host.ServeOptions.Now)
 }
 
 type stackOpts struct {
@@ -211,7 +212,7 @@ func (s *stack) startHost() {
 	ready := make(chan struct{})
 	s.hostDone = make(chan error, 1)
 	go func() {
-		s.hostDone <- operator.Serve(ctx, s.store, operator.ServeOptions{Ready: func() { close(ready) }, Now: s.hostNow})
+		s.hostDone <- host.Serve(ctx, s.store, host.ServeOptions{Ready: func() { close(ready) }, Now: s.hostNow})
 	}()
 	select {
 	case <-ready:

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/stewardrt/steward/internal/testenv"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stewardrt/steward/internal/testenv"
 )
 
 var (

@@ -13,6 +13,7 @@ import (
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -26,7 +27,7 @@ type journals struct {
 	begins         map[string]int       // requestId -> attempts begun
 	// The host's: its verified receipts and purse.
 	receipts    []msg.Receipt
-	verify      operator.ReceiptReport
+	verify      audit.ReceiptReport
 	purse       operator.PurseView
 	exportError string // what receipts export said when it failed
 	// The application's: answers recorded, by the agent's requestId (the

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -24,19 +26,19 @@ type askStore struct {
 	t   *testing.T
 	dir string
 	s   *Store
-	clk *Clock
-	log *SyncBuffer
+	clk *peertest.Clock
+	log *peertest.SyncBuffer
 }
 
 func newAskStore(t *testing.T, policies map[string]*msg.ApprovalPolicy) *askStore {
 	t.Helper()
-	base := ShortDir(t)
-	a := &askStore{t: t, dir: filepath.Join(base, "s"), clk: NewClock(time.Now()), log: &SyncBuffer{}}
+	base := peertest.ShortDir(t)
+	a := &askStore{t: t, dir: filepath.Join(base, "s"), clk: peertest.NewClock(time.Now()), log: &peertest.SyncBuffer{}}
 	if _, err := Init(a.dir); err != nil {
 		t.Fatal(err)
 	}
 	a.open()
-	p := NewPeer(t, "ctl")
+	p := peertest.NewPeer(t, "ctl")
 	if _, err := a.s.AddController("ctl", uint32(os.Geteuid()), p.KeysFile(), filepath.Join(base, "control.sock")); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestAskFirstAnswerWins(t *testing.T) {
 	_, err = a.s.AnswerAsk(k.id, human(msg.VerdictDeny, 1002, "bob"))
 	wantAskRefusal(t, err, fmt.Sprintf("ask %s was already answered: approved by uid:1001 (alice-h) at %s", k.id, rfc3339(v.AnsweredAt)))
 	wantAdviceRefused(t, a.s.Advise("ctl", advise(k.id, "rev", msg.VerdictDeny)), "ask "+k.id+" was already answered")
-	if n := a.kinds(); n[kindAskAnswer] != 1 {
+	if n := a.kinds(); n[hostlog.KindAskAnswer] != 1 {
 		t.Fatalf("journal %v", n)
 	}
 	if !strings.Contains(a.log.String(), `msg="steward-operator: ask answer refused" ask=`+k.id) {
@@ -205,7 +207,7 @@ func TestAskConcurrentAnswers(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d answers won", won)
 	}
-	if n := a.kinds(); n[kindAskAnswer] != 1 {
+	if n := a.kinds(); n[hostlog.KindAskAnswer] != 1 {
 		t.Fatalf("journal %v", n)
 	}
 }
@@ -225,7 +227,7 @@ func TestAdvisorBound(t *testing.T) {
 	if r.Ask.State != msg.AskPending {
 		t.Fatalf("the refused ask: %+v", r.Ask)
 	}
-	if after := a.kinds(); after[kindAskAnswer] != before[kindAskAnswer] {
+	if after := a.kinds(); after[hostlog.KindAskAnswer] != before[hostlog.KindAskAnswer] {
 		t.Fatalf("the answer past the bound was journaled: %v", after)
 	}
 	_, err := a.s.AnswerAsk(k3.id, Answer{Verdict: msg.VerdictApprove, By: "agent:rev", Advisor: "rev"})
@@ -280,7 +282,7 @@ func TestAdvisorNotAllowed(t *testing.T) {
 		r.Refused.Reason != "the sentence of 281 bytes is over the bound of 280" {
 		t.Fatalf("a sentence one past its bound: %+v", r.Refused)
 	}
-	if after := a.kinds(); after[kindAskAnswer] != before[kindAskAnswer] {
+	if after := a.kinds(); after[hostlog.KindAskAnswer] != before[hostlog.KindAskAnswer] {
 		t.Fatalf("refused answers journaled: %v", after)
 	}
 	if _, err := a.s.AdvisorAsks("ctl", "mallory"); err == nil {
@@ -310,7 +312,7 @@ func TestAdvisorWaitNotCounted(t *testing.T) {
 			t.Fatalf("a wait changed the ask: %+v", r.Ask)
 		}
 	}
-	if after := a.kinds(); len(after) != len(before) || after[kindAskAnswer] != 0 {
+	if after := a.kinds(); len(after) != len(before) || after[hostlog.KindAskAnswer] != 0 {
 		t.Fatalf("a wait was journaled: %v", after)
 	}
 	wantAdviceTaken(t, a.s.Advise("ctl", advise(k.id, "rev", msg.VerdictApprove)))
@@ -348,7 +350,7 @@ func TestAskExpiry(t *testing.T) {
 	if len(all) != 2 || all[1].State != msg.AskExpired || all[1].OnTimeout != msg.VerdictApprove {
 		t.Fatalf("all %+v", all)
 	}
-	if n := a.kinds(); n[kindAskExpired] != 2 {
+	if n := a.kinds(); n[hostlog.KindAskExpired] != 2 {
 		t.Fatalf("journal %v", n)
 	}
 	a.reopen()
@@ -453,3 +455,5 @@ func TestAskEventsEndWithTheirContext(t *testing.T) {
 		t.Fatal("the wait did not end with its context")
 	}
 }
+
+func u64(n uint64) *uint64 { return &n }

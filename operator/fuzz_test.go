@@ -4,16 +4,18 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/stewardrt/steward/internal/peertest"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
 // FuzzControllerKeys: the keys file comes from the controller's account.
 func FuzzControllerKeys(f *testing.F) {
-	f.Add(NewPeer(f, "c").KeysFile())
+	f.Add(peertest.NewPeer(f, "c").KeysFile())
 	f.Add([]byte{0xa0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := newState()
-		c, err := st.checkControllerAdd(recControllerAddV2{Name: "c", UID: 1, Keys: b, Control: "/run/c.sock"})
+		c, err := st.checkControllerAdd(hostlog.ControllerAddV2{Name: "c", UID: 1, Keys: b, Control: "/run/c.sock"})
 		if err == nil && (c.tool == nil || c.dispatch == nil) {
 			t.Fatal("accepted keys without a tool or dispatch key")
 		}

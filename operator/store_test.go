@@ -16,12 +16,29 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-func lastSeq(t *testing.T, s *operator.Store) uint64 { return s.j.LastSeq() }
+// lastSeq is the sequence number of the last record of s's journal, read
+// from the journal on disk (read-only: s holds it open).
+func lastSeq(t *testing.T, s *operator.Store) uint64 {
+	t.Helper()
+	j, _, err := hostlog.OpenReadOnly(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	return j.LastSeq()
+}
+
+// The bounds of a route's timeouts, as the store's refusals name them.
+const (
+	maxConnectMs  = 10_000
+	maxResponseMs = 300_000
+)
 
 func wantRefused(t *testing.T, err error, part string) {
 	t.Helper()
@@ -235,33 +252,62 @@ func TestControllerAndPurse(t *testing.T) {
 	})
 }
 
-// tamper appends records to a stopped store's journal as a forger with the
-// host key would, then expects VerifyReceipts to name the fault.
-func TestReceiptsVerifyFaults(t *testing.T) {
-	setup := func(t *testing.T) (*hosttest.World, *wire.HybridSigningKey) {
-		w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10})
-		w.Serve(t)
-		cl := w.Dial(t)
-		for _, id := range []string{"a1", "a2", "a3"} {
-			if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
-				t.Fatal(res)
-			}
+// faultsWorld is a stopped host that made three paid calls (a1..a3 at 10
+// each from a purse of 100), and its key.
+func faultsWorld(t *testing.T) (*hosttest.World, *wire.HybridSigningKey) {
+	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10})
+	w.Serve(t)
+	cl := w.Dial(t)
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+			t.Fatal(res)
 		}
-		w.Stop()
-		key, err := wire.ReadHybridKey(w.Store + "/" + keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w, key
 	}
+	w.Stop()
+	key, err := operator.ReadKey(w.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, key
+}
+
+// forge appends a reserve and an outcome whose receipt is built by edit.
+// The store is stopped: the records are written to its journal as they
+// are (hosttest.Append), at the next ledger number (hosttest.NextLedger).
+func forge(t *testing.T, w *hosttest.World, key *wire.HybridSigningKey, edit func(*msg.Receipt, *hostlog.Outcome)) error {
+	var res msg.InspectResult
+	w.WithStore(t, func(s *operator.Store) { res, _ = s.Inspect("ctl", "a3") })
+	last, _ := msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.Pub.Ed25519()))
+	ledger := hosttest.NextLedger(t, w.Store)
+	d := peertest.InvokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
+	hosttest.Append(t, w.Store, w.Pub, hostlog.KindReserve, hostlog.Reserve{Attempt: "a4", Controller: "ctl", Grant: w.Grant, Application: "app",
+		Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Charge: 0, Day: utcDay(time.Now()), Ledger: ledger})
+	body := []byte(`{}`)
+	sum := sha256.Sum256(body)
+	r := msg.Receipt{Seq: 4, Prev: msg.ReceiptHash(res.Receipt), Attempt: "a4", Controller: "ctl", Application: "app",
+		Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), ResponseSHA256: sum[:], Status: 200,
+		Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli()}
+	rec := hostlog.Outcome{Attempt: "a4", Status: 200, Body: body, Seq: 4, Ledger: ledger}
+	edit(&r, &rec)
+	if rec.Receipt == nil {
+		rec.Receipt, _ = msg.SignReceipt(key.Ed25519(), r)
+	}
+	hosttest.Append(t, w.Store, w.Pub, hostlog.KindOutcome, rec)
+	_, err := audit.VerifyStore(w.Store, 1)
+	return err
+}
+
+// tamper appends records to a stopped store's journal as a forger with the
+// host key would, then expects audit.VerifyStore to name the fault.
+func TestReceiptsVerifyFaults(t *testing.T) {
 	t.Run("good", func(t *testing.T) {
-		w, _ := setup(t)
+		w, _ := faultsWorld(t)
 		w.WithStore(t, func(s *operator.Store) {
-			rep, err := s.VerifyReceipts(1)
+			rep, err := audit.VerifyStore(s.Dir(), 1)
 			if err != nil || rep.Receipts != 3 || rep.Uncovered != 0 || rep.Purses[0].Balance != 70 || rep.Purses[0].Charged != 30 {
 				t.Fatalf("%+v %v", rep, err)
 			}
-			f, err := s.ExportReceipts()
+			f, err := audit.ExportStore(s.Dir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,59 +320,26 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 			}
 		})
 	})
-	// forge appends a reserve and an outcome whose receipt is built by edit.
-	forge := func(t *testing.T, w *hosttest.World, key *wire.HybridSigningKey, edit func(*msg.Receipt, *recOutcome)) error {
-		s, err := operator.Open(w.Store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		res, _ := s.Inspect("ctl", "a3")
-		last, _ := msg.VerifyReceipt(res.Receipt, s.HostKeyring())
-		s.mu.Lock()
-		ledger := s.st.ledger
-		s.mu.Unlock()
-		d := peertest.InvokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
-		if _, err := s.append(hostlog.KindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: w.Grant, Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Charge: 0, Day: utcDay(time.Now()), Ledger: ledger + 1}); err != nil {
-			t.Fatal(err)
-		}
-		body := []byte(`{}`)
-		sum := sha256.Sum256(body)
-		r := msg.Receipt{Seq: 4, Prev: msg.ReceiptHash(res.Receipt), Attempt: "a4", Controller: "ctl", Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), ResponseSHA256: sum[:], Status: 200,
-			Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli()}
-		rec := recOutcome{Attempt: "a4", Status: 200, Body: body, Seq: 4, Ledger: ledger + 1}
-		edit(&r, &rec)
-		if rec.Receipt == nil {
-			rec.Receipt, _ = msg.SignReceipt(key.Ed25519(), r)
-		}
-		if _, err := s.append(hostlog.KindOutcome, rec); err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.VerifyReceipts(1)
-		return err
-	}
 	cases := []struct {
 		name string
-		edit func(*msg.Receipt, *recOutcome)
+		edit func(*msg.Receipt, *hostlog.Outcome)
 		want string
 	}{
-		{"consistent forgery verifies", func(*msg.Receipt, *recOutcome) {}, ""},
-		{"charge changed", func(r *msg.Receipt, _ *recOutcome) { r.Charge = 1 }, "charges 1, the reservation was 0"},
-		{"balance changed", func(r *msg.Receipt, _ *recOutcome) { r.BalanceAfter++ }, "balance after is 71, but the purse history of ctl gives 70"},
-		{"chain broken", func(r *msg.Receipt, _ *recOutcome) { r.Prev = make([]byte, 32) }, "the chain is broken"},
-		{"receipt removed", func(r *msg.Receipt, o *recOutcome) { r.Seq, o.Seq = 5, 5 }, "receipt 4 is missing"},
-		{"byte flipped", func(r *msg.Receipt, o *recOutcome) {
+		{"consistent forgery verifies", func(*msg.Receipt, *hostlog.Outcome) {}, ""},
+		{"charge changed", func(r *msg.Receipt, _ *hostlog.Outcome) { r.Charge = 1 }, "charges 1, the reservation was 0"},
+		{"balance changed", func(r *msg.Receipt, _ *hostlog.Outcome) { r.BalanceAfter++ }, "balance after is 71, but the purse history of ctl gives 70"},
+		{"chain broken", func(r *msg.Receipt, _ *hostlog.Outcome) { r.Prev = make([]byte, 32) }, "the chain is broken"},
+		{"receipt removed", func(r *msg.Receipt, o *hostlog.Outcome) { r.Seq, o.Seq = 5, 5 }, "receipt 4 is missing"},
+		{"byte flipped", func(r *msg.Receipt, o *hostlog.Outcome) {
 			signed, _ := msg.SignReceipt(testKey, *r)
 			signed[len(signed)-5] ^= 1
 			o.Receipt = signed
 		}, "receipt in journal record"},
-		{"response changed", func(_ *msg.Receipt, o *recOutcome) { o.Body = []byte(`{"x":1}`) }, "response hash"},
+		{"response changed", func(_ *msg.Receipt, o *hostlog.Outcome) { o.Body = []byte(`{"x":1}`) }, "response hash"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w, key := setup(t)
+			w, key := faultsWorld(t)
 			testKey = key.Ed25519()
 			err := forge(t, w, key, tc.edit)
 			if tc.want == "" {
@@ -339,22 +352,21 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 				t.Fatalf("want fault %q, got %v", tc.want, err)
 			}
 			// and the command exits non-zero naming it
-			var out, errb bytes.Buffer
-			if code := (&CLI{Stdout: &out, Stderr: &errb}).Main([]string{"receipts", "verify", "--store", w.Store}); code != ExitFailure || !strings.Contains(errb.String(), tc.want) {
-				t.Fatalf("cli: %d %q", code, errb.String())
+			if code, _, errs := hosttest.RunCLI("receipts", "verify", "--store", w.Store); code != cli.ExitFailure || !strings.Contains(errs, tc.want) {
+				t.Fatalf("cli: %d %q", code, errs)
 			}
 		})
 	}
 	t.Run("file faults", func(t *testing.T) {
-		w, _ := setup(t)
+		w, _ := faultsWorld(t)
 		var f []byte
-		w.WithStore(t, func(s *operator.Store) { f, _ = s.ExportReceipts() })
-		var rf ReceiptsFile
+		w.WithStore(t, func(s *operator.Store) { f, _ = audit.ExportStore(s.Dir()) })
+		var rf msg.ReceiptsFile
 		if err := wire.Unmarshal(f, &rf); err != nil {
 			t.Fatal(err)
 		}
-		check := func(name string, mod func(*ReceiptsFile), want string) {
-			var c ReceiptsFile
+		check := func(name string, mod func(*msg.ReceiptsFile), want string) {
+			var c msg.ReceiptsFile
 			wire.Unmarshal(f, &c)
 			mod(&c)
 			b, _ := wire.Marshal(c)
@@ -362,12 +374,48 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 				t.Fatalf("%s: want %q, got %v", name, want, err)
 			}
 		}
-		check("byte flipped", func(c *ReceiptsFile) { c.Receipts[1][len(c.Receipts[1])-3] ^= 1 }, "file entry 2")
-		check("receipt removed", func(c *ReceiptsFile) { c.Receipts = append(c.Receipts[:1], c.Receipts[2:]...) }, "receipt 2 is missing")
-		check("checkpoint flipped", func(c *ReceiptsFile) { c.Checkpoints[0][len(c.Checkpoints[0])-3] ^= 1 }, "checkpoint")
-		check("last receipt removed", func(c *ReceiptsFile) { c.Receipts = c.Receipts[:2] }, "covers receipt 3, but there are 2 receipts")
+		check("byte flipped", func(c *msg.ReceiptsFile) { c.Receipts[1][len(c.Receipts[1])-3] ^= 1 }, "file entry 2")
+		check("receipt removed", func(c *msg.ReceiptsFile) { c.Receipts = append(c.Receipts[:1], c.Receipts[2:]...) }, "receipt 2 is missing")
+		check("checkpoint flipped", func(c *msg.ReceiptsFile) { c.Checkpoints[0][len(c.Checkpoints[0])-3] ^= 1 }, "checkpoint")
+		check("last receipt removed", func(c *msg.ReceiptsFile) { c.Receipts = c.Receipts[:2] }, "covers receipt 3, but there are 2 receipts")
 		_ = hex.EncodeToString
 	})
 }
 
 var testKey *wire.SigningKey
+
+// utcDay is the day number a reservation counts on: the UTC day (unix ms
+// / 86,400,000), as hostlog's doc gives reserve's day and the store
+// computes it.
+func utcDay(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
+
+// TestReplayRefusesWhatTheTableDoesNot: a record of a kind hostlog's
+// table does not name, or a body with a key its type lacks, stops Open
+// and OpenReadOnly, naming the record. hostlog's
+// TestReplayAndVerifyRefuseWhatTheTableDoesNot checks the decoding, the
+// audit's TestVerifyRefusesWhatTheTableDoesNot `receipts verify`.
+func TestReplayRefusesWhatTheTableDoesNot(t *testing.T) {
+	cases := []struct {
+		name, kind string
+		body       any
+		open       string
+	}{
+		{"unknown kind", "grant-renew", hostlog.GrantRevoke{ID: "g"},
+			`(grant-renew): unknown record kind "grant-renew"`},
+		{"unknown key", hostlog.KindPurseFreeze, map[string]any{"controller": "ctl", "why": "x"},
+			`(purse-freeze): wire: malformed: cbor decode: cbor: found unknown field at map element index 0`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := hosttest.NewWorld(t, hosttest.Opts{})
+			seq := hosttest.Append(t, w.Store, w.Pub, tc.kind, tc.body)
+			wantOpen := fmt.Sprintf("host journal record %d %s", seq, tc.open)
+			if _, err := operator.Open(w.Store); err == nil || err.Error() != wantOpen {
+				t.Errorf("open: %v\nwant: %s", err, wantOpen)
+			}
+			if _, err := operator.OpenReadOnly(w.Store); err == nil || err.Error() != wantOpen {
+				t.Errorf("open read-only: %v\nwant: %s", err, wantOpen)
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/dev"
 	"github.com/stewardrt/steward/installer"
-	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/systemd"
 )
 
@@ -26,7 +26,7 @@ import (
 func commands() map[string]func() {
 	return map[string]func(){
 		"steward-operator": func() {
-			cli := &operator.CLI{Stdout: os.Stdout, Stderr: os.Stderr,
+			cli := &cli.CLI{Stdout: os.Stdout, Stderr: os.Stderr,
 				Ready: systemd.Ready, Watchdog: systemd.StartWatchdog, Stopping: systemd.Stopping}
 			os.Exit(cli.Main(os.Args[1:]))
 		},

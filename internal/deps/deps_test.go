@@ -43,6 +43,27 @@ var rules = []rule{
 	// it cannot reach keys because it links nothing that holds them.
 	{pkg: "controller/mcpproxy", may: none, modules: []string{"golang.org/x/sys"}},
 
+	// The operator's side is six packages, each on the floor below the
+	// next (DESIGN.md section 11): the record language (hostlog), the
+	// custody core (operator), the audit, which reads the journal and
+	// never the store (audit), the admin language (admin), the daemon
+	// (host) and the command line (cli). Each may reach only what is
+	// beneath it.
+	{pkg: "operator/hostlog", may: []string{"journal", "wire", "wire/msg", "oracleops", "canonjson"}},
+	{pkg: "operator", may: []string{"operator/hostlog", "internal/durable", "internal/failpoint"}},
+	{pkg: "operator/audit", may: []string{"operator/hostlog"}},
+	{pkg: "operator/admin", may: []string{"operator"}},
+	{pkg: "operator/host", may: []string{"operator/admin"}},
+	{pkg: "operator/cli", may: []string{"operator/admin", "operator/audit", "operator/host", "systemd"}},
+
+	// Test support (internal/hosttest, internal/peertest) is for tests:
+	// no package of steward's own code links it.
+	{pkg: "operator/...", mayNot: testSupport},
+	{pkg: "controller/...", mayNot: testSupport},
+	{pkg: "installer", mayNot: testSupport},
+	{pkg: "dev", mayNot: testSupport},
+	{pkg: "cmd/...", mayNot: testSupport},
+
 	// The two sides of custody never link each other.
 	{pkg: "operator/...", mayNot: []string{"controller/..."}},
 	{pkg: "controller/...", mayNot: []string{"operator/..."}},
@@ -54,6 +75,9 @@ var rules = []rule{
 	// A main only parses flags and calls in: nothing imports one.
 	{pkg: "...", mayNot: []string{"cmd/..."}},
 }
+
+// testSupport are the packages that are test support only.
+var testSupport = []string{"internal/hosttest", "internal/peertest"}
 
 // none is an empty allow-list (nil means "not checked").
 var none = []string{}

@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/systemd"
 )
@@ -42,11 +42,15 @@ func RunCLI(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// SyncBuffer is peertest.SyncBuffer, named here for the tests that read a
+// child's stderr.
+type SyncBuffer = peertest.SyncBuffer
+
 // Child is a `steward-operator serve` process: the test binary re-executed
 // as the command (Main), with a real sd_notify socket.
 type Child struct {
 	Cmd    *exec.Cmd
-	Stderr SyncBuffer
+	Stderr peertest.SyncBuffer
 	done   chan error
 	notify *net.UnixConn // NOTIFY_SOCKET, open until the test ends
 }
@@ -112,55 +116,5 @@ func (c *Child) Stop(t *testing.T) {
 	c.Cmd.Process.Signal(syscall.SIGTERM)
 	if ws := c.WaitExit(t); ws.ExitStatus() != 0 {
 		t.Fatalf("child exit %v; stderr: %s", ws, c.Stderr.String())
-	}
-}
-
-// SyncBuffer is a child's stderr, written by exec's copying goroutine while
-// a test reads it.
-type SyncBuffer struct {
-	mu      sync.Mutex // guards the fields that follow
-	b       bytes.Buffer
-	written chan struct{} // closed and replaced at every write
-}
-
-// Write appends p and wakes a WaitFor.
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written != nil {
-		close(s.written)
-		s.written = nil
-	}
-	return s.b.Write(p)
-}
-
-// String is what was written so far.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// WaitFor waits, at most timeout, until the buffer holds want.
-func (s *SyncBuffer) WaitFor(t *testing.T, want string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		if strings.Contains(s.b.String(), want) {
-			s.mu.Unlock()
-			return
-		}
-		if s.written == nil {
-			s.written = make(chan struct{})
-		}
-		ch := s.written
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("%q not written within %v:\n%s", want, timeout, s.String())
-		}
 	}
 }

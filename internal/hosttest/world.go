@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/internal/peertest"
+	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/host"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"

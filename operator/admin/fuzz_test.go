@@ -2,6 +2,8 @@ package admin_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stewardrt/steward/internal/peertest"
@@ -12,19 +14,21 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// routeStateInvariants fails when the store's routes break what every
-// route change must keep: a known state, at most one active route an
-// application of a controller, at most msg.MaxSelectedRoutes routes not
-// removed, and no removed route holding a forward socket.
+// routeStateInvariants fails when the store's routes, as its views give
+// them (Routes: every route's selected revision, removed ones included),
+// break what every route change must keep: a known state, at most one
+// active route an application of a controller, at most
+// msg.MaxSelectedRoutes routes not removed, and a forward socket of one
+// route not removed only (a removed route gives up its socket, which
+// refusedForRemoved checks where the store reads who holds one).
 func routeStateInvariants(t *testing.T, s *operator.Store) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	active := map[[2]string]string{}
-	for _, name := range s.st.routeOrder {
-		r := s.st.routes[name]
-		sel := r.selected().rec
-		switch r.state {
+	forwards := map[string]string{} // forward socket -> the route not removed whose selected revision has it
+	notRemoved := 0
+	for _, sel := range s.Routes() {
+		name := sel.Route
+		switch sel.State {
 		case hostlog.RouteActive:
 			k := [2]string{sel.Controller, sel.Application}
 			if other, dup := active[k]; dup {
@@ -33,16 +37,50 @@ func routeStateInvariants(t *testing.T, s *operator.Store) {
 			active[k] = name
 		case hostlog.RouteInactive:
 		case hostlog.RouteRemoved:
-			if s.st.forwards[sel.Forward] == name {
-				t.Fatalf("removed route %s holds its forward socket", name)
-			}
+			continue
 		default:
-			t.Fatalf("route %s is in state %q", name, r.state)
+			t.Fatalf("route %s is in state %q", name, sel.State)
 		}
+		notRemoved++
+		if other, dup := forwards[sel.Forward]; dup {
+			t.Fatalf("routes %s and %s both hold forward socket %s", other, name, sel.Forward)
+		}
+		forwards[sel.Forward] = name
 	}
-	if n := s.st.notRemoved(); n > msg.MaxSelectedRoutes {
+	if n := notRemoved; n > msg.MaxSelectedRoutes {
 		t.Fatalf("%d routes not removed", n)
 	}
+}
+
+// refusedForRemoved fails when the store refused the registration req
+// because its forward socket is another route's, and that route, as the
+// store's views give it, is removed or has another socket: a removed route
+// holds no forward socket, and a route holds only its selected
+// revision's. (The store reads who holds a socket only here.)
+func refusedForRemoved(t *testing.T, s *operator.Store, req admin.Request, err error) {
+	t.Helper()
+	if req.Op != admin.OpRouteRegister || req.Route == nil || err == nil {
+		return
+	}
+	held := fmt.Sprintf("%s: route %s: forward socket %s is route ", operator.ErrRefused, req.Name, req.Route.Forward)
+	holder, ok := strings.CutPrefix(err.Error(), held)
+	if !ok {
+		return
+	}
+	holder = strings.TrimSuffix(holder, "'s")
+	for _, v := range s.Routes() {
+		if v.Route != holder {
+			continue
+		}
+		if v.State == hostlog.RouteRemoved {
+			t.Fatalf("removed route %s holds its forward socket", holder)
+		}
+		if v.Forward != req.Route.Forward {
+			t.Fatalf("route %s holds forward socket %s, but its selected revision's is %s", holder, req.Route.Forward, v.Forward)
+		}
+		return
+	}
+	t.Fatalf("forward socket %s is held by route %s, which the store does not list", req.Route.Forward, holder)
 }
 
 // FuzzAdminRequest: an admin request body as the host decodes it
@@ -75,6 +113,9 @@ func FuzzAdminRequest(f *testing.F) {
 		{Op: admin.OpRouteActivate, Name: "r2", By: "uid:0"},
 		{Op: admin.OpRouteDeactivate, Name: "r1"},
 		{Op: admin.OpRouteRemove, Name: "r1", By: "uid:1000"},
+		// r1's socket, given up: taken by r3, then refused to r4 as r3's.
+		{Op: admin.OpRouteRegister, Name: "r3", App: "app", Route: route("f1.sock"), Inactive: true},
+		{Op: admin.OpRouteRegister, Name: "r4", App: "app4", Route: route("f1.sock")},
 		{Op: admin.OpApprovalsList, Approvals: &admin.ApprovalsRequest{All: true}},
 		{Op: admin.OpApprovalsShow, Approvals: &admin.ApprovalsRequest{Ask: "ask-0123456789ab"}},
 		{Op: admin.OpApprovalsRespond, Approvals: &admin.ApprovalsRequest{Ask: "ask-0123456789ab", Verdict: msg.VerdictApprove, Note: "ok"}, By: "uid:1000"},
@@ -102,9 +143,11 @@ func FuzzAdminRequest(f *testing.F) {
 		default:
 			return
 		}
-		if _, err := s.Do(req); err != nil && !errors.Is(err, operator.ErrRefused) {
+		_, err := admin.Do(s, req)
+		if err != nil && !errors.Is(err, operator.ErrRefused) {
 			t.Fatalf("%s: %v (not a refusal)", req.Op, err)
 		}
+		refusedForRemoved(t, s, req, err)
 		routeStateInvariants(t, s)
 	})
 }

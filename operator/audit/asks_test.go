@@ -9,8 +9,8 @@ import (
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -31,49 +31,56 @@ func TestVerifyApprovals(t *testing.T) {
 		t.Fatal(res)
 	}
 	w.Stop()
-	s, err := operator.Open(w.Store)
-	if err != nil {
-		t.Fatal(err)
+	w.WithStore(t, func(s *operator.Store) {
+		if v, err := audit.VerifyStore(s.Dir(), 1); err != nil || len(v.Findings) != 0 {
+			t.Fatalf("before the policy: %+v %v", v.Findings, err)
+		}
+		// From here on alice's calls to calc.* wait for an approval.
+		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", Approval: hosttest.HumansOnly()}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// raise raises the ask of alice's call in conversation c1 (attempt id)
+	// as the host does, through the store's dispatch on route r1, and
+	// answers it with verdict unless that is empty.
+	raise := func(attempt string, verdict msg.Verdict) string {
+		t.Helper()
+		var id string
+		w.WithStore(t, func(s *operator.Store) {
+			ctx, cancel := peertest.Ctx()
+			defer cancel()
+			d := hosttest.Calc(t, attempt, "alice", "c1")
+			id = hosttest.WantAwaiting(t, s.Dispatch(ctx, operator.ForwardSocket{Route: "r1", Forward: w.Route.Forward, Controller: "ctl"}, &d)).ID
+			if verdict == "" {
+				return
+			}
+			if _, err := s.AnswerAsk(id, hosttest.Human(verdict, os.Geteuid(), "root")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return id
 	}
-	defer s.Close()
-	if v, err := s.VerifyReceipts(1); err != nil || len(v.Findings) != 0 {
-		t.Fatalf("before the policy: %+v %v", v.Findings, err)
-	}
-	// From here on alice's calls to calc.* wait for an approval.
-	if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", Approval: humansOnly()}); err != nil {
-		t.Fatal(err)
-	}
-	asks := &askStore{t: t, s: s, clk: peertest.NewClock(time.Now())}
-	s.mu.Lock()
-	ledger := s.st.ledger
-	s.mu.Unlock()
+	// reserve appends a reservation of alice's call (attempt id) to the
+	// stopped store, as it is: no ask or approval is checked.
 	reserve := func(attempt string) {
 		t.Helper()
 		d := peertest.InvokeDispatch(t, attempt, "calc.evaluate", `{"expression":"1+1"}`)
-		ledger++
-		rec := recReserveV2{recReserve: recReserve{Attempt: attempt, Controller: "ctl", Grant: w.Grant, Application: "app",
-			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Day: utcDay(time.Now()), Ledger: ledger},
+		rec := hostlog.ReserveV2{Reserve: hostlog.Reserve{Attempt: attempt, Controller: "ctl", Grant: w.Grant, Application: "app",
+			Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Day: utcDay(time.Now()),
+			Ledger: hosttest.NextLedger(t, w.Store)},
 			Method: d.Method, Path: d.Path, Body: d.Body, Agent: "alice", Conversation: "c1"}
-		if _, err := s.append(hostlog.KindReserveV2, rec); err != nil {
-			t.Fatal(err)
-		}
+		hosttest.Append(t, w.Store, w.Pub, hostlog.KindReserveV2, rec)
 	}
 	me := fmt.Sprintf("uid:%d", os.Geteuid())
 	reserve("a4") // no ask
-	approved := asks.raise("a5", "alice", "c1").id
-	if _, err := s.AnswerAsk(approved, human(msg.VerdictApprove, os.Geteuid(), "root")); err != nil {
-		t.Fatal(err)
-	}
+	raise("a5", msg.VerdictApprove)
 	reserve("a5")
-	denied := asks.raise("a6", "alice", "c1").id
-	if _, err := s.AnswerAsk(denied, human(msg.VerdictDeny, os.Geteuid(), "root")); err != nil {
-		t.Fatal(err)
-	}
+	denied := raise("a6", msg.VerdictDeny)
 	reserve("a6")
-	pending := asks.raise("a7", "alice", "c1").id
+	pending := raise("a7", "")
 	reserve("a7")
 
-	rep, err := s.VerifyReceipts(1)
+	rep, err := audit.VerifyStore(w.Store, 1)
 	var marked []string
 	for _, f := range rep.Findings {
 		if strings.Contains(f, "marked for approval") {
@@ -93,60 +100,6 @@ func TestVerifyApprovals(t *testing.T) {
 		if !strings.HasPrefix(marked[i], finding(attempt)) ||
 			!strings.HasSuffix(marked[i], "): app/calc.evaluate is marked for approval by agent alice's limits (revision 1), and "+want[i]) {
 			t.Errorf("finding %d: %q; want attempt %s and %q", i, marked[i], attempt, want[i])
-		}
-	}
-}
-
-// TestVerifyReceiptNamesAsk: a receipt of an attempt with an ask must
-// name the ask and who decided it; one of an attempt without one names
-// none. Each other case is a finding naming both sides.
-func TestVerifyReceiptNamesAsk(t *testing.T) {
-	a := newJournalAudit(nil)
-	a.asks.byAttempt["a5"] = &auditAsk{id: "ask-0123456789ab", attempt: "a5", decided: true, verdict: msg.VerdictApprove, answeredBy: "uid:1001"}
-	for _, c := range []struct {
-		rc   msg.Receipt
-		want string
-	}{
-		{msg.Receipt{Seq: 1, Attempt: "a1"}, ""},
-		{msg.Receipt{Seq: 2, Attempt: "a5", Ask: "ask-0123456789ab", AnsweredBy: "uid:1001"}, ""},
-		{msg.Receipt{Seq: 3, Attempt: "a5"}, `receipt 3 (journal record 9): names ask "" answered by ""; attempt a5's ask is ask-0123456789ab, answered by "uid:1001"`},
-		{msg.Receipt{Seq: 4, Attempt: "a5", Ask: "ask-0123456789ab", AnsweredBy: "agent:rev"},
-			`receipt 4 (journal record 9): names ask "ask-0123456789ab" answered by "agent:rev"; attempt a5's ask is ask-0123456789ab, answered by "uid:1001"`},
-		{msg.Receipt{Seq: 5, Attempt: "a1", Ask: "ask-0123456789ab", AnsweredBy: "uid:1001"},
-			`receipt 5 (journal record 9): names ask "ask-0123456789ab" answered by "uid:1001", but attempt a1 has no ask`},
-	} {
-		a.findings = nil
-		a.checkReceiptAsk(c.rc, "journal record 9")
-		if got := strings.Join(a.findings, "|"); got != c.want {
-			t.Errorf("receipt %d: %q; want %q", c.rc.Seq, got, c.want)
-		}
-	}
-}
-
-// TestVerifyAskRecordFaults: ask records that do not hang together are
-// faults naming the record: an ask raised twice, a second ask of one
-// attempt, a decision of an ask never raised, a second decision.
-func TestVerifyAskRecordFaults(t *testing.T) {
-	a := newJournalAudit(nil)
-	r := journal.Record{Seq: 7}
-	if err := a.ask(r, &recAsk{Ask: "ask-1", Attempt: "a1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.askAnswer(r, &recAskAnswer{Ask: "ask-1", Verdict: msg.VerdictApprove, By: "uid:1"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		err  error
-		want string
-	}{
-		{a.ask(r, &recAsk{Ask: "ask-1", Attempt: "a2"}), "receipt fault: journal record 7: ask ask-1 raised twice"},
-		{a.ask(r, &recAsk{Ask: "ask-2", Attempt: "a1"}), "receipt fault: journal record 7: attempt a1 has a second ask ask-2"},
-		{a.askExpired(r, &recAskExpired{Ask: "ask-3", Verdict: msg.VerdictDeny}), "receipt fault: journal record 7: decides ask ask-3, which was never raised"},
-		{a.askExpired(r, &recAskExpired{Ask: "ask-1", Verdict: msg.VerdictDeny}), "receipt fault: journal record 7: decides ask ask-1 a second time"},
-		{a.agentLimits(r, &recAgentLimits{}), "receipt fault: journal record 7: agent limits: no operator key to verify them with"},
-	} {
-		if c.err == nil || c.err.Error() != c.want {
-			t.Errorf("%v; want %q", c.err, c.want)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stewardrt/steward/journal/journaltest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/hostlog"
 )
 
 // TestGoldenHostJournal: each version of the golden host journal (two runs of the dev
@@ -20,12 +22,13 @@ func TestGoldenHostJournal(t *testing.T) {
 }
 
 func checkGoldenHost(t *testing.T, version string) {
-	st, err := operator.OpenReadOnly(journaltest.CopyGolden(t, version, "host"))
+	dir := journaltest.CopyGolden(t, version, "host")
+	st, err := operator.OpenReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rep, err := st.VerifyReceipts(1)
+	rep, err := audit.VerifyStore(dir, 1)
 	if err != nil {
 		t.Fatalf("receipts verify: %v", err)
 	}
@@ -36,11 +39,11 @@ func checkGoldenHost(t *testing.T, version string) {
 		rep.Purses[0].Charged != 2 || rep.Purses[0].Balance != 999_998 || rep.Purses[0].Receipts != 4 {
 		t.Errorf("purses: %+v", rep.Purses)
 	}
-	exported, err := st.ExportReceipts()
+	exported, err := audit.ExportStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := operator.VerifyReceiptsFile(exported, st.PublicKey()); err != nil || again.Head != rep.Head {
+	if again, err := audit.VerifyFile(exported, st.PublicKey()); err != nil || again.Head != rep.Head {
 		t.Errorf("exported receipts: %+v, %v (head %s)", again, err, rep.Head)
 	}
 
@@ -58,7 +61,7 @@ func checkGoldenHost(t *testing.T, version string) {
 	// a route registered before route states (a first-version
 	// route-register, no state record) is active
 	if r := st.Routes(); len(r) != 1 || r[0].Route != "appliance" || r[0].Revision != 1 || r[0].Controller != "dev" ||
-		r[0].State != operator.RouteActive || r[0].StateBy != "" {
+		r[0].State != hostlog.RouteActive || r[0].StateBy != "" {
 		t.Errorf("routes: %+v", r)
 	}
 }

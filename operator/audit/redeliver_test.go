@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -37,20 +36,16 @@ func TestRedeliveredReceiptNamesResolver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newEndForgery(t)
-			rep, err := f.forge(t, func(s *operator.Store, last msg.Receipt, ledger uint64) {
-				r := f.reserveA4(t, s, last, ledger, 0)
+			rep, err := f.forge(t, func(last msg.Receipt, ledger uint64) {
+				r := f.reserveA4(t, last, ledger, 0)
 				for _, by := range tc.redeliver {
-					if _, err := s.append(hostlog.KindRedeliver, recRedeliver{Attempt: "a4", By: by, Reason: "the application was restarted"}); err != nil {
-						t.Fatal(err)
-					}
+					f.append(t, hostlog.KindRedeliver, hostlog.Redeliver{Attempt: "a4", By: by, Reason: "the application was restarted"})
 				}
 				r.ResponseSHA256, r.Status, r.Charge, r.BalanceAfter = sum[:], 200, 10, 60
 				r.Outcome, r.PriceApplied, r.ResolvedBy = msg.StateDefinite, msg.PriceAnswer, tc.resolvedBy
-				// A forged record: written as is, not signed through signReceiptLocked.
-				if _, err := s.append(hostlog.KindOutcomeV2, recOutcomeV2{Attempt: "a4", Status: 200, Body: body, Receipt: f.sign(t, r),
-					Seq: r.Seq, Charge: 10, Ledger: ledger + 1}); err != nil {
-					t.Fatal(err)
-				}
+				// A forged record: written as is, not signed through the store's commitEnd.
+				f.append(t, hostlog.KindOutcomeV2, hostlog.OutcomeV2{Attempt: "a4", Status: 200, Body: body, Receipt: f.sign(t, r),
+					Seq: r.Seq, Charge: 10, Ledger: ledger + 1})
 			})
 			if tc.want == "" {
 				if err != nil || rep.Receipts != 4 || rep.Purses[0].Balance != 60 {

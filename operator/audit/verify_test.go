@@ -1,10 +1,10 @@
 package audit_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,16 +45,16 @@ func newReceiptsFixture(t *testing.T) *receiptsFixture {
 		}
 	}
 	w.Stop()
-	key, err := wire.ReadHybridKey(filepath.Join(w.Store, keyFile))
+	key, err := operator.ReadKey(w.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &receiptsFixture{w: w, host: key, hostPub: filepath.Join(w.Store, pubFile), ctlKeys: filepath.Join(w.Dir, "controller.pub")}
+	fx := &receiptsFixture{w: w, host: key, hostPub: filepath.Join(w.Store, hostlog.PubFile), ctlKeys: filepath.Join(w.Dir, "controller.pub")}
 	if err := os.WriteFile(fx.ctlKeys, w.Peer.KeysFile(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w.WithStore(t, func(s *operator.Store) {
-		if fx.honest, err = s.ExportReceipts(); err != nil {
+		if fx.honest, err = audit.ExportStore(s.Dir()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -72,8 +72,8 @@ func newReceiptsFixture(t *testing.T) *receiptsFixture {
 }
 
 // file is a fresh copy of the honest export.
-func (fx *receiptsFixture) file(t *testing.T) ReceiptsFile {
-	var f ReceiptsFile
+func (fx *receiptsFixture) file(t *testing.T) msg.ReceiptsFile {
+	var f msg.ReceiptsFile
 	if err := wire.Unmarshal(fx.honest, &f); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func (fx *receiptsFixture) consentFor(r msg.Receipt, charge uint64) msg.Consent 
 // appendSigned appends r to f, linked to f's last receipt and signed with
 // signer, and a checkpoint over it signed with the host key, as a forger
 // holding that key would: the chain and its coverage verify.
-func (fx *receiptsFixture) appendSigned(t *testing.T, f *ReceiptsFile, r msg.Receipt, signer *wire.SigningKey) {
+func (fx *receiptsFixture) appendSigned(t *testing.T, f *msg.ReceiptsFile, r msg.Receipt, signer *wire.SigningKey) {
 	r.Prev = msg.ReceiptHash(f.Receipts[len(f.Receipts)-1])
 	signed, err := msg.SignReceipt(signer, r)
 	if err != nil {
@@ -120,7 +120,7 @@ func (fx *receiptsFixture) appendSigned(t *testing.T, f *ReceiptsFile, r msg.Rec
 }
 
 // checkpoint appends a checkpoint over receipt seq of f, signed with the host key.
-func (fx *receiptsFixture) checkpoint(t *testing.T, f *ReceiptsFile, seq uint64) {
+func (fx *receiptsFixture) checkpoint(t *testing.T, f *msg.ReceiptsFile, seq uint64) {
 	cp, err := msg.SignCheckpoint(fx.host, msg.Checkpoint{Seq: seq, Head: msg.ReceiptHash(f.Receipts[seq-1]), At: time.Now().UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func (fx *receiptsFixture) checkpoint(t *testing.T, f *ReceiptsFile, seq uint64)
 
 // verifyFile runs `receipts verify --file` on f with args, returning the
 // exit code and what it printed.
-func (fx *receiptsFixture) verifyFile(t *testing.T, f ReceiptsFile, args ...string) (int, string, string) {
+func (fx *receiptsFixture) verifyFile(t *testing.T, f msg.ReceiptsFile, args ...string) (int, string, string) {
 	b, err := wire.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -139,9 +139,7 @@ func (fx *receiptsFixture) verifyFile(t *testing.T, f ReceiptsFile, args ...stri
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	code := (&CLI{Stdout: &out, Stderr: &errb}).Main(append([]string{"receipts", "verify", "--file", path}, args...))
-	return code, out.String(), errb.String()
+	return hosttest.RunCLI(append([]string{"receipts", "verify", "--file", path}, args...)...)
 }
 
 func wantOutput(t *testing.T, what, got string, parts ...string) {
@@ -153,29 +151,18 @@ func wantOutput(t *testing.T, what, got string, parts ...string) {
 	}
 }
 
-// TestReceiptsFileForgeries forges receipt files as a host holding its own
-// key would, with the real signing code, and checks that verify, given
-// the controller's keys, names each forgery (exit 1), and passes the
-// honest file and forgeries the payer did consent to (exit 0).
-func TestReceiptsFileForgeries(t *testing.T) {
-	fx := newReceiptsFixture(t)
-	hostEd := fx.host.Ed25519()
-	keys := []string{"--host-key", fx.hostPub, "--controller-keys", fx.ctlKeys}
-	t.Run("honest", func(t *testing.T) {
-		code, out, errs := fx.verifyFile(t, fx.file(t), keys...)
-		if code != cli.ExitOK {
-			t.Fatalf("exit %d: %s", code, errs)
-		}
-		wantOutput(t, "the report", out, "3 receipts verified", "consents of controller ctl checked against its dispatch key "+fx.w.Peer.Disp.Public().KID().String()+": 3 receipts")
-		if strings.Contains(out, "finding") || strings.Contains(out, "NOT checked") {
-			t.Fatalf("honest file: %s", out)
-		}
-	})
-	cases := []struct {
-		name string
-		edit func(t *testing.T, r *msg.Receipt)
-		want string // the finding; "" verifies
-	}{
+// fileForgery is one receipt a forger appends after receipt 3 of the
+// honest file: a4 as edit makes it, and the finding verify names.
+type fileForgery struct {
+	name string
+	edit func(t *testing.T, r *msg.Receipt)
+	want string // the finding; "" verifies
+}
+
+// fileForgeries are TestReceiptsFileForgeries' receipts appended to the
+// honest file of fx, whose host key's Ed25519 half is hostEd.
+func fileForgeries(fx *receiptsFixture, hostEd *wire.SigningKey) []fileForgery {
+	return []fileForgery{
 		{"a consented receipt appended verifies", func(*testing.T, *msg.Receipt) {}, ""},
 		{"a free receipt needs no consent", func(_ *testing.T, r *msg.Receipt) { r.Charge, r.Consent, r.PriceApplied = 0, nil, msg.PriceNone }, ""},
 		{"a version 1 charge below the consent's", func(_ *testing.T, r *msg.Receipt) {
@@ -220,6 +207,27 @@ func TestReceiptsFileForgeries(t *testing.T) {
 			r.Consent, _ = msg.SignConsent(hostEd, fx.consentFor(*r, 10))
 		}, "receipt 4 (file entry 4): payer consent: " + wire.ErrUnknownKID.Error()},
 	}
+}
+
+// TestReceiptsFileForgeries forges receipt files as a host holding its own
+// key would, with the real signing code, and checks that verify, given
+// the controller's keys, names each forgery (exit 1), and passes the
+// honest file and forgeries the payer did consent to (exit 0).
+func TestReceiptsFileForgeries(t *testing.T) {
+	fx := newReceiptsFixture(t)
+	hostEd := fx.host.Ed25519()
+	keys := []string{"--host-key", fx.hostPub, "--controller-keys", fx.ctlKeys}
+	t.Run("honest", func(t *testing.T) {
+		code, out, errs := fx.verifyFile(t, fx.file(t), keys...)
+		if code != cli.ExitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		wantOutput(t, "the report", out, "3 receipts verified", "consents of controller ctl checked against its dispatch key "+fx.w.Peer.Disp.Public().KID().String()+": 3 receipts")
+		if strings.Contains(out, "finding") || strings.Contains(out, "NOT checked") {
+			t.Fatalf("honest file: %s", out)
+		}
+	})
+	cases := fileForgeries(fx, hostEd)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fx.file(t)
@@ -350,7 +358,7 @@ func TestReceiptsFileRefusedInput(t *testing.T) {
 		if code != cli.ExitRefused || errs != want || out != "" {
 			t.Fatalf("exit %d, stderr %q, stdout %q; want %d, %q", code, errs, out, cli.ExitRefused, want)
 		}
-		if _, err := audit.VerifyFile(fx.honest, nil); !errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), "the file's own key proves nothing") {
+		if _, err := audit.VerifyFile(fx.honest, nil); !errors.Is(err, audit.ErrRefused) || !strings.Contains(err.Error(), "the file's own key proves nothing") {
 			t.Fatalf("library without a host key: %v", err)
 		}
 	})
@@ -367,10 +375,9 @@ func TestReceiptsFileRefusedInput(t *testing.T) {
 		}
 	})
 	t.Run("file keys with a store", func(t *testing.T) {
-		var out, errb bytes.Buffer
-		code := (&CLI{Stdout: &out, Stderr: &errb}).Main([]string{"receipts", "verify", "--store", fx.w.Store, "--host-key", fx.hostPub})
-		if code != cli.ExitRefused || !strings.Contains(errb.String(), "a store verifies against the keys it pinned") {
-			t.Fatalf("exit %d: %s", code, errb.String())
+		code, _, errs := hosttest.RunCLI("receipts", "verify", "--store", fx.w.Store, "--host-key", fx.hostPub)
+		if code != cli.ExitRefused || !strings.Contains(errs, "a store verifies against the keys it pinned") {
+			t.Fatalf("exit %d: %s", code, errs)
 		}
 	})
 	t.Run("two controllers, keys for which unnamed", func(t *testing.T) {
@@ -390,60 +397,49 @@ func TestReceiptsFileRefusedInput(t *testing.T) {
 	})
 }
 
+// reserve appends a reservation of 10 for a4 with consent to the stopped
+// store, and with answered its outcome and receipt, and with uncertain an
+// uncertain record of that detail; it returns the reservation's record.
+func (fx *receiptsFixture) reserve(t *testing.T, consent func(msg.Receipt) []byte, answered bool, uncertain string) uint64 {
+	store, pub := fx.w.Store, fx.w.Pub
+	ledger := hosttest.NextLedger(t, store) // the store's ledger, plus 1
+	r := fx.a4(t)
+	r.Consent = consent(r)
+	seq := hosttest.Append(t, store, pub, hostlog.KindReserve, hostlog.Reserve{Attempt: "a4", Controller: "ctl", Grant: fx.w.Grant, Application: r.Application,
+		Operation: r.Operation, Kind: r.Kind, RequestSHA256: r.RequestSHA256, Charge: r.Charge, Consent: r.Consent,
+		Day: utcDay(time.Now()), Ledger: ledger})
+	if uncertain != "" {
+		hosttest.Append(t, store, pub, hostlog.KindUncertain, hostlog.Uncertain{Attempt: "a4", Detail: uncertain})
+	}
+	if answered {
+		body := []byte(`{}`)
+		sum := sha256.Sum256(body)
+		r.ResponseSHA256, r.Status = sum[:], 200
+		var f msg.ReceiptsFile
+		wire.Unmarshal(fx.honest, &f)
+		r.Prev = msg.ReceiptHash(f.Receipts[2])
+		signed, _ := msg.SignReceipt(fx.host.Ed25519(), r)
+		hosttest.Append(t, store, pub, hostlog.KindOutcome, hostlog.Outcome{Attempt: "a4", Status: 200, Body: body, Receipt: signed, Seq: 4, Ledger: ledger})
+	}
+	return seq
+}
+
+// verifyStore runs `receipts verify` on the store.
+func (fx *receiptsFixture) verifyStore() (int, string, string) {
+	return hosttest.RunCLI("receipts", "verify", "--store", fx.w.Store)
+}
+
 // TestReceiptsStoreReservations forges reservations into a stopped store's
 // journal with the real record code: every reservation's consent is
 // checked, outcome or not, and every one still held is a finding.
 func TestReceiptsStoreReservations(t *testing.T) {
-	// reserve appends a reservation of 10 for a4 with consent, and with
-	// answered its outcome and receipt.
-	reserve := func(t *testing.T, fx *receiptsFixture, consent func(msg.Receipt) []byte, answered bool, uncertain string) uint64 {
-		s, err := operator.Open(fx.w.Store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		s.mu.Lock()
-		ledger := s.st.ledger
-		s.mu.Unlock()
-		r := fx.a4(t)
-		r.Consent = consent(r)
-		seq, err := s.append(hostlog.KindReserve, recReserve{Attempt: "a4", Controller: "ctl", Grant: fx.w.Grant, Application: r.Application,
-			Operation: r.Operation, Kind: r.Kind, RequestSHA256: r.RequestSHA256, Charge: r.Charge, Consent: r.Consent,
-			Day: utcDay(time.Now()), Ledger: ledger + 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if uncertain != "" {
-			if _, err := s.append(hostlog.KindUncertain, recUncertain{Attempt: "a4", Detail: uncertain}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if answered {
-			body := []byte(`{}`)
-			sum := sha256.Sum256(body)
-			r.ResponseSHA256, r.Status = sum[:], 200
-			var f ReceiptsFile
-			wire.Unmarshal(fx.honest, &f)
-			r.Prev = msg.ReceiptHash(f.Receipts[2])
-			signed, _ := msg.SignReceipt(fx.host.Ed25519(), r)
-			if _, err := s.append(hostlog.KindOutcome, recOutcome{Attempt: "a4", Status: 200, Body: body, Receipt: signed, Seq: 4, Ledger: ledger + 1}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return seq
-	}
-	verify := func(t *testing.T, fx *receiptsFixture) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := (&CLI{Stdout: &out, Stderr: &errb}).Main([]string{"receipts", "verify", "--store", fx.w.Store})
-		return code, out.String(), errb.String()
-	}
 	genuine := func(fx *receiptsFixture, t *testing.T) func(msg.Receipt) []byte {
 		return func(r msg.Receipt) []byte { return fx.consent(t, fx.consentFor(r, r.Charge)) }
 	}
 	t.Run("honest", func(t *testing.T) {
 		fx := newReceiptsFixture(t)
-		reserve(t, fx, genuine(fx, t), true, "")
-		code, out, errs := verify(t, fx)
+		fx.reserve(t, genuine(fx, t), true, "")
+		code, out, errs := fx.verifyStore()
 		if code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
@@ -451,9 +447,9 @@ func TestReceiptsStoreReservations(t *testing.T) {
 	})
 	t.Run("a reservation still held", func(t *testing.T) {
 		fx := newReceiptsFixture(t)
-		seq := reserve(t, fx, genuine(fx, t), false, "the application's socket closed mid-answer")
+		seq := fx.reserve(t, genuine(fx, t), false, "the application's socket closed mid-answer")
 		want := "reservation of attempt a4 (journal record " + itoa(seq) + "): 10 charged without a receipt, still held (the application's socket closed mid-answer)"
-		code, out, errs := verify(t, fx)
+		code, out, errs := fx.verifyStore()
 		if code != cli.ExitFailure {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
@@ -461,19 +457,19 @@ func TestReceiptsStoreReservations(t *testing.T) {
 		wantOutput(t, "stderr", errs, "1 finding: "+want)
 		// the receipts there are still export: the held charge has none
 		fx.w.WithStore(t, func(s *operator.Store) {
-			if _, err := s.ExportReceipts(); err != nil {
+			if _, err := audit.ExportStore(s.Dir()); err != nil {
 				t.Fatalf("export with a held reservation: %v", err)
 			}
 		})
 	})
 	t.Run("a held reservation's consent for another request", func(t *testing.T) {
 		fx := newReceiptsFixture(t)
-		seq := reserve(t, fx, func(r msg.Receipt) []byte {
+		seq := fx.reserve(t, func(r msg.Receipt) []byte {
 			c := fx.consentFor(r, 10)
 			c.RequestSHA256 = fx.receipts[0].RequestSHA256
 			return fx.consent(t, c)
 		}, false, "")
-		code, out, _ := verify(t, fx)
+		code, out, _ := fx.verifyStore()
 		if code != cli.ExitFailure {
 			t.Fatalf("exit %d", code)
 		}
@@ -483,33 +479,33 @@ func TestReceiptsStoreReservations(t *testing.T) {
 	})
 	t.Run("a receipted reservation without consent", func(t *testing.T) {
 		fx := newReceiptsFixture(t)
-		seq := reserve(t, fx, func(msg.Receipt) []byte { return nil }, true, "")
+		seq := fx.reserve(t, func(msg.Receipt) []byte { return nil }, true, "")
 		want := "reservation of attempt a4 (journal record " + itoa(seq) + "): holds 10 with no payer consent"
-		code, _, errs := verify(t, fx)
+		code, _, errs := fx.verifyStore()
 		if code != cli.ExitFailure || errs != "steward-operator receipts verify: receipt fault: 1 finding: "+want+"\n" {
 			t.Fatalf("exit %d: %q", code, errs)
 		}
 		fx.w.WithStore(t, func(s *operator.Store) {
-			if _, err := s.ExportReceipts(); !errors.Is(err, hostlog.ErrReceiptFault) || !strings.Contains(err.Error(), want) {
+			if _, err := audit.ExportStore(s.Dir()); !errors.Is(err, hostlog.ErrReceiptFault) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("export of an unconsented charge: %v", err)
 			}
 		})
 	})
 	t.Run("a receipted reservation above its consent", func(t *testing.T) {
 		fx := newReceiptsFixture(t)
-		reserve(t, fx, func(r msg.Receipt) []byte { return fx.consent(t, fx.consentFor(r, 9)) }, true, "")
-		code, _, errs := verify(t, fx)
+		fx.reserve(t, func(r msg.Receipt) []byte { return fx.consent(t, fx.consentFor(r, 9)) }, true, "")
+		code, _, errs := fx.verifyStore()
 		if code != cli.ExitFailure || !strings.Contains(errs, "charges 10, more than the 9 its payer consent allows") {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 	})
 	t.Run("a consent the host signed itself", func(t *testing.T) {
 		fx := newReceiptsFixture(t)
-		reserve(t, fx, func(r msg.Receipt) []byte {
+		fx.reserve(t, func(r msg.Receipt) []byte {
 			b, _ := msg.SignConsent(fx.host.Ed25519(), fx.consentFor(r, 10))
 			return b
 		}, true, "")
-		code, _, errs := verify(t, fx)
+		code, _, errs := fx.verifyStore()
 		if code != cli.ExitFailure || !strings.Contains(errs, "payer consent: "+wire.ErrUnknownKID.Error()) {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
@@ -517,3 +513,40 @@ func TestReceiptsStoreReservations(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// utcDay is the day number a reservation counts on: the UTC day (unix ms
+// / 86,400,000), as hostlog's doc gives reserve's day and the store
+// computes it.
+func utcDay(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
+
+// TestVerifyRefusesWhatTheTableDoesNot: a record of a kind hostlog's table
+// does not name, or a body with a key its type lacks, stops `receipts
+// verify` and `receipts export` as a receipt fault naming the record (the
+// journal read on its own: no store is opened, whose replay refuses it
+// too). hostlog's TestReplayAndVerifyRefuseWhatTheTableDoesNot checks the
+// decoding, operator's TestReplayRefusesWhatTheTableDoesNot the replay.
+func TestVerifyRefusesWhatTheTableDoesNot(t *testing.T) {
+	cases := []struct {
+		name, kind string
+		body       any
+		vfy        string
+	}{
+		{"unknown kind", "grant-renew", hostlog.GrantRevoke{ID: "g"}, `: unknown record kind "grant-renew"`},
+		{"unknown key", hostlog.KindPurseFreeze, map[string]any{"controller": "ctl", "why": "x"},
+			`: wire: malformed: cbor decode: cbor: found unknown field at map element index 0`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := hosttest.NewWorld(t, hosttest.Opts{})
+			seq := hosttest.Append(t, w.Store, w.Pub, tc.kind, tc.body)
+			wantVerify := fmt.Sprintf("receipt fault: journal record %d%s", seq, tc.vfy)
+			_, err := audit.VerifyStore(w.Store, 1)
+			if !errors.Is(err, hostlog.ErrReceiptFault) || err.Error() != wantVerify {
+				t.Errorf("verify: %v\nwant: %s", err, wantVerify)
+			}
+			if _, err := audit.ExportStore(w.Store); err == nil || err.Error() != wantVerify {
+				t.Errorf("export: %v\nwant: %s", err, wantVerify)
+			}
+		})
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -49,9 +51,8 @@ func decodeAsk(t *testing.T, out string) askOutput {
 // account; an unknown ask, a second answer and a bad flag are refused
 // with one line and exit 2.
 func TestApprovalsCommands(t *testing.T) {
-	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 1})
-	aliceAsk, bobAsk := raiseAsksIn(t, w)
-	w.Serve(t)
+	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 4})
+	aliceAsk, bobAsk := hosttest.RaiseAsks(t, w)
 	conn := []string{"--store", w.Store}
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
@@ -76,7 +77,7 @@ func TestApprovalsCommands(t *testing.T) {
 	if code != 0 || a.State != msg.AskApproved || a.AnsweredBy != me || a.Note != "fine by me" || compactJSON(a.Arguments) != `{"expression":"1+1"}` {
 		t.Fatalf("respond: %d %q %q", code, out, errs)
 	}
-	account := accountOf(uint32(os.Geteuid()))
+	account := admin.AccountName(uint32(os.Geteuid()))
 	second := fmt.Sprintf("steward-operator approvals respond: refused: ask %s was already answered: approved by %s (%s) at %s\n",
 		aliceAsk, me, account, time.UnixMilli(a.AnsweredAt).UTC().Format(time.RFC3339))
 	long := strings.Repeat("n", msg.MaxApprovalNote+1)
@@ -113,7 +114,7 @@ func TestApprovalsCommands(t *testing.T) {
 	w.Stop()
 	// watch follows a running host; it never holds the store's lock.
 	if code, _, errs := run("watch"); code != cli.ExitFailure || strings.Count(errs, "\n") != 1 ||
-		!strings.HasPrefix(errs, "steward-operator approvals watch: no running host answered on "+adminSocketPath(w.Store)+" (watch follows a running host): ") {
+		!strings.HasPrefix(errs, "steward-operator approvals watch: no running host answered on "+admin.SocketPath(w.Store)+" (watch follows a running host): ") {
 		t.Errorf("watch without a host: %d %q", code, errs)
 	}
 	// The answer's record names the answering account beside its uid.
@@ -128,9 +129,8 @@ func TestApprovalsCommands(t *testing.T) {
 // journal holds first, then each new one as it happens (the host's wait,
 // no polling), and ends cleanly on an interrupt.
 func TestApprovalsWatch(t *testing.T) {
-	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 1})
-	aliceAsk, bobAsk := raiseAsksIn(t, w)
-	w.Serve(t)
+	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 4})
+	aliceAsk, bobAsk := hosttest.RaiseAsks(t, w)
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	var errb hosttest.SyncBuffer
@@ -186,35 +186,33 @@ type watchLineOut struct {
 // answering uid, the denied one refused at charge 0; receipts verify
 // finds nothing.
 func TestApprovalsRespondEndToEnd(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	w.Serve(t)
 	cl := w.Dial(t)
 	me := fmt.Sprintf("uid:%d", os.Geteuid())
-	yes := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	no := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")))
+	yes := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	no := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
 	if code, _, errs := hosttest.RunCLI("approvals", "respond", yes.ID, "--approve", "--note", "go ahead", "--store", w.Store); code != 0 {
 		t.Fatal(errs)
 	}
-	wantPush(t, w.Peer, "a1", yes.ID, msg.AskApproved)
-	res := collectCall(t, cl, "a1")
-	if r := verifiedReceipt(t, w, res.Receipt); res.Outcome != msg.StateDefinite || r.Ask != yes.ID || r.AnsweredBy != me || r.Charge != 4 {
+	hosttest.WantPush(t, w.Peer, "a1", yes.ID, msg.AskApproved)
+	res := hosttest.CollectCall(t, cl, "a1")
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); res.Outcome != msg.StateDefinite || r.Ask != yes.ID || r.AnsweredBy != me || r.Charge != 4 {
 		t.Fatalf("approved: %s %+v", res.Outcome, r)
 	}
 	if code, _, errs := hosttest.RunCLI("approvals", "respond", no.ID, "--deny", "--note", "not today", "--store", w.Store); code != 0 {
 		t.Fatal(errs)
 	}
-	wantPush(t, w.Peer, "a2", no.ID, msg.AskDenied)
-	res = collectCall(t, cl, "a2")
-	if r := verifiedReceipt(t, w, res.Receipt); res.Refusal == nil || res.Refusal.Code != msg.CodeDenied || r.Ask != no.ID || r.AnsweredBy != me || r.Charge != 0 {
+	hosttest.WantPush(t, w.Peer, "a2", no.ID, msg.AskDenied)
+	res = hosttest.CollectCall(t, cl, "a2")
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); res.Refusal == nil || res.Refusal.Code != msg.CodeDenied || r.Ask != no.ID || r.AnsweredBy != me || r.Charge != 0 {
 		t.Fatalf("denied: %s %+v %+v", res.Outcome, res.Refusal, r)
 	}
 	if w.App.Calls.Load() != 1 {
 		t.Fatalf("delivered %d times", w.App.Calls.Load())
 	}
 	w.Stop()
-	w.WithStore(t, func(s *operator.Store) {
-		if rep, err := s.VerifyReceipts(1); err != nil || len(rep.Findings) != 0 {
-			t.Fatalf("verify %+v %v", rep.Findings, err)
-		}
-	})
+	if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
+		t.Fatalf("verify %+v %v", rep.Findings, err)
+	}
 }

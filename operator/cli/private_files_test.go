@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/umasktest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -59,6 +60,6 @@ func TestPrivateFilesUnderUmask0(t *testing.T) {
 			t.Fatal("bundle build did not replace the older file")
 		}
 		umasktest.CheckPrivate(t, out, nil)
-		umasktest.CheckPrivate(t, store, map[string]os.FileMode{pubFile: 0o644})
+		umasktest.CheckPrivate(t, store, map[string]os.FileMode{hostlog.PubFile: 0o644})
 	})
 }

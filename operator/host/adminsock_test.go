@@ -2,14 +2,19 @@ package host_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stewardrt/steward/internal/hosttest"
+	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/wire"
 )
 
 // holdSilent opens n connections to the admin socket that never write.
@@ -40,8 +45,8 @@ func closedByServer(c *net.UnixConn) bool {
 func TestKillSwitchPastSilentAdminConnections(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 7})
 	w.Serve(t)
-	path := adminSocketPath(w.Store)
-	held := holdSilent(t, path, adminMaxConns+2)
+	path := admin.SocketPath(w.Store)
+	held := holdSilent(t, path, host.AdminMaxConns+2)
 
 	start := time.Now()
 	a := openAdmin(t, w.Store)
@@ -60,7 +65,7 @@ func TestKillSwitchPastSilentAdminConnections(t *testing.T) {
 	a.Close()
 	// Promptly: well inside the handshake bound that would otherwise
 	// have freed the silent connections' slots.
-	if took := time.Since(start); took >= adminIdleTimeout/2 {
+	if took := time.Since(start); took >= *host.AdminIdleTimeout/2 {
 		t.Fatalf("the kill switch took %v", took)
 	}
 	// The oldest silent connections were closed to make room (two past
@@ -87,22 +92,67 @@ func TestKillSwitchPastSilentAdminConnections(t *testing.T) {
 // TestAdminIdleChannelIsClosed: a connection that completed its handshake
 // and then says nothing holds its slot for adminIdleTimeout only.
 func TestAdminIdleChannelIsClosed(t *testing.T) {
-	old := adminIdleTimeout
-	adminIdleTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { adminIdleTimeout = old })
+	old := *host.AdminIdleTimeout
+	*host.AdminIdleTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { *host.AdminIdleTimeout = old })
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100})
 	w.Serve(t)
-	a := openAdmin(t, w.Store)
-	defer a.Close()
-	if _, err := a.Do(admin.Request{Op: admin.OpPurseFund, Name: "ctl", Amount: 1}); err != nil {
+	cl := dialAdminChannel(t, w.Store)
+	if _, err := adminCall(cl, admin.Request{Op: admin.OpPurseFund, Name: "ctl", Amount: 1}); err != nil {
 		t.Fatal(err)
 	}
-	<-a.(*adminClient).cl.Done()
-	if err := a.(*adminClient).cl.Err(); !errors.Is(err, io.EOF) {
+	<-cl.Done()
+	if err := cl.Err(); !errors.Is(err, io.EOF) {
 		t.Fatalf("the idle channel ended with %v, want the server's close", err)
 	}
-	_, err := a.Do(admin.Request{Op: admin.OpPurseFund, Name: "ctl", Amount: 1})
+	_, err := adminCall(cl, admin.Request{Op: admin.OpPurseFund, Name: "ctl", Amount: 1})
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("a request on a channel closed for idling: %v, want EOF", err)
 	}
+}
+
+// dialAdminChannel is the channel admin.Dial opens to the admin socket of
+// the host serving store, as a *wire.Client the test watches (Done, Err):
+// the same handshake, signed with the operator key.
+func dialAdminChannel(t *testing.T, store string) *wire.Client {
+	t.Helper()
+	key, err := operator.ReadKey(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := peertest.Ctx()
+	defer cancel()
+	path, uid := admin.SocketPath(store), uint32(os.Geteuid())
+	conn, err := wire.Dial(ctx, path, uid, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := wire.ClientHandshake(conn, wire.ChannelConfig{
+		Key: key.Ed25519(), Role: admin.RoleAdminClient, PeerRole: admin.RoleAdmin, PeerKeys: wire.NewKeyring(key.Public().Ed25519()),
+		Path: path, Purpose: admin.PurposeAdmin, SendLimit: wire.MaxRequestFrame, RecvLimit: wire.MaxReplyFrame,
+	})
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	cl := wire.NewClient(ch)
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// adminCall sends req on cl as an admin.Client's Do does, and returns the
+// call's own error as it does.
+func adminCall(cl *wire.Client, req admin.Request) (admin.Reply, error) {
+	ctx, cancel := peertest.Ctx()
+	defer cancel()
+	env, err := cl.Call(ctx, admin.TypeAdmin, req)
+	if err != nil {
+		return admin.Reply{}, err
+	}
+	var rep admin.Reply
+	if env.T != admin.TypeAdminResult {
+		return rep, fmt.Errorf("the admin socket answered %s", env.T)
+	}
+	err = env.Decode(&rep)
+	return rep, err
 }

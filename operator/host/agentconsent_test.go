@@ -6,6 +6,7 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -16,12 +17,12 @@ import (
 // that consent, nothing reserved, sent or charged; a dispatch naming no
 // agent (a controller before agents) is not held to it.
 func TestConsentOfAnotherPrincipal(t *testing.T) {
-	w, _ := agentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, nil)
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, nil)
 	mallory := "mallory"
 	w.Peer.Principal.Store(&mallory)
 	w.Serve(t)
 	cl := w.Dial(t)
-	res := peertest.Call(t, cl, calc(t, "a1", "alice", "c1"))
+	res := peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1"))
 	peertest.WantExactRefusal(t, res, msg.CodeNoConsent, "the payer's consent names another principal than the agent that made the call; nothing was sent or charged")
 	r, err := msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.Pub.Ed25519()))
 	if err != nil {
@@ -37,17 +38,17 @@ func TestConsentOfAnotherPrincipal(t *testing.T) {
 	if in := peertest.Inspect(t, cl, "a1"); in.State != msg.StateRefused {
 		t.Fatalf("inspect: %+v", in)
 	}
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a2", "", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "", "c1")))
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindReserveV2] != 1 || n[hostlog.KindRefused] != 1 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindReserveV2] != 1 || n[hostlog.KindRefused] != 1 {
 		t.Fatalf("journal: %v", n)
+	}
+	if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
+		t.Fatalf("verify: %+v %v", rep, err)
 	}
 	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 96 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
-		}
-		if rep, err := s.VerifyReceipts(1); err != nil || len(rep.Findings) != 0 {
-			t.Fatalf("verify: %+v %v", rep, err)
 		}
 		// The refused record names the agent, so the reopened store does.
 		if v, err := s.AttemptInspect("a1"); err != nil || v.State != msg.StateRefused || v.Agent != "alice" {
@@ -60,7 +61,7 @@ func TestConsentOfAnotherPrincipal(t *testing.T) {
 // receipts name the dispatch's agent and its conversation (a listing has
 // none); a dispatch naming no agent signs neither.
 func TestReceiptsCarryTheAgent(t *testing.T) {
-	w, _ := agentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, nil)
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, nil)
 	w.Serve(t)
 	cl := w.Dial(t)
 	ring := wire.NewKeyring(w.Pub.Ed25519())
@@ -68,10 +69,10 @@ func TestReceiptsCarryTheAgent(t *testing.T) {
 		d          msg.Dispatch
 		agent, cnv string
 	}{
-		{calc(t, "a1", "alice", "c7"), "alice", "c7"},
-		{agentInvoke(t, "a2", "alice", "c8", "calc.evaluate", `{"expression":"1/0"}`), "alice", "c8"},
-		{withAgent(peertest.ListDispatch(t, "a3"), "alice"), "alice", ""},
-		{calc(t, "a4", "", "c9"), "", ""},
+		{hosttest.Calc(t, "a1", "alice", "c7"), "alice", "c7"},
+		{hosttest.AgentInvoke(t, "a2", "alice", "c8", "calc.evaluate", `{"expression":"1/0"}`), "alice", "c8"},
+		{hosttest.WithAgent(peertest.ListDispatch(t, "a3"), "alice"), "alice", ""},
+		{hosttest.Calc(t, "a4", "", "c9"), "", ""},
 	} {
 		if c.d.Agent == "" {
 			w.Peer.Principal.Store(nil)
@@ -93,7 +94,7 @@ func TestReceiptsCarryTheAgent(t *testing.T) {
 func TestResolvedAgentAttempt(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5, NoApp: true})
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", CallsPerDay: u64(1)}); err != nil {
+		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", CallsPerDay: hosttest.U64(1)}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -102,12 +103,12 @@ func TestResolvedAgentAttempt(t *testing.T) {
 	hangUp := hangUpApp(t, w.Route.Upstream)
 	w.Serve(t)
 	cl := w.Dial(t)
-	if res := peertest.Call(t, cl, calc(t, "u1", "alice", "c1")); res.Outcome != msg.StateUncertain {
+	if res := peertest.Call(t, cl, hosttest.Calc(t, "u1", "alice", "c1")); res.Outcome != msg.StateUncertain {
 		t.Fatalf("dispatch: %s %s; want uncertain", res.Outcome, res.Detail)
 	}
 	hangUp()
 	w.App = peertest.StartApp(t, w.Dir)
-	if res := peertest.Call(t, cl, calc(t, "u2", "alice", "c1")); res.Refusal == nil || res.Refusal.Code != msg.CodeAgentLimit {
+	if res := peertest.Call(t, cl, hosttest.Calc(t, "u2", "alice", "c1")); res.Refusal == nil || res.Refusal.Code != msg.CodeAgentLimit {
 		t.Fatalf("the uncertain attempt holds the agent's one call: %+v", res)
 	}
 	if v := resolveJSON(t, w.Store, "u1", "release", "never reached the application"); v.Agent != "alice" {
@@ -121,12 +122,12 @@ func TestResolvedAgentAttempt(t *testing.T) {
 	if r.Outcome != msg.StateReleased || r.Agent != "alice" || r.Conversation != "c1" {
 		t.Fatalf("receipt %+v", r)
 	}
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "u3", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "u3", "alice", "c1")))
 	// After a restart the release still counts: the one call is u3's.
 	w.Stop()
 	w.Serve(t)
 	cl = w.Dial(t)
-	if res := peertest.Call(t, cl, calc(t, "u4", "alice", "c1")); res.Refusal == nil || res.Refusal.Code != msg.CodeAgentLimit {
+	if res := peertest.Call(t, cl, hosttest.Calc(t, "u4", "alice", "c1")); res.Refusal == nil || res.Refusal.Code != msg.CodeAgentLimit {
 		t.Fatalf("after restart: %+v", res)
 	}
 }
@@ -135,11 +136,11 @@ func TestResolvedAgentAttempt(t *testing.T) {
 // application unreachable) gives back the agent's count and credits, its
 // receipt naming the agent; the count stays given back after a restart.
 func TestNotSentGivesBackAgentCount(t *testing.T) {
-	w, _ := agentWorld(t, hosttest.Opts{Fund: 100, Price: 3, NoApp: true}, &operator.AgentSpec{CallsPerDay: u64(1), CreditsPerDay: u64(3)})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3, NoApp: true}, &operator.AgentSpec{CallsPerDay: hosttest.U64(1), CreditsPerDay: hosttest.U64(3)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	for _, id := range []string{"n1", "n2"} {
-		res := peertest.Call(t, cl, calc(t, id, "alice", "c1"))
+		res := peertest.Call(t, cl, hosttest.Calc(t, id, "alice", "c1"))
 		if res.Outcome != msg.StateNotSent {
 			t.Fatalf("%s: %s %+v", id, res.Outcome, res.Refusal)
 		}

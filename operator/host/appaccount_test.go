@@ -27,7 +27,7 @@ const notServedByAccount = "the host refused the application's socket: it is not
 
 // reviseRoute registers a new revision of the world's route r1 (routes are
 // immutable) with upstream and the application account.
-func (w *hosttest.World) reviseRoute(t *testing.T, upstream, account string) {
+func reviseRoute(t *testing.T, w *hosttest.World, upstream, account string) {
 	t.Helper()
 	w.WithStore(t, func(s *operator.Store) {
 		revs, err := s.Route("r1")
@@ -68,7 +68,7 @@ func TestAppAccountChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 5})
-	w.reviseRoute(t, w.Route.Upstream, me.Username)
+	reviseRoute(t, w, w.Route.Upstream, me.Username)
 	var logs hosttest.SyncBuffer
 	w.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	w.Serve(t)
@@ -85,7 +85,7 @@ func TestAppAccountChecked(t *testing.T) {
 	if err := os.Symlink(w.Dir, link); err != nil {
 		t.Fatal(err)
 	}
-	w.reviseRoute(t, filepath.Join(link, "app.sock"), me.Username)
+	reviseRoute(t, w, filepath.Join(link, "app.sock"), me.Username)
 	w.Serve(t)
 	cl = w.Dial(t)
 	wantNotSentByAccount(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "sym1", "calc.evaluate", `{"expression":"1+1"}`)))
@@ -99,7 +99,7 @@ func TestAppAccountChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	nobody := stem + "none" // an account of this run's stem that is never made
-	w.reviseRoute(t, filepath.Join(w.Dir, "app.sock"), nobody)
+	reviseRoute(t, w, filepath.Join(w.Dir, "app.sock"), nobody)
 	w.Serve(t)
 	cl = w.Dial(t)
 	wantNotSentByAccount(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "gone1", "calc.evaluate", `{"expression":"1+1"}`)))
@@ -140,23 +140,39 @@ func TestAppAccountUncheckedWarnsOnce(t *testing.T) {
 // TestAppAccountRouteField: route register refuses an account name that
 // no account could have, and a REQUEST.json carries the field.
 func TestAppAccountRouteField(t *testing.T) {
-	for _, c := range []struct{ name, want string }{
-		{"1000", `route r1: application account "1000": only A-Za-z0-9._- allowed, first a letter or '_'`},
-		{"-app", `route r1: application account "-app": only A-Za-z0-9._- allowed, first a letter or '_'`},
-		{"a/b", `route r1: application account "a/b": only A-Za-z0-9._- allowed, first a letter or '_'`},
-		{strings.Repeat("a", maxAppAccount+1), `route r1: application account "` + strings.Repeat("a", maxAppAccount+1) + `": must be 1 to 32 bytes`},
-	} {
-		if err := validAppAccount("r1", c.name); err == nil || err.Error() != "refused: "+c.want {
-			t.Errorf("%q: %v, want %s", c.name, err, c.want)
-		}
-	}
-	for _, ok := range []string{"", "steward-app", "_app", strings.Repeat("a", maxAppAccount), "a.b-c_9"} {
-		if err := validAppAccount("r1", ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
 	w := hosttest.NewWorld(t, hosttest.Opts{NoApp: true, NoGrant: true})
+	// The account is checked as a revision of r1 is registered: a refused
+	// one journals nothing, an allowed one is the route's next revision.
+	const maxAppAccount = 32 // the longest account name useradd accepts
 	w.WithStore(t, func(s *operator.Store) {
+		register := func(account string) error {
+			revs, err := s.Route("r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := w.Route
+			req.AppAccount, req.Replaces = account, revs[len(revs)-1].ID
+			_, err = s.RegisterRoute("r1", "app", req)
+			return err
+		}
+		for _, c := range []struct{ name, want string }{
+			{"1000", `route r1: application account "1000": only A-Za-z0-9._- allowed, first a letter or '_'`},
+			{"-app", `route r1: application account "-app": only A-Za-z0-9._- allowed, first a letter or '_'`},
+			{"a/b", `route r1: application account "a/b": only A-Za-z0-9._- allowed, first a letter or '_'`},
+			{strings.Repeat("a", maxAppAccount+1), `route r1: application account "` + strings.Repeat("a", maxAppAccount+1) + `": must be 1 to 32 bytes`},
+		} {
+			if err := register(c.name); err == nil || err.Error() != "refused: "+c.want {
+				t.Errorf("%q: %v, want %s", c.name, err, c.want)
+			}
+		}
+		for _, ok := range []string{"", "steward-app", "_app", strings.Repeat("a", maxAppAccount), "a.b-c_9"} {
+			if err := register(ok); err != nil {
+				t.Errorf("%q: %v", ok, err)
+			}
+		}
+		if revs, err := s.Route("r1"); err != nil || len(revs) != 6 {
+			t.Fatalf("r1 has %d revisions (%v), want 6: the first and the five allowed", len(revs), err)
+		}
 		req := w.Route
 		req.AppAccount, req.Replaces = "1000", ""
 		if _, err := s.RegisterRoute("r2", "app2", req); err == nil || !strings.Contains(err.Error(), `application account "1000"`) {
@@ -194,7 +210,7 @@ func TestAppAccountWrongAccount(t *testing.T) {
 	sock := filepath.Join(appDir, "app.sock")
 	served := serveAppAs(t, w.Dir, sock, a)
 
-	w.reviseRoute(t, sock, a.Name)
+	reviseRoute(t, w, sock, a.Name)
 	w.Serve(t)
 	cl := w.Dial(t)
 	res := peertest.Call(t, cl, peertest.InvokeDispatch(t, "right1", "calc.evaluate", `{"expression":"1+1"}`))
@@ -203,7 +219,7 @@ func TestAppAccountWrongAccount(t *testing.T) {
 	}
 	w.Stop()
 
-	w.reviseRoute(t, sock, b.Name)
+	reviseRoute(t, w, sock, b.Name)
 	w.Serve(t)
 	cl = w.Dial(t)
 	wantNotSentByAccount(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "owner1", "calc.evaluate", `{"expression":"1+1"}`)))

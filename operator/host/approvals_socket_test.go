@@ -18,7 +18,26 @@ import (
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/wire/msg"
 )
+
+// askOutput is an ask as the approvals verbs print it.
+type askOutput struct {
+	msg.AskView
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func decodeAsk(t *testing.T, out string) askOutput {
+	t.Helper()
+	var a askOutput
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("ask JSON: %v: %q", err, out)
+	}
+	return a
+}
+
+// oneLine is err's text on one line, as the command prints an error.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 // approversWorld is a running host with an approvals socket for a group
 // made for the test, an account in it and one not (both removed when the
@@ -30,7 +49,7 @@ type approversWorld struct {
 	gid              uint32
 	member, outsider testaccount.Account
 	helper           string
-	aliceAsk, bobAsk string // raised before the host started (raiseAsksIn)
+	aliceAsk, bobAsk string // raised through the serving host (hosttest.RaiseAsks)
 }
 
 func newApproversWorld(t *testing.T) *approversWorld {
@@ -76,8 +95,7 @@ func newApproversWorld(t *testing.T) *approversWorld {
 	if err := os.WriteFile(aw.helper, self, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	aw.aliceAsk, aw.bobAsk = raiseAsksIn(t, aw.World)
-	aw.Serve(t)
+	aw.aliceAsk, aw.bobAsk = hosttest.RaiseAsks(t, aw.World)
 	return aw
 }
 
@@ -120,7 +138,7 @@ func TestHelperApprover(t *testing.T) {
 	if args[0] == "raw" {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		a, err := DialApprovals(ctx, args[2], args[3])
+		a, err := admin.DialApprovals(ctx, args[2], args[3])
 		if err == nil {
 			_, err = a.Do(admin.Request{Op: args[1], Name: "ctl"})
 			a.Close()
@@ -174,7 +192,7 @@ func TestApprovalsSocketAdmits(t *testing.T) {
 	}
 	for _, op := range []string{admin.OpPurseFreeze, admin.OpAgentSet, admin.OpAttemptList, "no-such-op"} {
 		code, _, errs := aw.runAs(t, aw.member, []uint32{aw.gid}, "raw", op, aw.Approvals, "root")
-		if want := "refused: " + approvalsOnly + "\n"; code != 1 || errs != want {
+		if want := "refused: " + host.ApprovalsOnly + "\n"; code != 1 || errs != want {
 			t.Errorf("%s on the approvals socket: %d %q; want %q", op, code, errs, want)
 		}
 	}
@@ -199,7 +217,7 @@ func TestApprovalsSocketGroup(t *testing.T) {
 	// approvers' is another ("nogroup", or whichever exists).
 	other := ""
 	for _, g := range []string{"nogroup", "nobody", "daemon"} {
-		if gid, err := approversGroup(g); err == nil && gid != uint32(os.Getegid()) {
+		if gid, err := host.ApproversGroup(g); err == nil && gid != uint32(os.Getegid()) {
 			other = g
 			break
 		}
@@ -207,7 +225,7 @@ func TestApprovalsSocketGroup(t *testing.T) {
 	if other == "" {
 		testenv.Missing(t, "no group other than this process's own among nogroup, nobody, daemon")
 	}
-	gid, _ := approversGroup(other)
+	gid, _ := host.ApproversGroup(other)
 	for _, c := range []struct {
 		path, group, want string
 	}{

@@ -3,35 +3,12 @@ package host_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// raiseAsksIn sets agent alice's limits (a policy naming advisor rev) and
-// bob's (humans only) in the stopped world's store and raises one ask of
-// each, for a host that then serves them from its journal.
-func raiseAsksIn(t *testing.T, w *hosttest.World) (alice, bob string) {
-	t.Helper()
-	w.WithStore(t, func(s *operator.Store) {
-		for agent, pol := range map[string]*msg.ApprovalPolicy{"alice": withAdvisors(nil, "rev"), "bob": humansOnly()} {
-			if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// alice's ask is raised a millisecond before bob's: lists are
-		// oldest first.
-		a := &askStore{t: t, s: s, clk: peertest.NewClock(time.Now())}
-		alice = a.raise("at-alice", "alice", "conv-1").id
-		a.clk.Add(time.Millisecond)
-		bob = a.raise("at-bob", "bob", "conv-2").id
-	})
-	return alice, bob
-}
 
 // controlCall sends one request on the control channel and decodes its
 // answer into out, or returns the refusal.
@@ -63,9 +40,8 @@ func controlCall(t *testing.T, cl *wire.Client, typ string, body, out any) *msg.
 // ask unchanged.
 func TestControlAdvisors(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 1})
-	aliceAsk, bobAsk := raiseAsksIn(t, w)
-	w.Serve(t)
-	cl := w.Peer.dialControl(t, w.controlPath(), w.Pub)
+	aliceAsk, bobAsk := hosttest.RaiseAsks(t, w)
+	cl := dialControl(t, w.Peer, controlPath(w), w.Pub)
 
 	var res msg.AsksResult
 	if ref := controlCall(t, cl, msg.TypeAsks, msg.Asks{Advisor: "rev"}, &res); ref != nil {
@@ -89,9 +65,9 @@ func TestControlAdvisors(t *testing.T) {
 		code string
 		want string
 	}{
-		{advise(bobAsk, "rev", msg.VerdictApprove), msg.CodeApprovals, "agent answers are not allowed for agent bob's asks"},
-		{advise(aliceAsk, "alice", msg.VerdictApprove), msg.CodeApprovals, "an advisor never answers an ask raised by its own identity"},
-		{advise(aliceAsk, "rev", "maybe"), msg.CodeBadRequest, `verdict "maybe" is none of approve, deny and wait`},
+		{hosttest.Advise(bobAsk, "rev", msg.VerdictApprove), msg.CodeApprovals, "agent answers are not allowed for agent bob's asks"},
+		{hosttest.Advise(aliceAsk, "alice", msg.VerdictApprove), msg.CodeApprovals, "an advisor never answers an ask raised by its own identity"},
+		{hosttest.Advise(aliceAsk, "rev", "maybe"), msg.CodeBadRequest, `verdict "maybe" is none of approve, deny and wait`},
 	} {
 		ar = msg.AdviseResult{}
 		if ref := controlCall(t, cl, msg.TypeAdvise, c.ad, &ar); ref != nil || ar.Refused == nil || ar.Refused.Code != c.code || ar.Refused.Reason != c.want {
@@ -99,12 +75,12 @@ func TestControlAdvisors(t *testing.T) {
 		}
 	}
 	ar = msg.AdviseResult{}
-	if ref := controlCall(t, cl, msg.TypeAdvise, advise(aliceAsk, "rev", msg.VerdictApprove), &ar); ref != nil || ar.Refused != nil ||
+	if ref := controlCall(t, cl, msg.TypeAdvise, hosttest.Advise(aliceAsk, "rev", msg.VerdictApprove), &ar); ref != nil || ar.Refused != nil ||
 		ar.Ask.State != msg.AskApproved || ar.Ask.AnsweredBy != "agent:rev" {
 		t.Fatalf("rev approves: %+v %+v", ref, ar)
 	}
 	ar = msg.AdviseResult{}
-	if ref := controlCall(t, cl, msg.TypeAdvise, advise(aliceAsk, "rev", msg.VerdictDeny), &ar); ref != nil || ar.Refused == nil ||
+	if ref := controlCall(t, cl, msg.TypeAdvise, hosttest.Advise(aliceAsk, "rev", msg.VerdictDeny), &ar); ref != nil || ar.Refused == nil ||
 		ar.Refused.Reason != "ask "+aliceAsk+" was already answered" || ar.Ask.State != msg.AskApproved {
 		t.Fatalf("a second answer: %+v %+v", ref, ar)
 	}

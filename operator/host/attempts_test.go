@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
@@ -66,7 +69,7 @@ func uncertainWorld(t *testing.T, price uint64) *hosttest.World {
 // resolveJSON resolves attempt id through the CLI and decodes its answer.
 func resolveJSON(t *testing.T, store, id, action, reason string) operator.AttemptView {
 	t.Helper()
-	code, out, errs := run("attempts", "resolve", id, "--"+action, "--reason", reason, "--store", store, "--json")
+	code, out, errs := hosttest.RunCLI("attempts", "resolve", id, "--"+action, "--reason", reason, "--store", store, "--json")
 	if code != cli.ExitOK {
 		t.Fatalf("resolve --%s: exit %d: %s", action, code, errs)
 	}
@@ -109,7 +112,7 @@ func checkResolved(t *testing.T, w *hosttest.World, want msg.State, charge uint6
 		if err != nil || v.State != want || v.ReceiptID == "" || *v.Charged != charge {
 			t.Fatalf("after restart: %+v %v", v, err)
 		}
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		if err != nil || rep.Receipts != 1 || len(rep.Findings) != 0 {
 			t.Fatalf("verify: %+v %v", rep, err)
 		}
@@ -155,7 +158,7 @@ func TestResolveCharge(t *testing.T) {
 func TestResolveRedeliver(t *testing.T) {
 	w := uncertainWorld(t, 5)
 	// while the host runs, list goes through its admin socket
-	code, out, errs := run("attempts", "list", "--store", w.Store)
+	code, out, errs := hosttest.RunCLI("attempts", "list", "--store", w.Store)
 	if code != 0 || !strings.HasPrefix(out, "u1\tuncertain\tcontroller ctl\treserved 5\t") {
 		t.Fatalf("list: %d %q %q", code, out, errs)
 	}
@@ -169,7 +172,7 @@ func TestResolveRedeliver(t *testing.T) {
 	if n := w.App.Calls.Load(); n != 1 {
 		t.Fatalf("the application saw %d requests, want 1", n)
 	}
-	code, _, errs = run("attempts", "resolve", "u1", "--redeliver", "--reason", "again", "--store", w.Store)
+	code, _, errs = hosttest.RunCLI("attempts", "resolve", "u1", "--redeliver", "--reason", "again", "--store", w.Store)
 	if code != cli.ExitRefused || !strings.Contains(errs, "attempt u1 is definite, not uncertain; only an uncertain attempt can be resolved") {
 		t.Fatalf("second resolve: %d %q", code, errs)
 	}
@@ -194,7 +197,7 @@ func TestRedeliverFailureStaysUncertain(t *testing.T) {
 		t.Fatalf("dispatch: %+v", res)
 	}
 	hangUp()
-	code, _, errs := run("attempts", "resolve", "u1", "--redeliver", "--reason", "try", "--store", w.Store)
+	code, _, errs := hosttest.RunCLI("attempts", "resolve", "u1", "--redeliver", "--reason", "try", "--store", w.Store)
 	if code != cli.ExitFailure || !strings.Contains(errs, "attempt u1: the redelivery failed (the application could not be reached, nothing was sent this time); it stays uncertain and keeps its reservation") {
 		t.Fatalf("failed redelivery: %d %q", code, errs)
 	}
@@ -214,7 +217,7 @@ func TestRedeliverFailureStaysUncertain(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Charged != 5 {
 			t.Fatalf("purse %+v, want charged once", p)
 		}
-		if _, err := s.VerifyReceipts(1); err != nil {
+		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -223,13 +226,13 @@ func TestRedeliverFailureStaysUncertain(t *testing.T) {
 // countKind counts the host journal's records of kind.
 func countKind(t *testing.T, store, kind string) int {
 	t.Helper()
-	s, err := operator.OpenReadOnly(store)
+	j, _, err := hostlog.OpenReadOnly(store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer j.Close()
 	n := 0
-	if err := s.j.Iterate(1, func(r journal.Record) error {
+	if err := j.Iterate(1, func(r journal.Record) error {
 		if r.Kind == kind {
 			n++
 		}
@@ -264,7 +267,7 @@ func TestResolveRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errs := run(append([]string{"attempts", "resolve", "--store", w.Store}, tc.args...)...)
+			code, _, errs := hosttest.RunCLI(append([]string{"attempts", "resolve", "--store", w.Store}, tc.args...)...)
 			if code != tc.code || !strings.Contains(errs, tc.want) {
 				t.Fatalf("exit %d %q; want %d with %q", code, errs, tc.code, tc.want)
 			}
@@ -274,15 +277,15 @@ func TestResolveRefusals(t *testing.T) {
 		t.Fatalf("refused resolutions journaled %d records", after-before)
 	}
 	// list and inspect read the journal while no host runs
-	code, out, errs := run("attempts", "list", "--state", "uncertain", "--store", w.Store, "--json")
+	code, out, errs := hosttest.RunCLI("attempts", "list", "--state", "uncertain", "--store", w.Store, "--json")
 	var list []operator.AttemptView
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Attempt != "u1" || list[0].Reserved != 5 {
 		t.Fatalf("list: %d %q %q", code, out, errs)
 	}
-	if code, _, errs := run("attempts", "list", "--state", "lost", "--store", w.Store); code != cli.ExitRefused || !strings.Contains(errs, `--state "lost": the host's attempt states are`) {
+	if code, _, errs := hosttest.RunCLI("attempts", "list", "--state", "lost", "--store", w.Store); code != cli.ExitRefused || !strings.Contains(errs, `--state "lost": the host's attempt states are`) {
 		t.Fatalf("list --state lost: %d %q", code, errs)
 	}
-	code, out, _ = run("attempts", "inspect", "u1", "--store", w.Store)
+	code, out, _ = hosttest.RunCLI("attempts", "inspect", "u1", "--store", w.Store)
 	if code != 0 || !strings.Contains(out, "attempt u1: uncertain") || !strings.Contains(out, "application app, invoke calc.evaluate, reserved 5, redeliverable true") {
 		t.Fatalf("inspect: %d %q", code, out)
 	}
@@ -291,7 +294,7 @@ func TestResolveRefusals(t *testing.T) {
 		t.Fatalf("direct release: %+v", v)
 	}
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := s.VerifyReceipts(1); err != nil {
+		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -303,16 +306,11 @@ func TestResolveRefusals(t *testing.T) {
 func TestFirstVersionReserveNotRedeliverable(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5})
 	d := peertest.InvokeDispatch(t, "old1", "calc.evaluate", `{"expression":"1+1"}`)
-	w.WithStore(t, func(s *operator.Store) {
-		s.st.ledger++
-		rec := recReserve{Attempt: "old1", Controller: "ctl", Grant: w.Grant, Application: "app", Operation: "calc.evaluate",
-			Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Charge: 0, Day: utcDay(s.clock()), Ledger: s.st.ledger}
-		if _, err := s.append(hostlog.KindReserve, rec); err != nil {
-			t.Fatal(err)
-		}
-	})
+	rec := hostlog.Reserve{Attempt: "old1", Controller: "ctl", Grant: w.Grant, Application: "app", Operation: "calc.evaluate",
+		Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Charge: 0, Day: utcDay(time.Now()), Ledger: hosttest.NextLedger(t, w.Store)}
+	hosttest.Append(t, w.Store, w.Pub, hostlog.KindReserve, rec)
 	w.Serve(t)
-	code, _, errs := run("attempts", "resolve", "old1", "--redeliver", "--reason", "x", "--store", w.Store)
+	code, _, errs := hosttest.RunCLI("attempts", "resolve", "old1", "--redeliver", "--reason", "x", "--store", w.Store)
 	if code != cli.ExitRefused || !strings.Contains(errs, "attempt old1 was reserved by a host that did not keep request bytes (a first-version reserve record): it can be released or charged (--release, --charge), not redelivered") {
 		t.Fatalf("redeliver: %d %q", code, errs)
 	}
@@ -333,27 +331,49 @@ func TestReserveKeepsRequest(t *testing.T) {
 	d := peertest.InvokeDispatch(t, "k1", "calc.evaluate", `{"expression":"1+1"}`)
 	peertest.Call(t, w.Dial(t), d)
 	w.Stop()
-	s, err := operator.OpenReadOnly(w.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := s.readReserve("k1", s.st.attempts["k1"].reserveSeq)
-	s.Close()
+	rr, err := reserveOf(t, w.Store, "k1")
 	if err != nil || rr.Method != d.Method || rr.Path != d.Path || !bytes.Equal(rr.Body, d.Body) {
 		t.Fatalf("kept request %+v %v", rr, err)
 	}
-	w.WithStore(t, func(s *operator.Store) {
-		bad := *rr
-		bad.Attempt, bad.Body = "k2", []byte(`{"tampered":true}`)
-		s.st.ledger++
-		bad.Ledger = s.st.ledger
-		if _, err := s.append(hostlog.KindReserveV2, bad); err != nil {
-			t.Fatal(err)
-		}
-	})
+	bad := *rr
+	bad.Attempt, bad.Body = "k2", []byte(`{"tampered":true}`)
+	bad.Ledger = hosttest.NextLedger(t, w.Store)
+	hosttest.Append(t, w.Store, w.Pub, hostlog.KindReserveV2, bad)
 	if _, err := operator.Open(w.Store); err == nil || !strings.Contains(err.Error(), "(reserve.v2): attempt k2: the kept request does not hash to the reservation's request hash") {
 		t.Fatalf("open: %v", err)
 	}
+}
+
+// reserveOf is the reservation of attempt id as the host journal of store
+// holds it: its one reserve.v2 record, read without the journal's lock.
+func reserveOf(t *testing.T, store, id string) (*hostlog.ReserveV2, error) {
+	t.Helper()
+	j, _, err := hostlog.OpenReadOnly(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var found []*hostlog.ReserveV2
+	err = j.Iterate(1, func(r journal.Record) error {
+		if r.Kind != hostlog.KindReserveV2 {
+			return nil
+		}
+		rec, err := hostlog.Decode(r)
+		if err != nil {
+			return err
+		}
+		if b := rec.Body.(*hostlog.ReserveV2); b.Attempt == id {
+			found = append(found, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("%d reserve.v2 records of attempt %s, want 1", len(found), id)
+	}
+	return found[0], nil
 }
 
 // TestCrashAtResolutionFailpoints: kill -9 after the resolve record and
@@ -374,7 +394,7 @@ func TestCrashAtResolutionFailpoints(t *testing.T) {
 		t.Run(tc.fp+"-"+tc.action, func(t *testing.T) {
 			w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5})
 			c := crashUncertain(t, w, "u1", tc.fp)
-			code, _, errs := run("attempts", "resolve", "u1", "--"+tc.action, "--reason", "after the crash", "--store", w.Store)
+			code, _, errs := hosttest.RunCLI("attempts", "resolve", "u1", "--"+tc.action, "--reason", "after the crash", "--store", w.Store)
 			if code != cli.ExitFailure {
 				t.Fatalf("resolve through a dying host: exit %d %q", code, errs)
 			}
@@ -393,7 +413,7 @@ func TestCrashAtResolutionFailpoints(t *testing.T) {
 				}
 				tc.calls = 1
 			} else {
-				code, _, errs := run("attempts", "resolve", "u1", "--"+tc.action, "--reason", "twice", "--store", w.Store)
+				code, _, errs := hosttest.RunCLI("attempts", "resolve", "u1", "--"+tc.action, "--reason", "twice", "--store", w.Store)
 				if code != cli.ExitRefused || !strings.Contains(errs, "not uncertain") {
 					t.Fatalf("second resolution: %d %q", code, errs)
 				}
@@ -406,7 +426,7 @@ func TestCrashAtResolutionFailpoints(t *testing.T) {
 				if p, _ := s.PurseShow("ctl"); p.Charged != tc.charged {
 					t.Fatalf("purse %+v, want charged %d", p, tc.charged)
 				}
-				rep, err := s.VerifyReceipts(1)
+				rep, err := audit.VerifyStore(w.Store, 1)
 				if err != nil || rep.Receipts != 1 {
 					t.Fatalf("verify: %+v %v", rep, err)
 				}
@@ -442,12 +462,8 @@ func crashUncertain(t *testing.T, w *hosttest.World, id, fp string) *hosttest.Ch
 // fits the admin socket's reply frame even with long detail lines.
 func TestAttemptsListBound(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5})
+	forgeUncertain(t, w, operator.MaxListedAttempts+1, strings.Repeat("d", 400))
 	w.WithStore(t, func(s *operator.Store) {
-		for i := 0; i <= operator.MaxListedAttempts; i++ {
-			id := fmt.Sprintf("a%04d", i)
-			s.st.attempts[id] = &attempt{id: id, controller: "ctl", state: msg.StateUncertain, reserveSeq: uint64(i + 1),
-				detail: strings.Repeat("d", 400)}
-		}
 		v, left, err := s.Attempts(msg.StateUncertain)
 		if err != nil || len(v) != operator.MaxListedAttempts || left != 1 || v[0].Attempt != "a0001" || v[len(v)-1].Attempt != fmt.Sprintf("a%04d", operator.MaxListedAttempts) {
 			t.Fatalf("list: %d shown, %d left off, first %s, err %v", len(v), left, v[0].Attempt, err)
@@ -457,4 +473,30 @@ func TestAttemptsListBound(t *testing.T) {
 			t.Fatalf("the list's reply is %d bytes (%v); the reply frame is %d", len(b), err, wire.MaxReplyFrame)
 		}
 	})
+}
+
+// forgeUncertain journals, in the stopped world's store, n uncertain
+// attempts a0000, a0001, ... of ctl, reserved in that order (charge 0)
+// and each left uncertain with detail: what the store replays as n
+// attempts sent and never answered.
+func forgeUncertain(t *testing.T, w *hosttest.World, n int, detail string) {
+	t.Helper()
+	ledger, day := hosttest.NextLedger(t, w.Store), utcDay(time.Now())
+	j, err := journal.Open(filepath.Join(w.Store, hostlog.JournalDir), hostlog.Options(w.Pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for i := range n {
+		id := fmt.Sprintf("a%04d", i)
+		d := peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)
+		rec := hostlog.Reserve{Attempt: id, Controller: "ctl", Grant: w.Grant, Application: "app", Operation: "calc.evaluate",
+			Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), Day: day, Ledger: ledger + uint64(i)}
+		if _, err := j.Append(hostlog.KindReserve, rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Append(hostlog.KindUncertain, hostlog.Uncertain{Attempt: id, Detail: detail}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package host_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 )
 
 // dialControl opens the peer's control channel to the host.
-func (p *peertest.Peer) dialControl(t testing.TB, path string, host *wire.HybridPublicKey) *wire.Client {
+func dialControl(t testing.TB, p *peertest.Peer, path string, host *wire.HybridPublicKey) *wire.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	uid := uint32(os.Geteuid())
@@ -64,7 +65,16 @@ func askRoutes(t testing.TB, cl *wire.Client, known [][]byte) (msg.RoutesResult,
 	return res, nil
 }
 
-func (w *hosttest.World) controlPath() string { return filepath.Join(w.Dir, "control.sock") }
+func controlPath(w *hosttest.World) string { return filepath.Join(w.Dir, "control.sock") }
+
+// wantRefused fails unless err is a refusal (operator.ErrRefused) whose
+// text holds part.
+func wantRefused(t *testing.T, err error, part string) {
+	t.Helper()
+	if !errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), part) {
+		t.Fatalf("want a refusal containing %q, got %v", part, err)
+	}
+}
 
 // TestControlRoutes: the control socket answers the controller's own
 // routes (another controller's never), each record's bytes only when the
@@ -90,7 +100,7 @@ func TestControlRoutes(t *testing.T) {
 		}
 	})
 	w.Serve(t)
-	cl := w.Peer.dialControl(t, w.controlPath(), w.Pub)
+	cl := dialControl(t, w.Peer, controlPath(w), w.Pub)
 
 	res, ref := askRoutes(t, cl, nil)
 	if ref != nil {
@@ -121,7 +131,7 @@ func TestControlRoutes(t *testing.T) {
 	}
 
 	// The other controller sees its own route only, on its own socket.
-	ocl := other.dialControl(t, filepath.Join(w.Dir, "control-c2.sock"), w.Pub)
+	ocl := dialControl(t, other, filepath.Join(w.Dir, "control-c2.sock"), w.Pub)
 	res, ref = askRoutes(t, ocl, nil)
 	if ref != nil || len(res.Records) != 1 {
 		t.Fatalf("routes of c2: %+v %+v", res, ref)
@@ -147,7 +157,7 @@ func TestControlRoutes(t *testing.T) {
 		t.Fatalf("dispatch on the control socket: %v %+v", err, r)
 	}
 	// The socket is the forward socket's mode.
-	if st, err := os.Stat(w.controlPath()); err != nil || st.Mode().Perm() != 0o660 {
+	if st, err := os.Stat(controlPath(w)); err != nil || st.Mode().Perm() != 0o660 {
 		t.Fatalf("control socket mode: %v %v", st.Mode(), err)
 	}
 }
@@ -157,7 +167,7 @@ func TestControlRoutes(t *testing.T) {
 func TestControlWrongUIDPeer(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 1})
 	w.Serve(t)
-	uid, out := dialAsOtherAccount(t, w, w.controlPath())
+	uid, out := dialAsOtherAccount(t, w, controlPath(w))
 	if !strings.Contains(out, "refused") || !strings.Contains(out, fmt.Sprintf("peer uid %d is not controller ctl's uid 0", uid)) {
 		t.Fatalf("helper output: %s", out)
 	}
@@ -187,10 +197,9 @@ func TestControllerControlCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.append(hostlog.KindControllerAdd, recControllerAdd{Name: "ctl", UID: 0, Keys: p.KeysFile()}); err != nil {
-		t.Fatal(err)
-	}
+	pub := s.PublicKey()
 	s.Close()
+	hosttest.Append(t, store, pub, hostlog.KindControllerAdd, hostlog.ControllerAdd{Name: "ctl", UID: 0, Keys: p.KeysFile()})
 	bundle := filepath.Join(dir, "bundle.cbor")
 	code, _, errs = hosttest.RunCLI("bundle", "build", "ctl", "--out", bundle, "--store", store)
 	want := "steward-operator bundle build: refused: controller ctl has no control socket: set it with `steward-operator controller control ctl --control PATH --store DIR`, then build the bundle"

@@ -43,14 +43,14 @@ func TestControllerVerbsWhileServing(t *testing.T) {
 	if got := journalSeq(t, st); got != n+1 {
 		t.Fatalf("controller add journaled %d records, want 1", got-n)
 	}
-	old := c2.dialControl(t, first, w.Pub)
+	old := dialControl(t, c2, first, w.Pub)
 	if res, ref := askRoutes(t, old, nil); ref != nil || len(res.Active) != 0 {
 		t.Fatalf("routes of a controller with none: %+v %+v", res, ref)
 	}
 	rq := w.Route
 	rq.Controller, rq.Forward = "c2", filepath.Join(w.Dir, "fwd-c2.sock")
 	w.Route = rq
-	mustRun(t, "route", "register", "r2", "app2", w.routeFile(t, "r2", rq.Forward), "--store", st)
+	mustRun(t, "route", "register", "r2", "app2", routeFile(t, w, "r2", rq.Forward), "--store", st)
 	if res, ref := askRoutes(t, old, nil); ref != nil || len(res.Active) != 1 || len(res.Records) != 1 {
 		t.Fatalf("routes after registering r2: %+v %+v", res, ref)
 	}
@@ -65,7 +65,7 @@ func TestControllerVerbsWhileServing(t *testing.T) {
 	if _, err := os.Lstat(first); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the old control socket's file: %v", err)
 	}
-	if res, ref := askRoutes(t, c2.dialControl(t, second, w.Pub), nil); ref != nil || len(res.Active) != 1 {
+	if res, ref := askRoutes(t, dialControl(t, c2, second, w.Pub), nil); ref != nil || len(res.Active) != 1 {
 		t.Fatalf("routes on the new control socket: %+v %+v", res, ref)
 	}
 	// A channel opened on the old socket stays the controller's.
@@ -77,8 +77,8 @@ func TestControllerVerbsWhileServing(t *testing.T) {
 	if out := mustRun(t, "controller", "control", "c2", "--control", second, "--store", st); out != "controller c2: control socket "+second+" already: nothing journaled\n" {
 		t.Fatalf("the same socket again: %q", out)
 	}
-	wantExit(t, cli.ExitRefused, "refused: controller c2: control socket "+w.controlPath()+" is controller ctl's",
-		"controller", "control", "c2", "--control", w.controlPath(), "--store", st)
+	wantExit(t, cli.ExitRefused, "refused: controller c2: control socket "+controlPath(w)+" is controller ctl's",
+		"controller", "control", "c2", "--control", controlPath(w), "--store", st)
 	wantExit(t, cli.ExitRefused, "usage: --control PATH is required", "controller", "control", "c2", "--store", st)
 
 	// A socket another process listens on: the host cannot take it.
@@ -122,7 +122,7 @@ func TestControllerVerbsWhileServing(t *testing.T) {
 	if !dialFails(t, first) {
 		t.Fatal("after a restart the old control socket is listened on")
 	}
-	if res, ref := askRoutes(t, c2.dialControl(t, second, w.Pub), nil); ref != nil || len(res.Active) != 1 {
+	if res, ref := askRoutes(t, dialControl(t, c2, second, w.Pub), nil); ref != nil || len(res.Active) != 1 {
 		t.Fatalf("routes after a restart: %+v %+v", res, ref)
 	}
 }
@@ -148,7 +148,7 @@ func TestControllerVerbsOnTheStore(t *testing.T) {
 	if !dialFails(t, first) {
 		t.Fatal("the replaced control socket is listened on")
 	}
-	if res, ref := askRoutes(t, c2.dialControl(t, second, w.Pub), nil); ref != nil || len(res.Active) != 0 {
+	if res, ref := askRoutes(t, dialControl(t, c2, second, w.Pub), nil); ref != nil || len(res.Active) != 0 {
 		t.Fatalf("routes: %+v %+v", res, ref)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/testaccount"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
 
@@ -81,7 +82,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 				}
 				// an uncertain attempt keeps its charge with no receipt:
 				// verify lists it as a finding, naming the charge held
-				rep, err := s.VerifyReceipts(1)
+				rep, err := audit.VerifyStore(w.Store, 1)
 				want := 0
 				if tc.state == msg.StateDefinite {
 					want = 1
@@ -105,8 +106,8 @@ func TestAdminCommandsWhileServing(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 1})
 	c := hosttest.StartChild(t, w.Store, "")
 	var out, errb bytes.Buffer
-	cli := &cli.CLI{Stdout: &out, Stderr: &errb}
-	if code := cli.Main([]string{"purse", "freeze", "ctl", "--store", w.Store}); code != 0 {
+	op := &cli.CLI{Stdout: &out, Stderr: &errb}
+	if code := op.Main([]string{"purse", "freeze", "ctl", "--store", w.Store}); code != 0 {
 		t.Fatalf("freeze: %d %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "FROZEN") {
@@ -115,11 +116,11 @@ func TestAdminCommandsWhileServing(t *testing.T) {
 	cl := w.Dial(t)
 	peertest.WantRefusal(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "x1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeFrozen, "frozen")
 	errb.Reset()
-	if code := cli.Main([]string{"purse", "fund", "nobody", "5", "--store", w.Store}); code != cli.ExitRefused || !strings.Contains(errb.String(), "no controller named nobody") {
+	if code := op.Main([]string{"purse", "fund", "nobody", "5", "--store", w.Store}); code != cli.ExitRefused || !strings.Contains(errb.String(), "no controller named nobody") {
 		t.Fatalf("fund unknown: %d %q", code, errb.String())
 	}
 	out.Reset()
-	if code := cli.Main([]string{"purse", "show", "ctl", "--store", w.Store, "--json"}); code != 0 || !strings.Contains(out.String(), `"frozen": true`) {
+	if code := op.Main([]string{"purse", "show", "ctl", "--store", w.Store, "--json"}); code != 0 || !strings.Contains(out.String(), `"frozen": true`) {
 		t.Fatalf("show: %q", out.String())
 	}
 	c.Stop(t)

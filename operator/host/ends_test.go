@@ -2,17 +2,25 @@ package host_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
+	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -83,14 +91,14 @@ func TestChargesOnlyAnswers(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 87 || p.Charged != 13 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
 		}
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rep.Receipts != 3 || len(rep.Purses) != 1 || rep.Purses[0].Funded != 100 || rep.Purses[0].Charged != 13 || rep.Purses[0].Balance != 87 {
 			t.Fatalf("report %+v", rep)
 		}
-		f, err := s.ExportReceipts()
+		f, err := audit.ExportStore(w.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +123,7 @@ func TestRefusalPriceOnDiscovery(t *testing.T) {
 	w.Serve(t)
 	cl := w.Dial(t)
 	res := peertest.Call(t, cl, peertest.DescribeDispatch(t, "d1", "calc.nope"))
-	if res.Outcome != msg.StateDefinite || isAnswer(res.Status) {
+	if res.Outcome != msg.StateDefinite || msg.IsAnswer(res.Status) {
 		t.Fatalf("%+v %s", res, res.Body)
 	}
 	r := receiptOfResult(t, w, res)
@@ -125,7 +133,7 @@ func TestRefusalPriceOnDiscovery(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := s.VerifyReceipts(1); err != nil {
+		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -150,7 +158,7 @@ func TestNotSentReceipt(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		if err != nil || rep.Receipts != 1 || rep.Purses[0].Balance != 10 || rep.Purses[0].Charged != 0 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -180,7 +188,7 @@ func TestRefusedAfterAdmissionVerifies(t *testing.T) {
 	peertest.WantRefusal(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "p1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDuplicate, "never delivered twice")
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		if err != nil || rep.Receipts != 2 || rep.Purses[0].Balance != 45 || rep.Purses[0].Receipts != 2 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -192,25 +200,20 @@ func TestRefusedAfterAdmissionVerifies(t *testing.T) {
 // for a grant signed elsewhere; at the price it is issued and listed.
 func TestGrantRefusalPriceBound(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{NoGrant: true})
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := (&cli.CLI{Stdout: &out, Stderr: &errb}).Main(args)
-		return code, out.String(), errb.String()
-	}
 	issue := []string{"grant", "issue", "--controller", "ctl", "--application", "app", "--price", "3", "--per-day", "5", "--not-after", "+1h", "--store", w.Store}
-	code, _, errs := run(append(issue, "--refusal-price", "4")...)
+	code, _, errs := hosttest.RunCLI(append(issue, "--refusal-price", "4")...)
 	if want := "steward-operator grant issue: refused: grant refusal price 4 is above the price 3: a refusal never costs more than an answer\n"; code != cli.ExitRefused || errs != want {
 		t.Fatalf("exit %d %q, want %d %q", code, errs, cli.ExitRefused, want)
 	}
-	if code, _, errs := run(append(issue, "--refusal-price", "3")...); code != cli.ExitOK {
+	if code, _, errs := hosttest.RunCLI(append(issue, "--refusal-price", "3")...); code != cli.ExitOK {
 		t.Fatalf("exit %d %s", code, errs)
 	}
-	code, out, errs := run("grant", "list", "--store", w.Store)
+	code, out, errs := hosttest.RunCLI("grant", "list", "--store", w.Store)
 	if code != cli.ExitOK || !strings.Contains(out, "price 3, discovery 0, refusal 3, 0/5 today") {
 		t.Fatalf("exit %d %q %s", code, out, errs)
 	}
 	w.WithStore(t, func(s *operator.Store) {
-		key, err := wire.ReadHybridKey(w.Store + "/" + keyFile)
+		key, err := wire.ReadHybridKey(w.Store + "/" + operator.KeyFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,6 +228,105 @@ func TestGrantRefusalPriceBound(t *testing.T) {
 			t.Fatalf("import: %v, want %q", err, want)
 		}
 	})
+}
+
+// receiptsFixture is a stopped host that made three paid calls (a1..a3 at
+// 10 each from a purse of 100), its honest export, and what an attacker
+// holding the host key forges with: that key, and the controller's real
+// dispatch key only where a test needs a genuine consent.
+type receiptsFixture struct {
+	w        *hosttest.World
+	host     *wire.HybridSigningKey
+	honest   []byte // the exported file
+	hostPub  string // operator.pub
+	receipts []msg.Receipt
+}
+
+func newReceiptsFixture(t *testing.T) *receiptsFixture {
+	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10})
+	w.Serve(t)
+	cl := w.Dial(t)
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
+			t.Fatal(res)
+		}
+	}
+	w.Stop()
+	key, err := operator.ReadKey(w.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := &receiptsFixture{w: w, host: key, hostPub: filepath.Join(w.Store, hostlog.PubFile)}
+	if fx.honest, err = audit.ExportStore(w.Store); err != nil {
+		t.Fatal(err)
+	}
+	for _, signed := range fx.file(t).Receipts {
+		r, err := msg.VerifyReceipt(signed, wire.NewKeyring(key.Public().Ed25519()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx.receipts = append(fx.receipts, r)
+	}
+	if len(fx.receipts) != 3 || fx.receipts[2].Consent == nil {
+		t.Fatalf("fixture: %d receipts", len(fx.receipts))
+	}
+	return fx
+}
+
+// file is a fresh copy of the honest export.
+func (fx *receiptsFixture) file(t *testing.T) msg.ReceiptsFile {
+	var f msg.ReceiptsFile
+	if err := wire.Unmarshal(fx.honest, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// a4 is the receipt a forger appends after receipt 3: attempt a4 charged
+// 10 under a genuine consent for exactly that; edit makes it a forgery.
+func (fx *receiptsFixture) a4(t *testing.T) msg.Receipt {
+	last := fx.receipts[2]
+	d := peertest.InvokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
+	r := last
+	r.Seq, r.Attempt, r.RequestSHA256, r.Charge, r.BalanceAfter = 4, "a4", peertest.RequestSHA256(d), 10, last.BalanceAfter-10
+	c, err := msg.SignConsent(fx.w.Peer.Disp, msg.Consent{Attempt: r.Attempt, Controller: r.Controller, Application: r.Application,
+		Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: 10, At: time.Now().UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Consent = c
+	return r
+}
+
+// appendSigned appends r to f, linked to f's last receipt and signed with
+// signer, and a checkpoint over it signed with the host key, as a forger
+// holding that key would: the chain and its coverage verify.
+func (fx *receiptsFixture) appendSigned(t *testing.T, f *msg.ReceiptsFile, r msg.Receipt, signer *wire.SigningKey) {
+	r.Prev = msg.ReceiptHash(f.Receipts[len(f.Receipts)-1])
+	signed, err := msg.SignReceipt(signer, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Receipts = append(f.Receipts, signed)
+	cp, err := msg.SignCheckpoint(fx.host, msg.Checkpoint{Seq: r.Seq, Head: msg.ReceiptHash(f.Receipts[r.Seq-1]), At: time.Now().UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Checkpoints = append(f.Checkpoints, cp)
+}
+
+// verifyFile runs `receipts verify --file` on f with args, returning the
+// exit code and what it printed.
+func (fx *receiptsFixture) verifyFile(t *testing.T, f msg.ReceiptsFile, args ...string) (int, string, string) {
+	b, err := wire.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "receipts.cbor")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return hosttest.RunCLI(append([]string{"receipts", "verify", "--file", path}, args...)...)
 }
 
 // TestReceiptTermsFaults: a receipt whose own fields disagree (a charge at
@@ -263,33 +365,104 @@ func TestReceiptTermsFaults(t *testing.T) {
 // whose record the journal removed says nothing of it is recorded; one
 // whose fdatasync failed says it is known only after the restart. Either
 // way nothing was reserved, and the refusal says nothing was charged.
+// Here the payer refuses each call (the store's operator.Store.Dispatch, on a
+// Daemon of the test's): its refused record is removed when the full disk
+// has no room for the segment it needs; any other failure of its append
+// (the journal closed under it) is the second case.
 func TestRefusedRecordFailureSaysWhatIsKnown(t *testing.T) {
-	if got, want := refusalUnrecorded(fmt.Errorf("append: %w", journal.ErrNotWritten)),
-		"; the host could not record this refusal's receipt, so nothing of the attempt is recorded"; got != want {
-		t.Fatalf("removed: %q, want %q", got, want)
+	const refused = "the payer refused consent: no-consent: not journaled; nothing was sent or charged"
+	disk := testenv.SmallTmpfs(t, 1<<20)
+	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5, StoreIn: disk, SegmentSize: 16 << 10})
+	s, err := operator.OpenWith(w.Store, operator.Options{Daemon: refusingPayer{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, want := refusalUnrecorded(fmt.Errorf("append: %w", journal.ErrFailed)),
-		"; the host journal failed while recording this refusal's receipt: whether it is recorded is known only once the host has restarted"; got != want {
-		t.Fatalf("failed: %q, want %q", got, want)
+	filler := testenv.FillDisk(t, filepath.Join(disk, "filler"))
+	defer filler.Close()
+	at := operator.ForwardSocket{Route: "r1", Forward: w.Route.Forward, Controller: "ctl"}
+	var res msg.DispatchResult
+	for n := 1; ; n++ {
+		if n > 1000 {
+			t.Fatal("a thousand refused records on a full disk and none removed")
+		}
+		d := peertest.InvokeDispatch(t, fmt.Sprintf("f%d", n), "calc.evaluate", `{"expression":"1+1"}`)
+		if res = s.Dispatch(context.Background(), at, &d); res.Receipt == nil {
+			break
+		}
+	}
+	if got, want := res.Refusal, refused+"; the host could not record this refusal's receipt, so nothing of the attempt is recorded"; res.Outcome != msg.StateRefused || got == nil || got.Reason != want {
+		t.Fatalf("removed: %+v %+v, want %q", res, got, want)
+	}
+	s.Close()
+
+	w = hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5})
+	var closeErr error
+	closing := refusingPayer{before: func() { closeErr = s.Close() }}
+	if s, err = operator.OpenWith(w.Store, operator.Options{Daemon: closing, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	d := peertest.InvokeDispatch(t, "c1", "calc.evaluate", `{"expression":"1+1"}`)
+	res = s.Dispatch(context.Background(), operator.ForwardSocket{Route: "r1", Forward: w.Route.Forward, Controller: "ctl"}, &d)
+	if closeErr != nil {
+		t.Fatal(closeErr)
+	}
+	if got, want := res.Refusal, refused+"; the host journal failed while recording this refusal's receipt: whether it is recorded is known only once the host has restarted"; res.Outcome != msg.StateRefused || res.Receipt != nil || got == nil || got.Reason != want {
+		t.Fatalf("failed: %+v %+v, want %q", res, got, want)
 	}
 }
 
-// TestQuoteLine: the payer's words in a receipt's reason are one line, cut
-// at a character boundary, at most the bound and "...".
-func TestQuoteLine(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\r\nc", 10, "a b c"},
-		{"abcdef", 6, "abcdef"},
-		{"abcdefg", 6, "abcdef..."},
-		{"abcdé", 5, "abcd..."},
-		{"bad \xff byte", 20, "bad \uFFFD byte"},
-	} {
-		if got := quoteLine(tc.in, tc.n); got != tc.want {
-			t.Errorf("quoteLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
+// refusingPayer is the Daemon of a store a test drives through
+// operator.Store.Dispatch: its payer refuses every reserve, after before
+// when set; it delivers nothing, listens on nothing and pushes nothing.
+type refusingPayer struct{ before func() }
+
+func (p refusingPayer) Consent(context.Context, *msg.RouteRecord, operator.Peer, msg.Reserve) ([]byte, error) {
+	if p.before != nil {
+		p.before()
 	}
+	return nil, &operator.PayerRefusal{Refusal: msg.Refusal{Code: msg.CodeNoConsent, Reason: "not journaled"}}
+}
+
+func (refusingPayer) Deliver(*msg.RouteRecord, oracleops.Request, time.Time) operator.Delivery {
+	return operator.Delivery{Detail: "the test delivers nothing"}
+}
+func (refusingPayer) PrepareRoute(msg.RouteRecord) error { return nil }
+func (refusingPayer) SettleRoutes() error                { return nil }
+func (refusingPayer) PrepareControl(operator.Peer, string) (operator.ControlChange, error) {
+	return noChange{}, nil
+}
+func (refusingPayer) ReceiptDurable()                 {}
+func (refusingPayer) AskDecided(operator.AskDecision) {}
+
+// noChange is a control socket change that does nothing.
+type noChange struct{}
+
+func (noChange) Commit()  {}
+func (noChange) Discard() {}
+
+// TestQuoteLine: the payer's words in a receipt's reason are one line, cut
+// at a character boundary, at most the bound and "...". Quoted here where
+// the store quotes an ask id it has not got (operator.Store.AskShow, whose
+// bound is 40 bytes).
+func TestQuoteLine(t *testing.T) {
+	w := hosttest.NewWorld(t, hosttest.Opts{NoApp: true, NoGrant: true})
+	a39, a40 := strings.Repeat("a", 39), strings.Repeat("a", 40)
+	w.WithStore(t, func(s *operator.Store) {
+		for _, tc := range []struct {
+			in   string
+			want string
+		}{
+			{"a\nb\r\nc", "a b c"},
+			{a40, a40},
+			{a40 + "b", a40 + "..."},
+			{a39 + "é", a39 + "..."},
+			{"bad \xff byte", "bad \uFFFD byte"},
+		} {
+			_, err := s.AskShow(tc.in)
+			var ref *operator.AskRefusal
+			if !errors.As(err, &ref) || ref.Reason != "no ask "+tc.want {
+				t.Errorf("AskShow(%q): %v, want the refusal %q", tc.in, err, "no ask "+tc.want)
+			}
+		}
+	})
 }

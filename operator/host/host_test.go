@@ -12,9 +12,20 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
+
+// utcDay is the UTC day number of t, as the host counts per-day limits.
+func utcDay(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
+
+// dailyLimitReason is the host's refusal of a call past a per-day limit
+// on day: it names the start of the next UTC day.
+func dailyLimitReason(day int64) string {
+	next := time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
+	return "the daily limit for this call is reached: it refills at " + next + " (the next UTC day)"
+}
 
 func TestAdmittedCallAndReceipt(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 7})
@@ -66,7 +77,7 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 		if p.Balance != 93 || p.Charged != 7 {
 			t.Fatalf("purse %+v", p)
 		}
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +91,7 @@ func TestRefusals(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 4, PerDay: 3, Ops: []string{"calc.*"}})
 	// an expired grant for another application, and a revoked one for a third
 	w.WithStore(t, func(s *operator.Store) {
-		key, err := wire.ReadHybridKey(w.Store + "/" + keyFile)
+		key, err := wire.ReadHybridKey(w.Store + "/" + operator.KeyFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +265,7 @@ func TestDiscoveryThroughGrant(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 10 {
 			t.Fatalf("discovery charged: %+v", p)
 		}
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		if err != nil || rep.Receipts != 2 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -278,7 +289,7 @@ func TestNotSentReleases(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 10 || p.Charged != 0 {
 			t.Fatalf("not released: %+v", p)
 		}
-		if _, err := s.VerifyReceipts(1); err != nil {
+		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -87,7 +88,7 @@ func TestStoppedDuringConsentWait(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p != (operator.PurseView{Controller: "ctl", Funded: 14, Charged: 14}) {
 			t.Fatalf("purse %+v", p)
 		}
-		rep, err := s.VerifyReceipts(1)
+		rep, err := audit.VerifyStore(w.Store, 1)
 		// the two answers and the two refusals after consent
 		if err != nil || rep.Receipts != 4 || rep.Purses[0].Balance != 0 {
 			t.Fatalf("verify: %+v %v", rep, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/operator/hostlog"
 )
 
 // InitWith's JournalSegmentSize is recorded in the host journal, and the
@@ -29,13 +30,23 @@ func TestInitWithJournalSegmentSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.j.SegmentSize(); got != 4<<20 {
-		t.Errorf("host journal segment size under the default = %d, want 4 MiB", got)
-	}
+	pub := s.PublicKey()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := journal.Inspect(filepath.Join(store, journalDir))
+	// The host journal as Open opens it: its options name no segment size
+	// (the default).
+	j, err := journal.Open(filepath.Join(store, hostlog.JournalDir), hostlog.Options(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := j.SegmentSize(); got != 4<<20 {
+		t.Errorf("host journal segment size under the default = %d, want 4 MiB", got)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := journal.Inspect(filepath.Join(store, hostlog.JournalDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +83,7 @@ func TestServeAdminSocketOption(t *testing.T) {
 	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("admin socket at %s: %v %v", path, fi, err)
 	}
-	if _, err := os.Lstat(adminSocketPath(store)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(admin.SocketPath(store)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("an admin socket in the store too: %v", err)
 	}
 	dctx, dcancel := context.WithTimeout(ctx, 20*time.Second)

@@ -21,7 +21,7 @@ import (
 
 // routeFile writes a REQUEST.json for a route of the world's controller
 // on forward socket fwd and returns its path.
-func (w *hosttest.World) routeFile(t *testing.T, name, fwd string) string {
+func routeFile(t *testing.T, w *hosttest.World, name, fwd string) string {
 	t.Helper()
 	req := w.Route
 	req.Forward = fwd
@@ -39,7 +39,7 @@ func (w *hosttest.World) routeFile(t *testing.T, name, fwd string) string {
 // mustRun runs a command line that must exit 0 and returns its stdout.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	code, out, errs := run(args...)
+	code, out, errs := hosttest.RunCLI(args...)
 	if code != cli.ExitOK {
 		t.Fatalf("%v: exit %d: %s", args, code, errs)
 	}
@@ -50,7 +50,7 @@ func mustRun(t *testing.T, args ...string) string {
 // "steward-operator CMD: " + line.
 func wantExit(t *testing.T, code int, line string, args ...string) {
 	t.Helper()
-	got, _, errs := run(args...)
+	got, _, errs := hosttest.RunCLI(args...)
 	want := "steward-operator " + args[0] + " " + args[1] + ": " + line + "\n"
 	if got != code || errs != want {
 		t.Fatalf("%v: exit %d, stderr %q; want exit %d, %q", args, got, errs, code, want)
@@ -62,13 +62,13 @@ func wantExit(t *testing.T, code int, line string, args ...string) {
 // running host's checkpointer appends those on its own after an outcome.
 func journalSeq(t *testing.T, store string) uint64 {
 	t.Helper()
-	s, err := operator.OpenReadOnly(store)
+	j, _, err := hostlog.OpenReadOnly(store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer j.Close()
 	var n uint64
-	err = s.j.Iterate(1, func(r journal.Record) error {
+	err = j.Iterate(1, func(r journal.Record) error {
 		if r.Kind != hostlog.KindCheckpoint {
 			n++
 		}
@@ -84,19 +84,22 @@ func journalSeq(t *testing.T, store string) uint64 {
 // of the store's journal, in journal order.
 func routeRecords(t *testing.T, store string) []any {
 	t.Helper()
-	s, err := operator.OpenReadOnly(store)
+	j, _, err := hostlog.OpenReadOnly(store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer j.Close()
 	var out []any
-	err = s.j.Iterate(1, func(r journal.Record) error {
+	err = j.Iterate(1, func(r journal.Record) error {
 		if r.Kind != hostlog.KindRouteState && r.Kind != hostlog.KindRouteRegisterV2 {
 			return nil
 		}
-		_, body, err := decodeRecord(r)
-		out = append(out, body)
-		return err
+		rec, err := hostlog.Decode(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, rec.Body)
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +119,18 @@ func routeStates(t *testing.T, store string) map[string]operator.RouteView {
 		m[r.Route] = r
 	}
 	return m
+}
+
+// lastSeq is the sequence number of the last record of the store's host
+// journal, read without its lock (the store may be open).
+func lastSeq(t *testing.T, store string) uint64 {
+	t.Helper()
+	j, _, err := hostlog.OpenReadOnly(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	return j.LastSeq()
 }
 
 var me = fmt.Sprintf("uid:%d", os.Geteuid())
@@ -138,7 +153,7 @@ func TestRouteVerbsOnTheStore(t *testing.T) {
 		t.Fatalf("a repeated deactivation journaled %d records", got-n)
 	}
 	mustRun(t, "route", "activate", "r1", "--store", st)
-	if out := mustRun(t, "route", "register", "r2", "app2", w.routeFile(t, "r2", w.Dir+"/f2.sock"), "--inactive", "--store", st); !strings.HasSuffix(out, "\nroute r2 is inactive: not listened on until steward-operator route activate r2\n") {
+	if out := mustRun(t, "route", "register", "r2", "app2", routeFile(t, w, "r2", w.Dir+"/f2.sock"), "--inactive", "--store", st); !strings.HasSuffix(out, "\nroute r2 is inactive: not listened on until steward-operator route activate r2\n") {
 		t.Fatalf("register --inactive: %q", out)
 	}
 	mustRun(t, "route", "remove", "r2", "--store", st)
@@ -155,12 +170,12 @@ func TestRouteVerbsOnTheStore(t *testing.T) {
 		var by string
 		var at int64
 		switch b := recs[i].(type) {
-		case *recRouteState:
+		case *hostlog.RouteStateChange:
 			state, by, at = b.State, b.By, b.At
 			if want.kind != hostlog.KindRouteState {
 				t.Fatalf("record %d is a state change, want %s", i, want.kind)
 			}
-		case *recRouteRegisterV2:
+		case *hostlog.RouteRegisterV2:
 			state, by, at = b.State, b.By, b.At
 			if want.kind != hostlog.KindRouteRegisterV2 {
 				t.Fatalf("record %d is a registration, want %s", i, want.kind)
@@ -176,11 +191,11 @@ func TestRouteVerbsOnTheStore(t *testing.T) {
 	wantExit(t, cli.ExitRefused, "refused: route r2 was removed: removal is final and its name stays taken; nothing was changed",
 		"route", "remove", "r2", "--store", st)
 	wantExit(t, cli.ExitRefused, "refused: route r2 was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)",
-		"route", "register", "r2", "app2", w.routeFile(t, "r2", w.Dir+"/f2.sock"), "--store", st)
+		"route", "register", "r2", "app2", routeFile(t, w, "r2", w.Dir+"/f2.sock"), "--store", st)
 	wantExit(t, cli.ExitRefused, "refused: no route r3", "route", "deactivate", "r3", "--store", st)
 	wantExit(t, cli.ExitRefused, "usage: want 1 arguments, got 0 (route remove ROUTE --store DIR)", "route", "remove", "--store", st)
 	// a removed route gives up its forward socket
-	mustRun(t, "route", "register", "r3", "app2", w.routeFile(t, "r3", w.Dir+"/f2.sock"), "--store", st)
+	mustRun(t, "route", "register", "r3", "app2", routeFile(t, w, "r3", w.Dir+"/f2.sock"), "--store", st)
 	if got := journalSeq(t, st); got != n+4 {
 		t.Fatalf("journal at %d, want %d: refusals journaled", got, n+4)
 	}
@@ -205,19 +220,19 @@ func TestOneActiveRoutePerApplication(t *testing.T) {
 	w.WithStore(t, func(s *operator.Store) {
 		rr := w.Route
 		rr.Forward = w.Dir + "/f2.sock"
-		n := lastSeq(t, s)
+		n := lastSeq(t, w.Store)
 		_, err := s.RegisterRoute("r2", "app", rr)
 		wantRefused(t, err, "route r2: application app of controller ctl already has active route r1 (at most one active route an application): deactivate r1 first, or register this one --inactive")
-		if got := lastSeq(t, s); got != n {
+		if got := lastSeq(t, w.Store); got != n {
 			t.Fatal("a refused registration was journaled")
 		}
 		if _, err := s.RegisterRouteAs("r2", "app", rr, operator.RouteRegistration{Inactive: true}); err != nil {
 			t.Fatal(err)
 		}
-		n = lastSeq(t, s)
+		n = lastSeq(t, w.Store)
 		_, _, err = s.SetRouteState("r2", hostlog.RouteActive, "")
 		wantRefused(t, err, "route r2: application app of controller ctl already has active route r1 (at most one active route an application): deactivate r1 first")
-		if got := lastSeq(t, s); got != n {
+		if got := lastSeq(t, w.Store); got != n {
 			t.Fatal("a refused activation was journaled")
 		}
 		// a new revision of an active route may not take another's application
@@ -243,16 +258,16 @@ func TestOneActiveRoutePerApplication(t *testing.T) {
 		wantRefused(t, err, "already has active route r2")
 	})
 	w.WithStore(t, func(s *operator.Store) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		var names []string
-		for _, rv := range s.st.activeRoutes("ctl") {
-			names = append(names, rv.rec.Route)
+		for _, rec := range s.ActiveRoutes() {
+			if rec.Controller == "ctl" {
+				names = append(names, rec.Route)
+			}
 		}
 		if strings.Join(names, ",") != "r2,r3" {
 			t.Fatalf("active routes after replay: %v", names)
 		}
-		if got := s.st.activeRoutes("other"); got != nil {
+		if got := s.RouteTable("other", nil); len(got.Active) != 0 || len(got.Records) != 0 {
 			t.Fatalf("another controller's active routes: %v", got)
 		}
 	})
@@ -275,9 +290,9 @@ func TestRouteBoundCountsRoutesNotRemoved(t *testing.T) {
 				t.Fatalf("route %d: %v", i, err)
 			}
 		}
-		n := lastSeq(t, s)
+		n := lastSeq(t, w.Store)
 		wantRefused(t, reg(msg.MaxSelectedRoutes+1), "route r9: 8 routes are registered and not removed, the bound is 8: remove one first (steward-operator route remove)")
-		if got := lastSeq(t, s); got != n {
+		if got := lastSeq(t, w.Store); got != n {
 			t.Fatal("a refused registration was journaled")
 		}
 		if _, _, err := s.SetRouteState("r4", hostlog.RouteRemoved, ""); err != nil {
@@ -354,7 +369,7 @@ func TestRouteVerbsWhileServing(t *testing.T) {
 	}
 
 	f2 := w.Dir + "/f2.sock"
-	mustRun(t, "route", "register", "r2", "app2", w.routeFile(t, "r2", f2), "--inactive", "--store", st)
+	mustRun(t, "route", "register", "r2", "app2", routeFile(t, w, "r2", f2), "--inactive", "--store", st)
 	if !dialFails(t, f2) {
 		t.Fatal("a route registered inactive is listened on")
 	}
@@ -400,9 +415,9 @@ func TestRouteVerbsWhileServing(t *testing.T) {
 	for i, r := range routeRecords(t, st) {
 		var by string
 		switch b := r.(type) {
-		case *recRouteState:
+		case *hostlog.RouteStateChange:
 			by = b.By
-		case *recRouteRegisterV2:
+		case *hostlog.RouteRegisterV2:
 			by = b.By
 		}
 		if by != me {
@@ -451,10 +466,10 @@ func TestRouteRemoveRefusedWhileUnresolved(t *testing.T) {
 // journaled; the route stays inactive.
 func TestRouteActivateUnlistenableFails(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{})
-	mustRun(t, "route", "register", "r2", "app2", w.routeFile(t, "r2", w.Dir+"/missing/f2.sock"), "--inactive", "--store", w.Store)
+	mustRun(t, "route", "register", "r2", "app2", routeFile(t, w, "r2", w.Dir+"/missing/f2.sock"), "--inactive", "--store", w.Store)
 	w.Serve(t)
 	n := journalSeq(t, w.Store)
-	code, _, errs := run("route", "activate", "r2", "--store", w.Store)
+	code, _, errs := hosttest.RunCLI("route", "activate", "r2", "--store", w.Store)
 	if code != cli.ExitFailure || !strings.Contains(errs, "route r2: the host cannot listen on its forward socket (") || !strings.HasSuffix(errs, "; nothing was journaled\n") {
 		t.Fatalf("activate: exit %d: %q", code, errs)
 	}
@@ -490,7 +505,7 @@ func TestRouteDeactivatedDuringConsent(t *testing.T) {
 	if deactivated != nil {
 		t.Fatal(deactivated)
 	}
-	peertest.WantRefusal(t, res, msg.CodeUnavailable, "route r1 is not active: the operator deactivated it"+stoppedBeforeSending)
+	peertest.WantRefusal(t, res, msg.CodeUnavailable, "route r1 is not active: the operator deactivated it"+"; the call was admitted, then stopped before it was sent: nothing was sent or charged")
 	if res.Receipt == nil || w.App.Calls.Load() != 0 {
 		t.Fatalf("receipt %d bytes, %d requests sent", len(res.Receipt), w.App.Calls.Load())
 	}

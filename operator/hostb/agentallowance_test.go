@@ -12,7 +12,9 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-func allowance(t *testing.T, cl *wire.Client, agent string) (string, msg.AllowanceResult, *msg.Refusal) {
+// agentAllowance asks the host on cl what agent may still spend today: the
+// answer's type, the allowance and the refusal when refused.
+func agentAllowance(t *testing.T, cl *wire.Client, agent string) (string, msg.AllowanceResult, *msg.Refusal) {
 	t.Helper()
 	ctx, cancel := peertest.Ctx()
 	defer cancel()
@@ -37,20 +39,20 @@ func allowance(t *testing.T, cl *wire.Client, agent string) (string, msg.Allowan
 // patterns and the next UTC midnight; an agent without limits is not
 // limited; a malformed agent name is refused.
 func TestAllowance(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{CallsPerDay: u64(3), CreditsPerDay: u64(10), Operations: []string{"app/calc.*"}})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{CallsPerDay: hosttest.U64(3), CreditsPerDay: hosttest.U64(10), Operations: []string{"app/calc.*"}})
 	w.Serve(t)
 	cl := w.Dial(t)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	typ, res, _ := allowance(t, cl, "alice")
-	refills := (utcDay(clk.Now()) + 1) * 86_400_000
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	typ, res, _ := agentAllowance(t, cl, "alice")
+	refills := (utcDayOf(clk.Now()) + 1) * 86_400_000
 	if typ != msg.TypeAllowanceResult || !res.Limited || res.Agent != "alice" || *res.CallsLeft != 2 || *res.CreditsLeft != 6 ||
 		res.RefillsAt != refills || !slices.Equal(res.Operations, []string{"app/calc.*"}) {
 		t.Fatalf("alice: %s %+v", typ, res)
 	}
-	if _, res, _ := allowance(t, cl, "bob"); res.Limited || res.CallsLeft != nil || res.CreditsLeft != nil || res.RefillsAt != refills {
+	if _, res, _ := agentAllowance(t, cl, "bob"); res.Limited || res.CallsLeft != nil || res.CreditsLeft != nil || res.RefillsAt != refills {
 		t.Fatalf("bob: %+v", res)
 	}
-	if typ, _, ref := allowance(t, cl, "Bob:x"); typ != msg.TypeRefused || ref.Code != msg.CodeBadRequest ||
+	if typ, _, ref := agentAllowance(t, cl, "Bob:x"); typ != msg.TypeRefused || ref.Code != msg.CodeBadRequest ||
 		ref.Reason != `allowance: agent "Bob:x" is none of a configured agent's name, foreground and uid:N` {
 		t.Fatalf("bad agent: %s %+v", typ, ref)
 	}
@@ -60,7 +62,7 @@ func TestAllowance(t *testing.T) {
 // patterns shows only what the agent may call (though the grant covers
 // all); one whose patterns name no pattern of the application is refused.
 func TestListingFilteredByAgent(t *testing.T) {
-	w, _ := agentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{Operations: []string{"app/calc.*", "app/text.*"}})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{Operations: []string{"app/calc.*", "app/text.*"}})
 	w.WithStore(t, func(s *operator.Store) {
 		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "bob", Operations: []string{"other/*"}}); err != nil {
 			t.Fatal(err)
@@ -68,7 +70,7 @@ func TestListingFilteredByAgent(t *testing.T) {
 	})
 	w.Serve(t)
 	cl := w.Dial(t)
-	res := peertest.Call(t, cl, withAgent(peertest.ListDispatch(t, "l1"), "alice"))
+	res := peertest.Call(t, cl, hosttest.WithAgent(peertest.ListDispatch(t, "l1"), "alice"))
 	if res.Outcome != msg.StateDefinite || res.Status != 200 {
 		t.Fatalf("list: %+v", res)
 	}
@@ -91,6 +93,6 @@ func TestListingFilteredByAgent(t *testing.T) {
 	if len(page.Operations) <= 2 {
 		t.Fatalf("unfiltered listing: %s", res.Body)
 	}
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, withAgent(peertest.ListDispatch(t, "l3"), "bob")), msg.CodeAgentLimit,
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.WithAgent(peertest.ListDispatch(t, "l3"), "bob")), msg.CodeAgentLimit,
 		"the operator's limits for this agent do not allow application app: calls resume once the operator allows it")
 }

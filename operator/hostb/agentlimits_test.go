@@ -1,7 +1,6 @@
 package hostb_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,70 +8,20 @@ import (
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
-	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-func u64(n uint64) *uint64 { return &n }
+// utcDayOf is the UTC day number of t, the day the store's daily limits
+// count (operator's utcDay).
+func utcDayOf(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
 
-// agentWorld is a world whose host clock is clk, with limits set for
-// agent alice of ctl (when spec names her) before the host starts; the
-// peer's consents name alice.
-func agentWorld(t *testing.T, o hosttest.Opts, spec *operator.AgentSpec) (*hosttest.World, *peertest.Clock) {
-	t.Helper()
-	w := hosttest.NewWorld(t, o)
-	clk := peertest.NewClock(time.Now())
-	w.Now = clk.Now
-	if spec != nil {
-		spec.Controller = "ctl"
-		if spec.Agent == "" {
-			spec.Agent = "alice"
-		}
-		w.WithStore(t, func(s *operator.Store) {
-			if _, err := s.SetAgentLimits(*spec); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	alice := "alice"
-	w.Peer.Principal.Store(&alice)
-	return w, clk
-}
-
-// agentInvoke is an invoke dispatch by agent in conversation conv.
-func agentInvoke(t *testing.T, attempt, agent, conv, op, args string) msg.Dispatch {
-	req, err := oracleops.BuildInvoke("/v1", oracleops.InvokeBody{Arguments: json.RawMessage(args), ConversationID: conv, OperationID: op, RequestID: "r-" + attempt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path, Body: req.Body, Agent: agent}
-}
-
-func calc(t *testing.T, attempt, agent, conv string) msg.Dispatch {
-	return agentInvoke(t, attempt, agent, conv, "calc.evaluate", `{"expression":"1+1"}`)
-}
-
-func wantAnswer(t *testing.T, res msg.DispatchResult) {
-	t.Helper()
-	if res.Outcome != msg.StateDefinite || res.Status != 200 {
-		t.Fatalf("want an answer, got %s %d %s (%+v)", res.Outcome, res.Status, res.Body, res.Refusal)
-	}
-}
-
-// journalKinds counts the host journal's records by kind (the host stopped).
-func journalKinds(t *testing.T, w *hosttest.World) map[string]int {
-	t.Helper()
-	n := map[string]int{}
-	w.WithStore(t, func(s *operator.Store) {
-		if err := s.j.Iterate(1, func(r journal.Record) error { n[r.Kind]++; return nil }); err != nil {
-			t.Fatal(err)
-		}
-	})
-	return n
+// nextUTCDayOf is the start of the UTC day after day, as a refusal names
+// it (what operator's nextUTCDay computes).
+func nextUTCDayOf(day int64) string {
+	return time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
 }
 
 // refusedUnseen checks a refusal at admission left no trace: the
@@ -95,24 +44,24 @@ func refusedUnseen(t *testing.T, w *hosttest.World, cl *wire.Client, id string, 
 // or charged; another agent, and a dispatch naming no agent, are limited
 // by the grant alone; a restart refills nothing (counted from the journal).
 func TestAgentCallsPerDay(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &operator.AgentSpec{CallsPerDay: u64(2)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &operator.AgentSpec{CallsPerDay: hosttest.U64(2)})
 	w.Serve(t)
 	cl := w.Dial(t)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c2")))
-	refill := nextUTCDay(utcDay(clk.Now()))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c2")))
+	refill := nextUTCDayOf(utcDayOf(clk.Now()))
 	want := "the daily call limit for this agent is reached: it refills at " + refill
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit, want)
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit, want)
 	refusedUnseen(t, w, cl, "a3", 2, 2)
 	// A free describe counts as a call too.
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, withAgent(peertest.DescribeDispatch(t, "a4", "calc.evaluate"), "alice")), msg.CodeAgentLimit, want)
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.WithAgent(peertest.DescribeDispatch(t, "a4", "calc.evaluate"), "alice")), msg.CodeAgentLimit, want)
 	w.Peer.Principal.Store(nil)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "b1", "", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "b1", "", "c1")))
 	bob := "bob"
 	w.Peer.Principal.Store(&bob)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "b2", "bob", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "b2", "bob", "c1")))
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindReserveV2] != 4 || n[hostlog.KindRefused] != 0 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindReserveV2] != 4 || n[hostlog.KindRefused] != 0 {
 		t.Fatalf("journal: %v", n)
 	}
 	w.WithStore(t, func(s *operator.Store) {
@@ -127,27 +76,22 @@ func TestAgentCallsPerDay(t *testing.T) {
 	cl = w.Dial(t)
 	alice := "alice"
 	w.Peer.Principal.Store(&alice)
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a5", "alice", "c1")), msg.CodeAgentLimit, want)
-}
-
-func withAgent(d msg.Dispatch, agent string) msg.Dispatch {
-	d.Agent = agent
-	return d
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a5", "alice", "c1")), msg.CodeAgentLimit, want)
 }
 
 // TestAgentCreditsPerDay: the reservation's charge counts against the
 // agent's daily credits; at N a call that would pass it is refused, a
 // free one still passes.
 func TestAgentCreditsPerDay(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerDay: u64(6)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerDay: hosttest.U64(6)})
 	w.Serve(t)
 	cl := w.Dial(t)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit,
-		"the daily credit limit for this agent is reached: it refills at "+nextUTCDay(utcDay(clk.Now())))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit,
+		"the daily credit limit for this agent is reached: it refills at "+nextUTCDayOf(utcDayOf(clk.Now())))
 	refusedUnseen(t, w, cl, "a3", 2, 2)
-	if res := peertest.Call(t, cl, withAgent(peertest.DescribeDispatch(t, "a4", "calc.evaluate"), "alice")); res.Outcome != msg.StateDefinite {
+	if res := peertest.Call(t, cl, hosttest.WithAgent(peertest.DescribeDispatch(t, "a4", "calc.evaluate"), "alice")); res.Outcome != msg.StateDefinite {
 		t.Fatalf("a free describe: %+v", res)
 	}
 	w.Stop()
@@ -162,30 +106,30 @@ func TestAgentCreditsPerDay(t *testing.T) {
 // conversationId; another conversation has its own; a new conversation
 // past the day's bound is refused, a known one still passes.
 func TestAgentConversationBudget(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerConversation: u64(6), ConversationsPerDay: 2})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerConversation: hosttest.U64(6), ConversationsPerDay: 2})
 	w.Serve(t)
 	cl := w.Dial(t)
-	refill := nextUTCDay(utcDay(clk.Now()))
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit,
+	refill := nextUTCDayOf(utcDayOf(clk.Now()))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit,
 		"the credit limit of this conversation for this agent is reached: it refills at "+refill)
 	refusedUnseen(t, w, cl, "a3", 2, 2)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a4", "alice", "c2")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a5", "alice", "c3")), msg.CodeAgentLimit,
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a4", "alice", "c2")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a5", "alice", "c3")), msg.CodeAgentLimit,
 		"the daily limit of conversations for this agent is reached: a new conversation can start at "+refill)
 	refusedUnseen(t, w, cl, "a5", 3, 3)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a6", "alice", "c2")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a6", "alice", "c2")))
 	// After a restart the conversations are counted from the journal.
 	w.Stop()
 	w.Serve(t)
 	cl = w.Dial(t)
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a7", "alice", "c3")), msg.CodeAgentLimit,
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a7", "alice", "c3")), msg.CodeAgentLimit,
 		"the daily limit of conversations for this agent is reached: a new conversation can start at "+refill)
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a8", "alice", "c1")), msg.CodeAgentLimit,
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a8", "alice", "c1")), msg.CodeAgentLimit,
 		"the credit limit of this conversation for this agent is reached: it refills at "+refill)
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindReserveV2] != 4 || n[hostlog.KindRefused] != 0 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindReserveV2] != 4 || n[hostlog.KindRefused] != 0 {
 		t.Fatalf("journal: %v", n)
 	}
 }
@@ -193,34 +137,34 @@ func TestAgentConversationBudget(t *testing.T) {
 // TestAgentOperations: an operation outside the agent's patterns is
 // refused naming the limit, though the grant covers it.
 func TestAgentOperations(t *testing.T) {
-	w, _ := agentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &operator.AgentSpec{Operations: []string{"app/calc.*"}})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &operator.AgentSpec{Operations: []string{"app/calc.*"}})
 	w.Serve(t)
 	cl := w.Dial(t)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, agentInvoke(t, "a2", "alice", "c1", "units.convert", `{"value":1,"from":"m","to":"cm"}`)), msg.CodeAgentLimit,
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.AgentInvoke(t, "a2", "alice", "c1", "units.convert", `{"value":1,"from":"m","to":"cm"}`)), msg.CodeAgentLimit,
 		"the operator's limits for this agent do not allow operation units.convert of application app: calls resume once the operator allows it")
 	refusedUnseen(t, w, cl, "a2", 1, 1)
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, withAgent(peertest.DescribeDispatch(t, "a3", "text.sha256"), "alice")), msg.CodeAgentLimit,
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.WithAgent(peertest.DescribeDispatch(t, "a3", "text.sha256"), "alice")), msg.CodeAgentLimit,
 		"the operator's limits for this agent do not allow operation text.sha256 of application app: calls resume once the operator allows it")
 }
 
 // TestAgentRate: a burst of B calls passes at once, call B+1 is refused
 // until the rate refills one call; the refusal names when.
 func TestAgentRate(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &operator.AgentSpec{RatePerMinute: u64(60), Burst: 2})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &operator.AgentSpec{RatePerMinute: hosttest.U64(60), Burst: 2})
 	clk.Set(time.UnixMilli((clk.Now().UnixMilli()/1000 + 2) * 1000)) // on a second, after every time recorded
 	w.Serve(t)
 	cl := w.Dial(t)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
 	at := clk.Now().Add(time.Second).UTC().Format(time.RFC3339)
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit, "the rate limit for this agent is reached: it refills at "+at)
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit, "the rate limit for this agent is reached: it refills at "+at)
 	refusedUnseen(t, w, cl, "a3", 2, 2)
 	clk.Add(999 * time.Millisecond)
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a4", "alice", "c1")), msg.CodeAgentLimit, "the rate limit for this agent is reached: it refills at "+at)
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a4", "alice", "c1")), msg.CodeAgentLimit, "the rate limit for this agent is reached: it refills at "+at)
 	clk.Add(time.Millisecond)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a5", "alice", "c1")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a6", "alice", "c1")), msg.CodeAgentLimit,
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a5", "alice", "c1")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a6", "alice", "c1")), msg.CodeAgentLimit,
 		"the rate limit for this agent is reached: it refills at "+clk.Now().Add(time.Second).UTC().Format(time.RFC3339))
 }
 
@@ -229,24 +173,26 @@ func TestAgentRate(t *testing.T) {
 // and limits replaced during the wait stop it at the last moment, with a
 // receipted refusal and nothing charged.
 func TestAgentHoldAndLastMoment(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &operator.AgentSpec{CallsPerDay: u64(1)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &operator.AgentSpec{CallsPerDay: hosttest.U64(1)})
 	entered, release := make(chan struct{}), make(chan struct{})
 	hook := func() { close(entered); <-release }
 	w.Peer.BeforeConsent.Store(&hook)
 	w.Serve(t)
 	cl := w.Dial(t)
 	first := make(chan msg.DispatchResult, 1)
-	go func() { first <- peertest.Call(t, cl, calc(t, "a1", "alice", "c1")) }()
+	go func() { first <- peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")) }()
 	<-entered
 	w.Peer.BeforeConsent.Store(nil)
-	refill := nextUTCDay(utcDay(clk.Now()))
+	refill := nextUTCDayOf(utcDayOf(clk.Now()))
 	want := "the daily call limit for this agent is reached: it refills at " + refill
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")), msg.CodeAgentLimit, want)
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")), msg.CodeAgentLimit, want)
 	if code, _, errs := hosttest.RunCLI("agent", "set", "alice", "--controller", "ctl", "--calls-per-day", "0", "--store", w.Store); code != 0 {
 		t.Fatal(errs)
 	}
 	close(release)
 	res := <-first
+	// operator's stoppedBeforeSending, the end of a refusal at the last moment.
+	const stoppedBeforeSending = "; the call was admitted, then stopped before it was sent: nothing was sent or charged"
 	peertest.WantExactRefusal(t, res, msg.CodeAgentLimit, want+stoppedBeforeSending)
 	r, err := msg.VerifyReceipt(res.Receipt, wire.NewKeyring(w.Pub.Ed25519()))
 	if err != nil {
@@ -260,7 +206,7 @@ func TestAgentHoldAndLastMoment(t *testing.T) {
 		t.Fatal("the application was called")
 	}
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindReserveV2] != 0 || n[hostlog.KindRefused] != 1 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindReserveV2] != 0 || n[hostlog.KindRefused] != 1 {
 		t.Fatalf("journal: %v", n)
 	}
 	w.WithStore(t, func(s *operator.Store) {
@@ -274,24 +220,24 @@ func TestAgentHoldAndLastMoment(t *testing.T) {
 // count msg.DefaultConversationsPerDay of them; the next new one is
 // refused. A dispatch whose agent is no principal's name is malformed.
 func TestAgentDefaultConversations(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{CallsPerDay: u64(1000)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{CallsPerDay: hosttest.U64(1000)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	for i := range msg.DefaultConversationsPerDay {
-		wantAnswer(t, peertest.Call(t, cl, calc(t, fmt.Sprintf("a%d", i), "alice", fmt.Sprintf("c%d", i))))
+		hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, fmt.Sprintf("a%d", i), "alice", fmt.Sprintf("c%d", i))))
 	}
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "past", "alice", "c-new")), msg.CodeAgentLimit,
-		"the daily limit of conversations for this agent is reached: a new conversation can start at "+nextUTCDay(utcDay(clk.Now())))
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "known", "alice", "c0")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "bad", "Alice", "c0")), msg.CodeBadRequest,
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "past", "alice", "c-new")), msg.CodeAgentLimit,
+		"the daily limit of conversations for this agent is reached: a new conversation can start at "+nextUTCDayOf(utcDayOf(clk.Now())))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "known", "alice", "c0")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "bad", "Alice", "c0")), msg.CodeBadRequest,
 		`agent "Alice" is none of a configured agent's name, foreground and uid:N`)
 	w.Peer.Principal.Store(nil)
 	for _, ok := range []string{"foreground", "uid:1000"} {
 		pr := ok
 		w.Peer.Principal.Store(&pr)
-		wantAnswer(t, peertest.Call(t, cl, calc(t, "p-"+strings.ReplaceAll(ok, ":", ""), ok, "c0")))
+		hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "p-"+strings.ReplaceAll(ok, ":", ""), ok, "c0")))
 	}
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "bad2", "uid:01", "c0")), msg.CodeBadRequest,
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "bad2", "uid:01", "c0")), msg.CodeBadRequest,
 		`agent "uid:01" is none of a configured agent's name, foreground and uid:N`)
 }
 
@@ -301,9 +247,12 @@ func TestAgentDefaultConversations(t *testing.T) {
 func BenchmarkHostCallAgent(b *testing.B) {
 	w := hosttest.NewWorld(b, hosttest.Opts{Fund: 1 << 40, Price: 1, PerDay: 1 << 40})
 	w.WithStore(b, func(s *operator.Store) {
-		big := u64(1 << 40)
+		big := hosttest.U64(1 << 40)
+		// The rate and burst are the bounds a limits record may carry
+		// (operator's maxAgentRate, 1_000_000 calls a minute, and
+		// maxAgentBurst, 10_000 calls at once).
 		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", Operations: []string{"app/calc.*"}, CallsPerDay: big,
-			CreditsPerDay: big, CreditsPerConversation: big, RatePerMinute: u64(maxAgentRate), Burst: maxAgentBurst}); err != nil {
+			CreditsPerDay: big, CreditsPerConversation: big, RatePerMinute: hosttest.U64(1_000_000), Burst: 10_000}); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -324,19 +273,19 @@ func BenchmarkHostCallAgent(b *testing.B) {
 // it). With credits for two answers, a 4xx and an answer, then after a
 // restart one more answer, pass, and the next is refused.
 func TestAgentCreditsCountWhatWasCharged(t *testing.T) {
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerDay: u64(6), CallsPerDay: u64(4)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerDay: hosttest.U64(6), CallsPerDay: hosttest.U64(4)})
 	w.Serve(t)
 	cl := w.Dial(t)
-	if res := peertest.Call(t, cl, agentInvoke(t, "a1", "alice", "c1", "calc.evaluate", `{"expression":"1/0"}`)); res.Outcome != msg.StateDefinite || res.Status/100 == 2 {
+	if res := peertest.Call(t, cl, hosttest.AgentInvoke(t, "a1", "alice", "c1", "calc.evaluate", `{"expression":"1/0"}`)); res.Outcome != msg.StateDefinite || res.Status/100 == 2 {
 		t.Fatalf("a1, an application refusal: %+v", res)
 	}
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
 	w.Stop()
 	w.Serve(t)
 	cl = w.Dial(t)
-	wantAnswer(t, peertest.Call(t, cl, calc(t, "a3", "alice", "c1")))
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, calc(t, "a4", "alice", "c1")), msg.CodeAgentLimit,
-		"the daily credit limit for this agent is reached: it refills at "+nextUTCDay(utcDay(clk.Now())))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a4", "alice", "c1")), msg.CodeAgentLimit,
+		"the daily credit limit for this agent is reached: it refills at "+nextUTCDayOf(utcDayOf(clk.Now())))
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 94 {

@@ -10,79 +10,22 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
-	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// approvalWorld is an agent world whose agent alice's limits mark
-// app/calc.* for approval under pol (its Operations set when empty).
-func approvalWorld(t *testing.T, pol *msg.ApprovalPolicy) (*hosttest.World, *peertest.Clock) {
-	t.Helper()
-	if len(pol.Operations) == 0 {
-		pol.Operations = []string{"app/calc.*"}
-	}
-	w, clk := agentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{Approval: pol})
-	// Ahead of the setup's records, which the store's clock never goes behind.
-	clk.Add(time.Minute)
-	return w, clk
-}
-
-func collectCall(t *testing.T, cl *wire.Client, attempt string) msg.DispatchResult {
-	t.Helper()
-	ctx, cancel := peertest.Ctx()
-	defer cancel()
-	env, err := cl.Call(ctx, msg.TypeCollect, msg.Collect{Attempt: attempt, Deadline: time.Now().Add(time.Hour).UnixMilli()})
-	if err != nil {
-		t.Fatalf("collect %s: %v", attempt, err)
-	}
-	var res msg.DispatchResult
-	if err := env.Decode(&res); err != nil {
-		t.Fatalf("collect %s: %s: %v", attempt, env.T, err)
-	}
-	return res
-}
-
-func wantAwaiting(t *testing.T, res msg.DispatchResult) *msg.AskTicket {
-	t.Helper()
-	if res.Outcome != msg.StateAwaitingApproval || res.Ask == nil || !strings.HasPrefix(res.Ask.ID, "ask-") || len(res.Ask.ID) != 16 {
-		t.Fatalf("want awaiting approval with a ticket, got %s %+v (%+v)", res.Outcome, res.Ask, res.Refusal)
-	}
-	return res.Ask
-}
-
-func verifiedReceipt(t *testing.T, w *hosttest.World, signed []byte) msg.Receipt {
-	t.Helper()
-	r, err := msg.VerifyReceipt(signed, wire.NewKeyring(w.Pub.Ed25519()))
-	if err != nil {
-		t.Fatalf("receipt: %v", err)
-	}
-	return r
-}
-
-func wantPush(t *testing.T, p *peertest.Peer, attempt, id string, state msg.AskState) {
-	t.Helper()
-	select {
-	case v := <-p.Verdicts:
-		if v.Attempt != attempt || v.Ask != id || v.State != state {
-			t.Fatalf("push %+v, want %s %s %s", v, attempt, id, state)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no verdict pushed on the reverse socket")
-	}
-}
 
 // TestAskRaisedHoldsNothing: a marked call is admitted, becomes an ask
 // (durable before anything answers it) and reserves, holds and delivers
 // nothing; its attempt id is taken.
 func TestAskRaisedHoldsNothing(t *testing.T) {
-	w, clk := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, clk := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	w.Serve(t)
 	cl := w.Dial(t)
-	d := calc(t, "a1", "alice", "c1")
+	d := hosttest.Calc(t, "a1", "alice", "c1")
 	d.Justification = "the user asked for the sum"
 	now := clk.Now().UnixMilli()
-	tk := wantAwaiting(t, peertest.Call(t, cl, d))
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, d))
 	if tk.ParkUntil != now+30_000 || tk.ExpiresAt != now+24*3600_000 || tk.OnTimeout != msg.VerdictDeny {
 		t.Fatalf("ticket %+v (now %d)", tk, now)
 	}
@@ -93,14 +36,14 @@ func TestAskRaisedHoldsNothing(t *testing.T) {
 		t.Fatalf("inspect %+v", in)
 	}
 	peertest.WantRefusal(t, peertest.Call(t, cl, d), msg.CodeDuplicate, "never delivered twice")
-	if p, _ := w.Host.s.PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
+	if p, _ := w.HostStore().PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
 		t.Fatalf("purse %+v", p)
 	}
-	if v, _ := w.Host.s.AgentShow("ctl", "alice"); v.CallsToday != 0 || v.CreditsToday != 0 {
+	if v, _ := w.HostStore().AgentShow("ctl", "alice"); v.CallsToday != 0 || v.CreditsToday != 0 {
 		t.Fatalf("agent counts %+v", v)
 	}
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindAsk] != 1 || n[hostlog.KindReserveV2] != 0 || n[hostlog.KindRefused] != 0 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindAsk] != 1 || n[hostlog.KindReserveV2] != 0 || n[hostlog.KindRefused] != 0 {
 		t.Fatalf("journal %v", n)
 	}
 	w.WithStore(t, func(s *operator.Store) {
@@ -117,26 +60,26 @@ func TestAskRaisedHoldsNothing(t *testing.T) {
 // after it delivers once and charges once, the receipt naming the ask and
 // who answered; a second collect is refused.
 func TestCollectApproved(t *testing.T) {
-	w, clk := approvalWorld(t, &msg.ApprovalPolicy{ParkMs: 5_000})
+	w, clk := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{ParkMs: 5_000})
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
 	clk.Add(3 * time.Second)
-	again := wantAwaiting(t, collectCall(t, cl, "a1"))
+	again := hosttest.WantAwaiting(t, hosttest.CollectCall(t, cl, "a1"))
 	if again.ID != tk.ID || again.ParkUntil != clk.Now().UnixMilli()+5_000 {
 		t.Fatalf("pending again %+v, first %+v", again, tk)
 	}
-	if _, err := w.Host.s.AnswerAsk(tk.ID, human(msg.VerdictApprove, 1001, "ann")); err != nil {
+	if _, err := w.HostStore().AnswerAsk(tk.ID, hosttest.Human(msg.VerdictApprove, 1001, "ann")); err != nil {
 		t.Fatal(err)
 	}
-	wantPush(t, w.Peer, "a1", tk.ID, msg.AskApproved)
-	res := collectCall(t, cl, "a1")
-	wantAnswer(t, res)
-	r := verifiedReceipt(t, w, res.Receipt)
+	hosttest.WantPush(t, w.Peer, "a1", tk.ID, msg.AskApproved)
+	res := hosttest.CollectCall(t, cl, "a1")
+	hosttest.WantAnswer(t, res)
+	r := hosttest.VerifiedReceipt(t, w, res.Receipt)
 	if r.Ask != tk.ID || r.AnsweredBy != "uid:1001" || r.Charge != 4 || r.Outcome != msg.StateDefinite || r.Agent != "alice" {
 		t.Fatalf("receipt %+v", r)
 	}
-	peertest.WantExactRefusal(t, collectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is definite, not awaiting approval: it is never delivered twice")
+	peertest.WantExactRefusal(t, hosttest.CollectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is definite, not awaiting approval: it is never delivered twice")
 	if w.App.Calls.Load() != 1 || w.Peer.Reserves.Load() != 1 {
 		t.Fatalf("delivered %d times, %d consents", w.App.Calls.Load(), w.Peer.Reserves.Load())
 	}
@@ -145,7 +88,7 @@ func TestCollectApproved(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 96 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
 		}
-		if rep, err := s.VerifyReceipts(1); err != nil || len(rep.Findings) != 0 {
+		if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
 			t.Fatalf("verify %+v %v", rep, err)
 		}
 		if v, _ := s.AttemptInspect("a1"); v.State != msg.StateDefinite {
@@ -158,21 +101,21 @@ func TestCollectApproved(t *testing.T) {
 // charging 0 that names the ask and who denied it; nothing reserved,
 // delivered or charged.
 func TestCollectDenied(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	if _, err := w.Host.s.AnswerAsk(tk.ID, operator.Answer{Verdict: msg.VerdictDeny, By: "uid:1001", Note: "too costly"}); err != nil {
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	if _, err := w.HostStore().AnswerAsk(tk.ID, operator.Answer{Verdict: msg.VerdictDeny, By: "uid:1001", Note: "too costly"}); err != nil {
 		t.Fatal(err)
 	}
-	wantPush(t, w.Peer, "a1", tk.ID, msg.AskDenied)
-	res := collectCall(t, cl, "a1")
+	hosttest.WantPush(t, w.Peer, "a1", tk.ID, msg.AskDenied)
+	res := hosttest.CollectCall(t, cl, "a1")
 	peertest.WantExactRefusal(t, res, msg.CodeDenied, "the call's approval was denied (ask "+tk.ID+", by uid:1001): too costly; nothing was reserved, sent or charged")
-	r := verifiedReceipt(t, w, res.Receipt)
+	r := hosttest.VerifiedReceipt(t, w, res.Receipt)
 	if r.Outcome != msg.StateRefused || r.Charge != 0 || r.Reason != "denied by uid:1001: too costly" || r.Ask != tk.ID || r.AnsweredBy != "uid:1001" {
 		t.Fatalf("receipt %+v", r)
 	}
-	peertest.WantExactRefusal(t, collectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is refused, not awaiting approval: it is never delivered twice")
+	peertest.WantExactRefusal(t, hosttest.CollectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is refused, not awaiting approval: it is never delivered twice")
 	if w.App.Calls.Load() != 0 || w.Peer.Reserves.Load() != 0 {
 		t.Fatal("a denied call reached the application or asked consent")
 	}
@@ -181,7 +124,7 @@ func TestCollectDenied(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 100 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
 		}
-		if rep, err := s.VerifyReceipts(1); err != nil || len(rep.Findings) != 0 {
+		if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
 			t.Fatalf("verify %+v %v", rep, err)
 		}
 		if in, _ := s.Inspect("ctl", "a1"); in.State != msg.StateRefused {
@@ -194,28 +137,28 @@ func TestCollectDenied(t *testing.T) {
 // by its on-timeout verdict as it was when raised: deny refuses with a
 // receipt answered by "expiry", approve delivers.
 func TestCollectExpired(t *testing.T) {
-	w, clk := approvalWorld(t, &msg.ApprovalPolicy{ExpiryMs: 60_000})
+	w, clk := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{ExpiryMs: 60_000})
 	w.Serve(t)
 	cl := w.Dial(t)
-	td := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	if _, err := w.Host.s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice",
+	td := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	if _, err := w.HostStore().SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice",
 		Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}, ExpiryMs: 60_000, OnTimeout: msg.VerdictApprove}}); err != nil {
 		t.Fatal(err)
 	}
-	ta := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a2", "alice", "c1")))
+	ta := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
 	if ta.OnTimeout != msg.VerdictApprove || td.OnTimeout != msg.VerdictDeny {
 		t.Fatalf("tickets %+v %+v", td, ta)
 	}
 	clk.Add(time.Minute)
-	res := collectCall(t, cl, "a1")
+	res := hosttest.CollectCall(t, cl, "a1")
 	peertest.WantExactRefusal(t, res, msg.CodeDenied, "the call's approval expired unanswered (ask "+td.ID+") to its on-timeout verdict deny; nothing was reserved, sent or charged")
-	if r := verifiedReceipt(t, w, res.Receipt); r.AnsweredBy != "expiry" || r.Charge != 0 ||
-		r.Reason != "expired unanswered at "+rfc3339(td.ExpiresAt)+" to deny" {
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); r.AnsweredBy != "expiry" || r.Charge != 0 ||
+		r.Reason != "expired unanswered at "+time.UnixMilli(td.ExpiresAt).UTC().Format(time.RFC3339)+" to deny" {
 		t.Fatalf("receipt %+v", r)
 	}
-	res = collectCall(t, cl, "a2")
-	wantAnswer(t, res)
-	if r := verifiedReceipt(t, w, res.Receipt); r.AnsweredBy != "expiry" || r.Ask != ta.ID || r.Charge != 4 {
+	res = hosttest.CollectCall(t, cl, "a2")
+	hosttest.WantAnswer(t, res)
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); r.AnsweredBy != "expiry" || r.Ask != ta.ID || r.Charge != 4 {
 		t.Fatalf("receipt %+v", r)
 	}
 	if w.App.Calls.Load() != 1 {
@@ -227,24 +170,24 @@ func TestCollectExpired(t *testing.T) {
 // collect: a grant revoked after the approval ends the attempt with a
 // receipted refusal, nothing held.
 func TestApprovedThenRevoked(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	if _, err := w.Host.s.AnswerAsk(tk.ID, human(msg.VerdictApprove, 1001, "")); err != nil {
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	if _, err := w.HostStore().AnswerAsk(tk.ID, hosttest.Human(msg.VerdictApprove, 1001, "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Host.s.RevokeGrant(w.Grant); err != nil {
+	if err := w.HostStore().RevokeGrant(w.Grant); err != nil {
 		t.Fatal(err)
 	}
-	res := collectCall(t, cl, "a1")
+	res := hosttest.CollectCall(t, cl, "a1")
 	peertest.WantExactRefusal(t, res, msg.CodeNoGrant, "the grant that covers operation calc.evaluate of application app is revoked: calls resume once the operator issues a new grant"+
 		"; the call was approved, then refused when admitted again; nothing was reserved, sent or charged")
-	r := verifiedReceipt(t, w, res.Receipt)
+	r := hosttest.VerifiedReceipt(t, w, res.Receipt)
 	if r.Charge != 0 || r.Ask != tk.ID || r.AnsweredBy != "uid:1001" || !strings.HasPrefix(r.Reason, "refused after approval, when admitted again: the grant") {
 		t.Fatalf("receipt %+v", r)
 	}
-	if p, _ := w.Host.s.PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
+	if p, _ := w.HostStore().PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
 		t.Fatalf("purse %+v", p)
 	}
 	if w.App.Calls.Load() != 0 || w.Peer.Reserves.Load() != 0 {
@@ -255,22 +198,22 @@ func TestApprovedThenRevoked(t *testing.T) {
 // TestCollectWhileDelivering: a second collect of an attempt whose first
 // collect is going on (waiting for the payer's consent) is refused.
 func TestCollectWhileDelivering(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	entered, release := make(chan struct{}), make(chan struct{})
 	hold := func() { close(entered); <-release }
 	w.Peer.BeforeConsent.Store(&hold)
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	if _, err := w.Host.s.AnswerAsk(tk.ID, human(msg.VerdictApprove, 1001, "")); err != nil {
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	if _, err := w.HostStore().AnswerAsk(tk.ID, hosttest.Human(msg.VerdictApprove, 1001, "")); err != nil {
 		t.Fatal(err)
 	}
 	first := make(chan msg.DispatchResult, 1)
-	go func() { first <- collectCall(t, cl, "a1") }()
+	go func() { first <- hosttest.CollectCall(t, cl, "a1") }()
 	<-entered
-	peertest.WantExactRefusal(t, collectCall(t, w.Dial(t), "a1"), msg.CodeDuplicate, "attempt a1 is already being delivered")
+	peertest.WantExactRefusal(t, hosttest.CollectCall(t, w.Dial(t), "a1"), msg.CodeDuplicate, "attempt a1 is already being delivered")
 	close(release)
-	wantAnswer(t, <-first)
+	hosttest.WantAnswer(t, <-first)
 	if w.App.Calls.Load() != 1 {
 		t.Fatalf("delivered %d", w.App.Calls.Load())
 	}
@@ -280,32 +223,32 @@ func TestCollectWhileDelivering(t *testing.T) {
 // of one not awaiting approval, or another controller's (none here), is
 // refused naming the attempt's state.
 func TestCollectRefusals(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{Operations: []string{"app/units.*"}})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{Operations: []string{"app/units.*"}})
 	w.Serve(t)
 	cl := w.Dial(t)
-	peertest.WantExactRefusal(t, collectCall(t, cl, "nope"), msg.CodeUnknown, "attempt nope awaits no approval: the host has not seen it")
-	res := peertest.Call(t, cl, calc(t, "a1", "alice", "c1"))
-	wantAnswer(t, res)
-	peertest.WantExactRefusal(t, collectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is definite, not awaiting approval: it is never delivered twice")
+	peertest.WantExactRefusal(t, hosttest.CollectCall(t, cl, "nope"), msg.CodeUnknown, "attempt nope awaits no approval: the host has not seen it")
+	res := peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1"))
+	hosttest.WantAnswer(t, res)
+	peertest.WantExactRefusal(t, hosttest.CollectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is definite, not awaiting approval: it is never delivered twice")
 }
 
 // TestUnmarkedCallUnchanged: an operation the policy does not mark is a
 // dispatch as before: answered at once, no ask, its receipt naming none.
 func TestUnmarkedCallUnchanged(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{Operations: []string{"app/units.*"}})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{Operations: []string{"app/units.*"}})
 	w.Serve(t)
 	cl := w.Dial(t)
-	res := peertest.Call(t, cl, calc(t, "a1", "alice", "c1"))
-	wantAnswer(t, res)
-	if r := verifiedReceipt(t, w, res.Receipt); r.Ask != "" || r.AnsweredBy != "" || r.Charge != 4 {
+	res := peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1"))
+	hosttest.WantAnswer(t, res)
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); r.Ask != "" || r.AnsweredBy != "" || r.Charge != 4 {
 		t.Fatalf("receipt %+v", r)
 	}
 	// a listing is never marked, whatever the patterns
-	if res := peertest.Call(t, cl, withAgent(peertest.ListDispatch(t, "a2"), "alice")); res.Outcome != msg.StateDefinite {
+	if res := peertest.Call(t, cl, hosttest.WithAgent(peertest.ListDispatch(t, "a2"), "alice")); res.Outcome != msg.StateDefinite {
 		t.Fatalf("listing %+v", res)
 	}
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindAsk] != 0 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindAsk] != 0 {
 		t.Fatalf("journal %v", n)
 	}
 }
@@ -315,11 +258,11 @@ func TestUnmarkedCallUnchanged(t *testing.T) {
 // answered with the host down, the same attempt is collected and
 // delivered once.
 func TestAskSurvivesKill(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	c := hosttest.StartChild(t, w.Store, operator.FailAfterAsk)
 	cl := w.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err := cl.Call(ctx, msg.TypeDispatch, calc(t, "a1", "alice", "c1"))
+	_, err := cl.Call(ctx, msg.TypeDispatch, hosttest.Calc(t, "a1", "alice", "c1"))
 	cancel()
 	if err == nil {
 		t.Fatal("the dispatch was answered; the host should have died")
@@ -334,15 +277,15 @@ func TestAskSurvivesKill(t *testing.T) {
 			t.Fatalf("asks after the kill %+v", l)
 		}
 		id = l[0].ID
-		if _, err := s.AnswerAsk(id, human(msg.VerdictApprove, 1001, "")); err != nil {
+		if _, err := s.AnswerAsk(id, hosttest.Human(msg.VerdictApprove, 1001, "")); err != nil {
 			t.Fatal(err)
 		}
 	})
 	c = hosttest.StartChild(t, w.Store, "")
 	cl = w.Dial(t)
-	res := collectCall(t, cl, "a1")
-	wantAnswer(t, res)
-	if r := verifiedReceipt(t, w, res.Receipt); r.Ask != id || r.AnsweredBy != "uid:1001" {
+	res := hosttest.CollectCall(t, cl, "a1")
+	hosttest.WantAnswer(t, res)
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); r.Ask != id || r.AnsweredBy != "uid:1001" {
 		t.Fatalf("receipt %+v", r)
 	}
 	if w.App.Calls.Load() != 1 {
@@ -359,17 +302,17 @@ func TestAskSurvivesKill(t *testing.T) {
 // TestCollectAdvised: an advisor's approval is pushed and collected like a
 // human's; the receipt names the advisor as agent:NAME.
 func TestCollectAdvised(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{Advisors: []string{"rev"}})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{Advisors: []string{"rev"}})
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "a1", "alice", "c1")))
-	if r := w.Host.s.Advise("ctl", advise(tk.ID, "rev", msg.VerdictApprove)); r.Refused != nil {
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
+	if r := w.HostStore().Advise("ctl", hosttest.Advise(tk.ID, "rev", msg.VerdictApprove)); r.Refused != nil {
 		t.Fatalf("advice refused: %+v", r.Refused)
 	}
-	wantPush(t, w.Peer, "a1", tk.ID, msg.AskApproved)
-	res := collectCall(t, cl, "a1")
-	wantAnswer(t, res)
-	if r := verifiedReceipt(t, w, res.Receipt); r.Ask != tk.ID || r.AnsweredBy != "agent:rev" {
+	hosttest.WantPush(t, w.Peer, "a1", tk.ID, msg.AskApproved)
+	res := hosttest.CollectCall(t, cl, "a1")
+	hosttest.WantAnswer(t, res)
+	if r := hosttest.VerifiedReceipt(t, w, res.Receipt); r.Ask != tk.ID || r.AnsweredBy != "agent:rev" {
 		t.Fatalf("receipt %+v", r)
 	}
 }
@@ -378,10 +321,10 @@ func TestCollectAdvised(t *testing.T) {
 // carried into the ask; one byte more, or two lines, is refused before
 // admission, nothing journaled.
 func TestJustificationBound(t *testing.T) {
-	w, _ := approvalWorld(t, &msg.ApprovalPolicy{})
+	w, _ := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{})
 	w.Serve(t)
 	cl := w.Dial(t)
-	d := calc(t, "a1", "alice", "c1")
+	d := hosttest.Calc(t, "a1", "alice", "c1")
 	d.Justification = strings.Repeat("j", msg.MaxJustification+1)
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, d), msg.CodeBadRequest, "the justification of 513 bytes is over the bound of 512")
 	for _, two := range []string{"one\ntwo", "one\rtwo", "one\u2028two", "one\u2029two"} {
@@ -389,12 +332,12 @@ func TestJustificationBound(t *testing.T) {
 		peertest.WantExactRefusal(t, peertest.Call(t, cl, d), msg.CodeBadRequest, "the justification must be one line")
 	}
 	d.Justification = strings.Repeat("j", msg.MaxJustification)
-	tk := wantAwaiting(t, peertest.Call(t, cl, d))
-	if v, _ := w.Host.s.AskShow(tk.ID); v.Justification != d.Justification {
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, d))
+	if v, _ := w.HostStore().AskShow(tk.ID); v.Justification != d.Justification {
 		t.Fatalf("justification of %d bytes", len(v.Justification))
 	}
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindAsk] != 1 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindAsk] != 1 {
 		t.Fatalf("journal %v", n)
 	}
 }
@@ -403,16 +346,16 @@ func TestJustificationBound(t *testing.T) {
 // uid:N) are marked for approval by a limits record naming uid:N, as a
 // configured agent's are: the call becomes an ask, and nothing is held.
 func TestLegacyPrincipalMarked(t *testing.T) {
-	w, _ := agentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{Agent: "uid:2001", Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}}})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{Agent: "uid:2001", Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}}})
 	legacy := "uid:2001"
 	w.Peer.Principal.Store(&legacy)
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "l1", "uid:2001", "c1")))
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "l1", "uid:2001", "c1")))
 	if w.App.Calls.Load() != 0 || w.Peer.Reserves.Load() != 0 {
 		t.Fatal("a marked call of a legacy principal reached the application or asked consent")
 	}
-	if p, _ := w.Host.s.PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
+	if p, _ := w.HostStore().PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
 		t.Fatalf("purse %+v", p)
 	}
 	w.Stop()
@@ -430,15 +373,15 @@ func TestLegacyPrincipalMarked(t *testing.T) {
 // it is moved to the expiry, and the timer, counted on that clock, is
 // woken by the next ask event, a second call's ask.)
 func TestAskExpiresOnItsOwn(t *testing.T) {
-	w, clk := approvalWorld(t, &msg.ApprovalPolicy{ExpiryMs: 60_000})
+	w, clk := hosttest.ApprovalWorld(t, &msg.ApprovalPolicy{ExpiryMs: 60_000})
 	w.Serve(t)
 	cl := w.Dial(t)
-	tk := wantAwaiting(t, peertest.Call(t, cl, calc(t, "e1", "alice", "c1")))
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "e1", "alice", "c1")))
 	clk.Add(time.Minute)
-	wantAwaiting(t, peertest.Call(t, cl, calc(t, "e2", "alice", "c1")))
-	wantPush(t, w.Peer, "e1", tk.ID, msg.AskExpired)
+	hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "e2", "alice", "c1")))
+	hosttest.WantPush(t, w.Peer, "e1", tk.ID, msg.AskExpired)
 	w.Stop()
-	if n := journalKinds(t, w); n[hostlog.KindAskExpired] != 1 {
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindAskExpired] != 1 {
 		t.Fatalf("journal %v: want the one expiry", n)
 	}
 }

@@ -10,12 +10,28 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
-
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// withDeadline is d with a deadline.
-func withDeadline(d msg.Dispatch, deadline int64) msg.Dispatch {
+// deadlinePassedText is the refusal of a dispatch whose deadline passed
+// (operator's deadlinePassedReason).
+const deadlinePassedText = "the call's deadline passed before the host could deliver it; nothing was reserved or charged"
+
+// journalLastSeq is the sequence number of the last record of the host
+// journal of store, read-only.
+func journalLastSeq(t *testing.T, store string) uint64 {
+	t.Helper()
+	j, _, err := hostlog.OpenReadOnly(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	return j.LastSeq()
+}
+
+// dispatchWithDeadline is d with a deadline.
+func dispatchWithDeadline(d msg.Dispatch, deadline int64) msg.Dispatch {
 	d.Deadline = deadline
 	return d
 }
@@ -29,18 +45,17 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 10, Price: 5, PerDay: 1})
 	clk := peertest.NewClock(time.Now())
 	w.Now = clk.Now
-	var before uint64
-	w.WithStore(t, func(s *operator.Store) { before = s.j.LastSeq() })
+	before := journalLastSeq(t, w.Store)
 	w.Serve(t)
 	cl := w.Dial(t)
 	tol := msg.DeadlineTolerance.Milliseconds()
 
 	late := clk.Now().UnixMilli() - tol - 1
-	res := peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "late1", "calc.evaluate", `{"expression":"1+1"}`), late))
+	res := peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "late1", "calc.evaluate", `{"expression":"1+1"}`), late))
 	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, "the call's deadline passed before the host could deliver it; nothing was reserved or charged")
 	// A describe (free: no consent) is refused the same way.
-	res = peertest.Call(t, cl, withDeadline(peertest.DescribeDispatch(t, "late2", "calc.evaluate"), late))
-	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
+	res = peertest.Call(t, cl, dispatchWithDeadline(peertest.DescribeDispatch(t, "late2", "calc.evaluate"), late))
+	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedText)
 	if in := peertest.Inspect(t, cl, "late1"); in.State != msg.StateNotSeen {
 		t.Fatalf("inspect late1: %+v", in)
 	}
@@ -49,7 +64,7 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		if after := s.j.LastSeq(); after != before {
+		if after := journalLastSeq(t, w.Store); after != before {
 			t.Fatalf("the journal went from seq %d to %d: a refused dispatch journaled something", before, after)
 		}
 		if p, _ := s.PurseShow("ctl"); p != (operator.PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
@@ -62,17 +77,17 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 	w.Serve(t)
 	cl = w.Dial(t)
 	edge := clk.Now().UnixMilli() - tol
-	res = peertest.Call(t, cl, withDeadline(peertest.DescribeDispatch(t, "edge1", "calc.evaluate"), edge))
+	res = peertest.Call(t, cl, dispatchWithDeadline(peertest.DescribeDispatch(t, "edge1", "calc.evaluate"), edge))
 	if res.Outcome != msg.StateNotSent {
 		t.Fatalf("edge1 (deadline exactly %v ago): %+v", msg.DeadlineTolerance, res)
 	}
 	// The grant's daily count of 1 is still there: a call in time uses it.
 	ahead := clk.Now().UnixMilli() + 60_000
-	if res := peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "ok1", "calc.evaluate", `{"expression":"1+1"}`), ahead)); res.Outcome != msg.StateDefinite || res.Status != 200 {
+	if res := peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "ok1", "calc.evaluate", `{"expression":"1+1"}`), ahead)); res.Outcome != msg.StateDefinite || res.Status != 200 {
 		t.Fatalf("ok1: %+v", res)
 	}
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "next1", "calc.evaluate", `{"expression":"1+1"}`), ahead)),
-		msg.CodeDailyLimit, dailyLimitReason(utcDay(clk.Now())))
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "next1", "calc.evaluate", `{"expression":"1+1"}`), ahead)),
+		msg.CodeDailyLimit, "the daily limit for this call is reached: it refills at "+nextUTCDayOf(utcDayOf(clk.Now()))+" (the next UTC day)")
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); p.Charged != 5 || p.Balance != 5 {
@@ -97,25 +112,25 @@ func TestDeadlineDuringConsentWait(t *testing.T) {
 
 	f := func() { clk.Add(10 * time.Second) }
 	w.Peer.BeforeConsent.Store(&f)
-	res := peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "cw1", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()+5_000))
+	res := peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "cw1", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()+5_000))
 	w.Peer.BeforeConsent.Store(nil)
-	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
+	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedText)
 	if n := w.Peer.Reserves.Load(); n != 1 {
 		t.Fatalf("%d reserve callbacks, want 1", n)
 	}
 
 	// The controller holds its consent: the host's wait ends at the
-	// deadline plus the tolerance (200 ms from now), not at reserveTimeout.
+	// deadline plus the tolerance (200 ms from now), not at operator.ReserveTimeout.
 	release := make(chan struct{})
 	defer close(release)
 	hold := func() { <-release }
 	w.Peer.BeforeConsent.Store(&hold)
 	start := time.Now()
-	res = peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "cw2", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()-msg.DeadlineTolerance.Milliseconds()+200))
+	res = peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "cw2", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()-msg.DeadlineTolerance.Milliseconds()+200))
 	waited := time.Since(start)
 	w.Peer.BeforeConsent.Store(nil)
-	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedReason)
-	if waited >= reserveTimeout {
+	peertest.WantExactRefusal(t, res, msg.CodeDeadlinePassed, deadlinePassedText)
+	if waited >= operator.ReserveTimeout {
 		t.Fatalf("the host waited %v for the consent, past the deadline", waited)
 	}
 	// Each ended refused after admission, with a receipt that says so.
@@ -150,7 +165,7 @@ func TestDeliveryCutAtDeadline(t *testing.T) {
 	tol := msg.DeadlineTolerance.Milliseconds()
 
 	start := time.Now()
-	res := peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "held1", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()-tol+300))
+	res := peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "held1", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()-tol+300))
 	waited := time.Since(start)
 	if res.Outcome != msg.StateUncertain || res.Detail != "the call's deadline passed before the application answered" {
 		t.Fatalf("held1: %+v", res)
@@ -169,7 +184,7 @@ func TestDeliveryCutAtDeadline(t *testing.T) {
 
 	// No time left once admitted: the deadline is exactly the tolerance
 	// ago, in time for admission, and the delivery's bound is now.
-	res = peertest.Call(t, cl, withDeadline(peertest.DescribeDispatch(t, "none1", "calc.evaluate"), clk.Now().UnixMilli()-tol))
+	res = peertest.Call(t, cl, dispatchWithDeadline(peertest.DescribeDispatch(t, "none1", "calc.evaluate"), clk.Now().UnixMilli()-tol))
 	if res.Outcome != msg.StateNotSent || res.Detail != "the call's deadline passed before the application could be reached" {
 		t.Fatalf("none1: %+v", res)
 	}
@@ -207,26 +222,6 @@ func TestNoDeadlineLoggedOnce(t *testing.T) {
 	}
 }
 
-// TestDeadlineBounds checks deadlinePassed at the tolerance and one ms
-// past it, and that a dispatch without a deadline never passes one.
-func TestDeadlineBounds(t *testing.T) {
-	now := time.UnixMilli(1_900_000_000_000)
-	tol := msg.DeadlineTolerance.Milliseconds()
-	for _, c := range []struct {
-		deadline int64
-		passed   bool
-	}{
-		{0, false},
-		{now.UnixMilli(), false},
-		{now.UnixMilli() - tol, false},
-		{now.UnixMilli() - tol - 1, true},
-	} {
-		if got := deadlinePassed(c.deadline, now); got != c.passed {
-			t.Errorf("deadline %d at %d: passed %v, want %v", c.deadline, now.UnixMilli(), got, c.passed)
-		}
-	}
-}
-
 // TestDeadlineAfterClockSetBack: once the wall clock is set back, the
 // host's clock for limits stays at the latest time it recorded, but a
 // dispatch's deadline (the controller's reading of the same wall clock) is
@@ -238,13 +233,13 @@ func TestDeadlineAfterClockSetBack(t *testing.T) {
 	w.Now = clk.Now
 	w.Serve(t)
 	cl := w.Dial(t)
-	if res := peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "cb1", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()+30_000)); res.Outcome != msg.StateDefinite {
+	if res := peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "cb1", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()+30_000)); res.Outcome != msg.StateDefinite {
 		t.Fatalf("cb1: %+v", res)
 	}
 	clk.Add(-time.Hour)
-	if res := peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "cb2", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()+30_000)); res.Outcome != msg.StateDefinite {
+	if res := peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "cb2", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()+30_000)); res.Outcome != msg.StateDefinite {
 		t.Fatalf("cb2 (clock set back an hour): %+v", res)
 	}
-	peertest.WantExactRefusal(t, peertest.Call(t, cl, withDeadline(peertest.InvokeDispatch(t, "cb3", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()-msg.DeadlineTolerance.Milliseconds()-1)),
-		msg.CodeDeadlinePassed, deadlinePassedReason)
+	peertest.WantExactRefusal(t, peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "cb3", "calc.evaluate", `{"expression":"1+1"}`), clk.Now().UnixMilli()-msg.DeadlineTolerance.Milliseconds()-1)),
+		msg.CodeDeadlinePassed, deadlinePassedText)
 }

@@ -12,10 +12,14 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
+
+// lostAnswer stands for the answer of a call during which the host exited.
+const lostAnswer = "(lost as the host exited)"
 
 // TestFullDiskWhileServing: the host store is on a small tmpfs, filled
 // while the host serves calls. Calls go on until the host refuses one
@@ -28,9 +32,6 @@ import (
 // per definite attempt, one held charge per uncertain one), and a retry of
 // every attempt with the same id is charged once: a refused one is
 // delivered now, the others are duplicates.
-// lostAnswer stands for the answer of a call during which the host exited.
-const lostAnswer = "(lost as the host exited)"
-
 func TestFullDiskWhileServing(t *testing.T) {
 	const price, fund = 5, 100000
 	disk := testenv.SmallTmpfs(t, 1<<20)
@@ -97,24 +98,7 @@ func TestFullDiskWhileServing(t *testing.T) {
 	held := uint64(price * (count[msg.StateDefinite] + count[msg.StateUncertain]))
 	checkPurse := func(when string, charged uint64, receipts, findings int) {
 		t.Helper()
-		w.WithStore(t, func(s *operator.Store) {
-			p, _ := s.PurseShow("ctl")
-			if p.Charged != charged || p.Balance != fund-charged {
-				t.Fatalf("%s: purse %+v, want charged %d", when, p, charged)
-			}
-			rep, err := s.VerifyReceipts(1)
-			if rep.Receipts != receipts || len(rep.Findings) != findings || (findings == 0) != (err == nil) {
-				t.Fatalf("%s: verify %+v, %v; want %d receipts and %d held charges", when, rep, err, receipts, findings)
-			}
-			for _, f := range rep.Findings {
-				if !strings.Contains(f, "charged without a receipt, still held") {
-					t.Fatalf("%s: finding %q", when, f)
-				}
-			}
-			if err != nil && !errors.Is(err, hostlog.ErrReceiptFault) {
-				t.Fatal(err)
-			}
-		})
+		checkFullDiskPurse(t, w, fund, when, charged, receipts, findings)
 	}
 	checkPurse("after the full disk", held, count[msg.StateDefinite], count[msg.StateUncertain])
 
@@ -144,4 +128,29 @@ func TestFullDiskWhileServing(t *testing.T) {
 	}
 	c.Stop(t)
 	checkPurse("after the retries", held+uint64(price*count[msg.StateRefused]), count[msg.StateDefinite]+count[msg.StateRefused], count[msg.StateUncertain])
+}
+
+// checkFullDiskPurse is TestFullDiskWhileServing's check of the stopped
+// store when: the purse charged exactly charged of fund, and the receipts
+// verify, receipts of them, with findings held charges and nothing else.
+func checkFullDiskPurse(t *testing.T, w *hosttest.World, fund uint64, when string, charged uint64, receipts, findings int) {
+	t.Helper()
+	w.WithStore(t, func(s *operator.Store) {
+		p, _ := s.PurseShow("ctl")
+		if p.Charged != charged || p.Balance != fund-charged {
+			t.Fatalf("%s: purse %+v, want charged %d", when, p, charged)
+		}
+		rep, err := audit.VerifyStore(w.Store, 1)
+		if rep.Receipts != receipts || len(rep.Findings) != findings || (findings == 0) != (err == nil) {
+			t.Fatalf("%s: verify %+v, %v; want %d receipts and %d held charges", when, rep, err, receipts, findings)
+		}
+		for _, f := range rep.Findings {
+			if !strings.Contains(f, "charged without a receipt, still held") {
+				t.Fatalf("%s: finding %q", when, f)
+			}
+		}
+		if err != nil && !errors.Is(err, hostlog.ErrReceiptFault) {
+			t.Fatal(err)
+		}
+	})
 }

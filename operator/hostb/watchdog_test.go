@@ -39,8 +39,8 @@ func TestFailedWriteIsUndoneAndServeGoesOn(t *testing.T) {
 	}
 
 	var out, errb bytes.Buffer
-	cli := &cli.CLI{Stdout: &out, Stderr: &errb}
-	if code := cli.Main([]string{"purse", "fund", "ctl", "5", "--store", w.Store}); code != cli.ExitFailure ||
+	cmd := &cli.CLI{Stdout: &out, Stderr: &errb}
+	if code := cmd.Main([]string{"purse", "fund", "ctl", "5", "--store", w.Store}); code != cli.ExitFailure ||
 		!strings.Contains(errb.String(), "file too large") || out.Len() != 0 {
 		t.Fatalf("fund with a failing journal: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
@@ -52,7 +52,7 @@ func TestFailedWriteIsUndoneAndServeGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	errb.Reset()
-	if code := cli.Main([]string{"purse", "fund", "ctl", "5", "--store", w.Store}); code != cli.ExitOK {
+	if code := cmd.Main([]string{"purse", "fund", "ctl", "5", "--store", w.Store}); code != cli.ExitOK {
 		t.Fatalf("fund once the limit is lifted: exit %d, stderr %q", code, errb.String())
 	}
 

@@ -1,16 +1,15 @@
 package hostlog
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/wire"
 )
 
 // docKind is one kind as doc.go's list of record kinds gives it.
@@ -19,12 +18,12 @@ type docKind struct {
 	keys []string
 }
 
-// docRecordKinds parses the "# Journal record kinds" section of a package
+// docRecordKinds parses the "# Record kinds" section of a package
 // doc: a kind's line is a tab-indented comment line whose text starts with
 // the kind, then its body keys in braces, which may run on over the
 // indented lines after it.
 func docRecordKinds(src string) ([]docKind, error) {
-	const heading = "// # Journal record kinds"
+	const heading = "// # Record kinds"
 	lines := strings.Split(src, "\n")
 	start := slices.Index(lines, heading)
 	if start < 0 {
@@ -77,7 +76,7 @@ func docRecordKinds(src string) ([]docKind, error) {
 }
 
 // bodyKeys are the CBOR keys of a kind's body type, in field order.
-func bodyKeys(k recordKind) (reflect.Type, []string) {
+func bodyKeys(k kind) (reflect.Type, []string) {
 	t := reflect.TypeOf(k.newBody()).Elem()
 	return t, structKeys(t)
 }
@@ -105,11 +104,11 @@ func structKeys(t reflect.Type) []string {
 
 // recordKindDrift compares doc.go's list with the table both ways and
 // returns every difference, one line each.
-func recordKindDrift(doc []docKind, table []recordKind) []string {
+func recordKindDrift(doc []docKind, table []kind) []string {
 	var drift []string
-	inTable := map[string]recordKind{}
+	inTable := map[string]kind{}
 	for _, k := range table {
-		inTable[k.kind] = k
+		inTable[k.name] = k
 	}
 	seen := map[string]bool{}
 	for _, d := range doc {
@@ -119,7 +118,7 @@ func recordKindDrift(doc []docKind, table []recordKind) []string {
 		seen[d.kind] = true
 		k, ok := inTable[d.kind]
 		if !ok {
-			drift = append(drift, fmt.Sprintf("doc.go lists record kind %s, which hostRecords does not have", d.kind))
+			drift = append(drift, fmt.Sprintf("doc.go lists record kind %s, which the table kinds does not have", d.kind))
 			continue
 		}
 		if t, keys := bodyKeys(k); !slices.Equal(keys, d.keys) {
@@ -128,8 +127,8 @@ func recordKindDrift(doc []docKind, table []recordKind) []string {
 		}
 	}
 	for _, k := range table {
-		if !seen[k.kind] {
-			drift = append(drift, fmt.Sprintf("hostRecords has record kind %s, which doc.go's list does not name", k.kind))
+		if !seen[k.name] {
+			drift = append(drift, fmt.Sprintf("the table kinds has record kind %s, which doc.go's list does not name", k.name))
 		}
 	}
 	return drift
@@ -146,12 +145,12 @@ func TestDocListsEveryRecordKind(t *testing.T) {
 	if err != nil {
 		t.Fatalf("doc.go: %v", err)
 	}
-	for _, d := range recordKindDrift(doc, hostRecords) {
+	for _, d := range recordKindDrift(doc, kinds) {
 		t.Error(d)
 	}
-	for _, k := range hostRecords {
-		if k.apply == nil || k.newBody == nil {
-			t.Errorf("record kind %s has no apply step or no body type: replay could not read it", k.kind)
+	for _, k := range kinds {
+		if k.visit == nil || k.newBody == nil {
+			t.Errorf("record kind %s has no visit step or no body type: replay and the audit could not read it", k.name)
 		}
 	}
 }
@@ -171,13 +170,13 @@ func TestRecordKindDriftFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"doc.go gives grant-revoke the body {id, why}, but its type recGrantRevoke has {id}",
-		"doc.go lists record kind grant-renew, which hostRecords does not have",
+		"doc.go gives grant-revoke the body {id, why}, but its type GrantRevoke has {id}",
+		"doc.go lists record kind grant-renew, which the table kinds does not have",
 		"doc.go gives reserve the body {attempt, controller, grant, application, operation, kind, requestSha256, consent, charge, day, ledger}, " +
-			"but its type recReserve has {attempt, controller, grant, application, operation, kind, requestSha256, charge, consent, day, ledger}",
-		"hostRecords has record kind purse-thaw, which doc.go's list does not name",
+			"but its type Reserve has {attempt, controller, grant, application, operation, kind, requestSha256, charge, consent, day, ledger}",
+		"the table kinds has record kind purse-thaw, which doc.go's list does not name",
 	}
-	if got := recordKindDrift(doc, hostRecords); !slices.Equal(got, want) {
+	if got := recordKindDrift(doc, kinds); !slices.Equal(got, want) {
 		t.Errorf("drift:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	unclosed := strings.Replace(string(src), "day, ledger}\n", "day, ledger\n", 1)
@@ -187,53 +186,35 @@ func TestRecordKindDriftFound(t *testing.T) {
 }
 
 // TestReplayAndVerifyRefuseWhatTheTableDoesNot: a record of a kind the
-// table does not name, or a body with a key its type lacks, stops Open
-// (naming the record) and `receipts verify` (as a receipt fault).
+// table does not name, or a body with a key its type lacks, is refused by
+// Decode, which replay (package operator) and `receipts verify` (package
+// operator/audit) read every record through. Their own halves, Open naming
+// the record and verify calling it a receipt fault, are
+// TestReplayRefusesWhatTheTableDoesNot (operator/store_test.go) and
+// TestVerifyRefusesWhatTheTableDoesNot (operator/audit/verify_test.go).
 func TestReplayAndVerifyRefuseWhatTheTableDoesNot(t *testing.T) {
 	cases := []struct {
 		name, kind string
 		body       any
-		open, vfy  string
+		want       string
 	}{
-		{"unknown kind", "grant-renew", recGrantRevoke{ID: "g"},
-			`(grant-renew): unknown record kind "grant-renew"`, `: unknown record kind "grant-renew"`},
-		{"unknown key", kindPurseFreeze, map[string]any{"controller": "ctl", "why": "x"},
-			`(purse-freeze): wire: malformed: cbor decode: cbor: found unknown field at map element index 0`,
-			`: wire: malformed: cbor decode: cbor: found unknown field at map element index 0`},
+		{"unknown kind", "grant-renew", GrantRevoke{ID: "g"}, `unknown record kind "grant-renew"`},
+		{"unknown key", KindPurseFreeze, map[string]any{"controller": "ctl", "why": "x"},
+			`wire: malformed: cbor decode: cbor: found unknown field at map element index 0`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := NewWorld(t, Opts{})
-			var seq uint64
-			var err error
-			w.WithStore(t, func(s *Store) {
-				if seq, err = s.append(tc.kind, tc.body); err != nil {
-					t.Fatal(err)
-				}
-			})
-			wantOpen := fmt.Sprintf("host journal record %d %s", seq, tc.open)
-			if _, err := Open(w.Store); err == nil || err.Error() != wantOpen {
-				t.Errorf("open: %v\nwant: %s", err, wantOpen)
-			}
-			if _, err := OpenReadOnly(w.Store); err == nil || err.Error() != wantOpen {
-				t.Errorf("open read-only: %v\nwant: %s", err, wantOpen)
-			}
-			// verify on its own: the journal without Open's replay
-			j, err := journal.Open(filepath.Join(w.Store, journalDir), journal.Options{
-				Owner: JournalOwner, Format: JournalFormat, Config: configFor(w.Pub), ReadOnly: true,
-			})
+			body, err := wire.Marshal(tc.body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ro := newStore(w.Store, w.Pub, j)
-			defer ro.Close()
-			wantVerify := fmt.Sprintf("receipt fault: journal record %d%s", seq, tc.vfy)
-			_, err = ro.VerifyReceipts(1)
-			if !errors.Is(err, ErrReceiptFault) || err.Error() != wantVerify {
-				t.Errorf("verify: %v\nwant: %s", err, wantVerify)
+			rec, err := Decode(journal.Record{Seq: 7, Kind: tc.kind, Body: body})
+			if err == nil || err.Error() != tc.want || rec != nil {
+				t.Errorf("decode: %v, %v\nwant: %s", rec, err, tc.want)
 			}
-			if _, err := ro.ExportReceipts(); err == nil || err.Error() != wantVerify {
-				t.Errorf("export: %v\nwant: %s", err, wantVerify)
+			err = Visit(nil, journal.Record{Seq: 7, Kind: tc.kind, Body: body})
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("visit: %v\nwant: %s", err, tc.want)
 			}
 		})
 	}

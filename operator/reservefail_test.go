@@ -1,4 +1,4 @@
-package hostb_test
+package operator
 
 import (
 	"errors"
