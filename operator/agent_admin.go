@@ -65,8 +65,8 @@ func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
 		ConversationsPerDay: spec.ConversationsPerDay, RatePerMinute: spec.RatePerMinute, Burst: spec.Burst,
 		IssuedAt: s.clock().UnixMilli(), Approval: spec.Approval,
 	}
-	if err := validAgentLimits(&l); err != nil {
-		return AgentView{}, err
+	if err := hostlog.ValidAgentLimits(&l); err != nil {
+		return AgentView{}, refusedInput(err)
 	}
 	signed, err := msg.SignAgentLimits(s.key, l)
 	if err != nil {

@@ -239,7 +239,7 @@ func (s *Store) agentRefusal(c *controller, d *checkedDispatch, charge uint64, d
 // it). When the bucket holds less than a call it takes nothing and says
 // when (unix ms) it next holds one.
 func (u *agentUse) takeToken(l *msg.AgentLimits, nowMs int64) (int64, bool) {
-	// validAgentLimits bounds both: the products stay far below 2^63.
+	// hostlog.ValidAgentLimits bounds both: the products stay far below 2^63.
 	rate := int64(*l.RatePerMinute)
 	capacity := int64(max(l.Burst, 1)) * tokenUnit
 	switch {

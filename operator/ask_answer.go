@@ -83,7 +83,7 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	refused := func(code, reason string) msg.AdviseResult {
 		return msg.AdviseResult{Refused: &msg.Refusal{Code: code, Reason: reason}}
 	}
-	if err := ValidAgentName(ad.Advisor); err != nil {
+	if err := hostlog.ValidAgentName(ad.Advisor); err != nil {
 		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 	}
 	if ad.Verdict != msg.VerdictApprove && ad.Verdict != msg.VerdictDeny && ad.Verdict != msg.VerdictWait {

@@ -24,7 +24,7 @@ func (rp *replayer) ReserveV2(r journal.Record, b *hostlog.ReserveV2) error {
 		return fmt.Errorf("attempt %s: %w", b.Attempt, err)
 	}
 	if b.Agent != "" {
-		if err := ValidDispatchAgent(b.Agent); err != nil {
+		if err := hostlog.ValidDispatchAgent(b.Agent); err != nil {
 			return fmt.Errorf("attempt %s: %w", b.Attempt, err)
 		}
 	}

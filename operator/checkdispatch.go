@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -52,7 +53,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 		return nil, fmt.Errorf("deadline %d is before 1970", d.Deadline)
 	}
 	if d.Agent != "" {
-		if err := ValidDispatchAgent(d.Agent); err != nil {
+		if err := hostlog.ValidDispatchAgent(d.Agent); err != nil {
 			return nil, err
 		}
 		c.agent = d.Agent

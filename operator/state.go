@@ -169,8 +169,8 @@ const stateAdmitting msg.State = "admitting"
 
 // checkControllerAdd checks a controller-add record and builds the controller.
 func (st *state) checkControllerAdd(r hostlog.ControllerAddV2) (*controller, error) {
-	if err := validName("controller", r.Name); err != nil {
-		return nil, err
+	if err := hostlog.ValidName("controller", r.Name); err != nil {
+		return nil, refusedInput(err)
 	}
 	if _, ok := st.controllers[r.Name]; ok {
 		return nil, Refusedf("controller %s is already pinned", r.Name)
@@ -210,8 +210,8 @@ func (st *state) checkControlSocket(name, path string) error {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return Refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(trunc(path, 120)))
 	}
-	if len(path) > maxPathLen {
-		return Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), maxPathLen)
+	if len(path) > hostlog.MaxPathLen {
+		return Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), hostlog.MaxPathLen)
 	}
 	for _, other := range st.ctrlOrder {
 		if other != name && st.controllers[other].control == path {
@@ -270,8 +270,8 @@ func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant
 	if err != nil {
 		return g, Refusedf("%v", err)
 	}
-	if err := validName("grant id", g.ID); err != nil {
-		return g, err
+	if err := hostlog.ValidName("grant id", g.ID); err != nil {
+		return g, refusedInput(err)
 	}
 	if _, ok := st.grants[g.ID]; ok {
 		return g, Refusedf("grant %s already exists", g.ID)
@@ -279,11 +279,11 @@ func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant
 	if _, ok := st.controllers[g.Controller]; !ok {
 		return g, Refusedf("grant %s: no controller named %s", g.ID, g.Controller)
 	}
-	if err := validName("application", g.Application); err != nil {
-		return g, err
+	if err := hostlog.ValidName("application", g.Application); err != nil {
+		return g, refusedInput(err)
 	}
-	if err := validPatterns(g.Operations); err != nil {
-		return g, err
+	if err := hostlog.ValidPatterns(g.Operations); err != nil {
+		return g, refusedInput(err)
 	}
 	if g.PerDay == 0 {
 		return g, Refusedf("grant %s: per-day count must be at least 1", g.ID)
@@ -313,11 +313,11 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 		return rec, nil, Refusedf("%v", err)
 	}
 	id := msg.RouteID(signed)
-	if err := validName("route", rec.Route); err != nil {
-		return rec, nil, err
+	if err := hostlog.ValidName("route", rec.Route); err != nil {
+		return rec, nil, refusedInput(err)
 	}
-	if err := validRouteRecord(rec); err != nil {
-		return rec, nil, err
+	if err := hostlog.ValidRouteRecord(rec); err != nil {
+		return rec, nil, refusedInput(err)
 	}
 	if _, ok := st.controllers[rec.Controller]; !ok {
 		return rec, nil, Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -27,8 +27,8 @@ var approvalFlagNames = []string{"park", "ask-expiry", "on-timeout", "advisor", 
 
 func (a *approvalFlags) define(fs *flag.FlagSet) {
 	fs.Var(&a.ops, "approve-ops", "`APP/OP` pattern whose calls wait for an approval (path.Match on each side; repeatable or comma-separated)")
-	fs.DurationVar(&a.park, "park", 0, fmt.Sprintf("how long a marked call waits inside the agent's MCP call (%v to %v; not given: %v)", operator.MinApprovalPark, msg.MaxApprovalPark, msg.DefaultApprovalPark))
-	fs.DurationVar(&a.expiry, "ask-expiry", 0, fmt.Sprintf("how long an unanswered ask stays pending (%v to %v; not given: %v)", operator.MinApprovalExpiry, msg.MaxApprovalExpiry, msg.DefaultApprovalExpiry))
+	fs.DurationVar(&a.park, "park", 0, fmt.Sprintf("how long a marked call waits inside the agent's MCP call (%v to %v; not given: %v)", hostlog.MinApprovalPark, msg.MaxApprovalPark, msg.DefaultApprovalPark))
+	fs.DurationVar(&a.expiry, "ask-expiry", 0, fmt.Sprintf("how long an unanswered ask stays pending (%v to %v; not given: %v)", hostlog.MinApprovalExpiry, msg.MaxApprovalExpiry, msg.DefaultApprovalExpiry))
 	fs.StringVar(&a.onTimeout, "on-timeout", "", "the verdict an unanswered ask expires to: approve or deny (not given: deny)")
 	fs.Var(&a.advisors, "advisor", "configured agent `NAME` that may answer this agent's asks (repeatable or comma-separated; none: only humans answer)")
 	fs.Var(&a.answers, "agent-answers", fmt.Sprintf("asks per conversation advisors may decide (0: none; not given: %d)", msg.DefaultAgentAnswers))

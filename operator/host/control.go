@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -89,7 +90,7 @@ func (h *Host) answerAllowance(controller string, req *wire.Envelope) (string, a
 	if err := req.Decode(&al); err != nil {
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
 	}
-	if err := operator.ValidDispatchAgent(al.Agent); err != nil {
+	if err := hostlog.ValidDispatchAgent(al.Agent); err != nil {
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "allowance: " + err.Error()}
 	}
 	return msg.TypeAllowanceResult, h.s.Allowance(controller, al.Agent)
@@ -111,7 +112,7 @@ func (h *Host) answerAsks(controller string, req *wire.Envelope) (string, any) {
 	if err := req.Decode(&q); err != nil {
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "asks: " + err.Error()}
 	}
-	if err := operator.ValidAgentName(q.Advisor); err != nil {
+	if err := hostlog.ValidAgentName(q.Advisor); err != nil {
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "asks: " + refusalLine(err)}
 	}
 	asks, err := h.s.AdvisorAsks(controller, q.Advisor)
