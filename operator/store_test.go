@@ -34,12 +34,6 @@ func lastSeq(t *testing.T, s *operator.Store) uint64 {
 	return j.LastSeq()
 }
 
-// The bounds of a route's timeouts, as the store's refusals name them.
-const (
-	maxConnectMs  = 10_000
-	maxResponseMs = 300_000
-)
-
 func wantRefused(t *testing.T, err error, part string) {
 	t.Helper()
 	if !errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), part) {
@@ -135,16 +129,16 @@ func TestRouteHistory(t *testing.T) {
 		r = w.Route
 		r.Replaces = rv[0].ID
 		r.Forward = w.Dir + "/f3.sock"
-		r.Timeouts.ConnectMs = maxConnectMs + 1
+		r.Timeouts.ConnectMs = hostlog.MaxConnectMs + 1
 		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "connect timeout 10001 ms is outside 1 to 10000")
-		r.Timeouts.ConnectMs, r.Timeouts.ResponseMs = maxConnectMs, maxResponseMs+1
+		r.Timeouts.ConnectMs, r.Timeouts.ResponseMs = hostlog.MaxConnectMs, hostlog.MaxResponseMs+1
 		_, err = s.RegisterRoute("r3", "app3", r)
 		wantRefused(t, err, "response timeout 300001 ms")
 		if got := lastSeq(t, s); got != n {
 			t.Fatalf("refused registrations journaled: %d -> %d", n, got)
 		}
-		r.Timeouts.ResponseMs = maxResponseMs
+		r.Timeouts.ResponseMs = hostlog.MaxResponseMs
 		if _, err := s.RegisterRoute("r3", "app3", r); err != nil {
 			t.Fatal(err)
 		}

@@ -82,30 +82,9 @@ func TestControllerVerbsWhileServing(t *testing.T) {
 	wantExit(t, cli.ExitRefused, "usage: --control PATH is required", "controller", "control", "c2", "--store", st)
 
 	// A socket another process listens on: the host cannot take it.
-	busy := filepath.Join(w.Dir, "busy.sock")
-	ln, err := net.Listen("unix", busy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	cannot := "the daemon: controller c2: the host cannot listen on its control socket (wire: listen " + busy + ": another process is listening on it); nothing was journaled"
-	wantExit(t, cli.ExitFailure, cannot, "controller", "control", "c2", "--control", busy, "--store", st)
-	if dialFails(t, second) {
-		t.Fatal("a failed move closed the control socket in use")
-	}
-	c3 := peertest.NewPeer(t, "c3")
-	if err := os.WriteFile(keys, c3.KeysFile(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	wantExit(t, cli.ExitFailure, "the daemon: controller c3: the host cannot listen on its control socket (wire: listen "+busy+": another process is listening on it); nothing was journaled",
-		"controller", "add", "c3", "--uid", uid, "--keys", keys, "--control", busy, "--store", st)
+	busySocketFails(t, w, keys, second)
 	if got := journalSeq(t, st); got != n {
 		t.Fatalf("%d records journaled by commands that changed nothing, were refused or failed", got-n)
-	}
-	if c, err := net.Dial("unix", busy); err != nil {
-		t.Fatalf("the other process's socket: %v", err)
-	} else {
-		c.Close()
 	}
 	s, err := operator.OpenReadOnly(st)
 	if err != nil {
@@ -124,6 +103,38 @@ func TestControllerVerbsWhileServing(t *testing.T) {
 	}
 	if res, ref := askRoutes(t, dialControl(t, c2, second, w.Pub), nil); ref != nil || len(res.Active) != 1 {
 		t.Fatalf("routes after a restart: %+v %+v", res, ref)
+	}
+}
+
+// busySocketFails: a socket another process listens on (until the test
+// ends) is one the running host cannot take, for controller c2's move
+// there (its control socket in use, second, still served) or controller
+// c3's add (its keys written to keys); the other process's socket is left
+// as it was.
+func busySocketFails(t *testing.T, w *hosttest.World, keys, second string) {
+	t.Helper()
+	st, uid := w.Store, strconv.Itoa(os.Geteuid())
+	busy := filepath.Join(w.Dir, "busy.sock")
+	ln, err := net.Listen("unix", busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	cannot := "the daemon: controller c2: the host cannot listen on its control socket (wire: listen " + busy + ": another process is listening on it); nothing was journaled"
+	wantExit(t, cli.ExitFailure, cannot, "controller", "control", "c2", "--control", busy, "--store", st)
+	if dialFails(t, second) {
+		t.Fatal("a failed move closed the control socket in use")
+	}
+	c3 := peertest.NewPeer(t, "c3")
+	if err := os.WriteFile(keys, c3.KeysFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantExit(t, cli.ExitFailure, "the daemon: controller c3: the host cannot listen on its control socket (wire: listen "+busy+": another process is listening on it); nothing was journaled",
+		"controller", "add", "c3", "--uid", uid, "--keys", keys, "--control", busy, "--store", st)
+	if c, err := net.Dial("unix", busy); err != nil {
+		t.Fatalf("the other process's socket: %v", err)
+	} else {
+		c.Close()
 	}
 }
 

@@ -412,18 +412,7 @@ func TestRouteVerbsWhileServing(t *testing.T) {
 	}
 
 	// every change was the admin peer's
-	for i, r := range routeRecords(t, st) {
-		var by string
-		switch b := r.(type) {
-		case *hostlog.RouteStateChange:
-			by = b.By
-		case *hostlog.RouteRegisterV2:
-			by = b.By
-		}
-		if by != me {
-			t.Fatalf("route record %d names %q, want %s", i, by, me)
-		}
-	}
+	wantRouteRecordsBy(t, st, me)
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
 		p, _ := s.PurseShow("ctl")
@@ -437,6 +426,24 @@ func TestRouteVerbsWhileServing(t *testing.T) {
 	}
 	if res := peertest.Call(t, w.Peer.Dial(t, f3, w.Pub), peertest.InvokeDispatch(t, "ok5", "calc.evaluate", `{"expression":"5+5"}`)); res.Outcome != msg.StateDefinite {
 		t.Fatalf("a call after the restart: %+v", res)
+	}
+}
+
+// wantRouteRecordsBy fails unless every route record of the store's
+// journal names by as who made the change.
+func wantRouteRecordsBy(t *testing.T, store, by string) {
+	t.Helper()
+	for i, r := range routeRecords(t, store) {
+		var got string
+		switch b := r.(type) {
+		case *hostlog.RouteStateChange:
+			got = b.By
+		case *hostlog.RouteRegisterV2:
+			got = b.By
+		}
+		if got != by {
+			t.Fatalf("route record %d names %q, want %s", i, got, by)
+		}
 	}
 }
 
