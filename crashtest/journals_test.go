@@ -110,7 +110,7 @@ func (s *stack) readJournals() journals {
 	return js
 }
 
-// receiptKinds are the host records that carry a receipt (operator/doc.go):
+// receiptKinds are the host records that carry a receipt (operator/hostlog/doc.go):
 // answers, and since P1.5 releases before sending and refusals after
 // admission.
 var receiptKinds = map[string]bool{"outcome": true, "outcome.v2": true, "not-sent.v2": true, "refused": true}

@@ -59,7 +59,7 @@ const demoTimeout = 60 * time.Second
 // Run runs the dev mode: it chooses the state directory (Options.State),
 // provisions it (first start) or reuses it (later starts), makes the
 // sockets' directory, starts the reference appliance, the host
-// (operator.Serve) and the controller (controller.Serve) in this process,
+// (host.Serve) and the controller (controller.Serve) in this process,
 // each on its own state directory, journal and sockets, talking over the
 // same Unix sockets and signed frames as in production, writes
 // STATE/dev.json and prints the MCP client configuration. Without Once it

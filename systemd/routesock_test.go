@@ -14,7 +14,7 @@ import (
 	"github.com/stewardrt/steward/wire"
 )
 
-// bindRoute is the host binding a route socket the way operator.Serve
+// bindRoute is the host binding a route socket the way host.Serve
 // does (wire.Listen, Mode RouteSocketMode) at TEST_ROUTE_SOCKET, as
 // whatever account the test started it as; it prints "bound" and exits,
 // leaving the socket file behind for the test to examine.

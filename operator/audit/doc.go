@@ -1,0 +1,24 @@
+// Package audit is `steward-operator receipts verify` and `receipts
+// export`: it checks a host's receipt history, from a store's journal
+// opened read-only or from an exported receipts file, against the keys
+// the operator pinned.
+//
+//	rep, err := audit.VerifyStore(storeDir, 1) // signatures, chain, checkpoints, consents, purses
+//	b, err := audit.ExportStore(storeDir)
+//	rep, err = audit.VerifyFileKeys(b, audit.FileKeys{Host: pub, Dispatch: dk, Controller: "ctl"})
+//
+// # What it owns and what it may touch
+//
+// The audit's pass over the host journal (audit.go, ends.go,
+// attempts.go, asks.go: a hostlog.Visitor gathering the evidence of each
+// record) and the checks over what it gathered (verify.go: the chain, the
+// checkpoints, the purse arithmetic in ledger order; agents.go: the
+// receipts by agent). It reads the journal through package
+// operator/hostlog and the operator's public key from the store's
+// directory, and never the store or its private key: what it reports is
+// what the records prove, not what the host believes, so it may run while
+// the host serves and after the host is gone. A fault (the chain breaks, a
+// receipt does not match its records) is an error wrapping
+// hostlog.ErrReceiptFault; what verifies but is not backed by the payer's
+// word or an approval is a finding, each listed.
+package audit
