@@ -2,11 +2,6 @@ package host_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,12 +10,10 @@ import (
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
-	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -359,110 +352,4 @@ func TestReceiptTermsFaults(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestRefusedRecordFailureSaysWhatIsKnown: a refusal after admission
-// whose record the journal removed says nothing of it is recorded; one
-// whose fdatasync failed says it is known only after the restart. Either
-// way nothing was reserved, and the refusal says nothing was charged.
-// Here the payer refuses each call (the store's operator.Store.Dispatch, on a
-// Daemon of the test's): its refused record is removed when the full disk
-// has no room for the segment it needs; any other failure of its append
-// (the journal closed under it) is the second case.
-func TestRefusedRecordFailureSaysWhatIsKnown(t *testing.T) {
-	const refused = "the payer refused consent: no-consent: not journaled; nothing was sent or charged"
-	disk := testenv.SmallTmpfs(t, 1<<20)
-	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5, StoreIn: disk, SegmentSize: 16 << 10})
-	s, err := operator.OpenWith(w.Store, operator.Options{Daemon: refusingPayer{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	filler := testenv.FillDisk(t, filepath.Join(disk, "filler"))
-	defer filler.Close()
-	at := operator.ForwardSocket{Route: "r1", Forward: w.Route.Forward, Controller: "ctl"}
-	var res msg.DispatchResult
-	for n := 1; ; n++ {
-		if n > 1000 {
-			t.Fatal("a thousand refused records on a full disk and none removed")
-		}
-		d := peertest.InvokeDispatch(t, fmt.Sprintf("f%d", n), "calc.evaluate", `{"expression":"1+1"}`)
-		if res = s.Dispatch(context.Background(), at, &d); res.Receipt == nil {
-			break
-		}
-	}
-	if got, want := res.Refusal, refused+"; the host could not record this refusal's receipt, so nothing of the attempt is recorded"; res.Outcome != msg.StateRefused || got == nil || got.Reason != want {
-		t.Fatalf("removed: %+v %+v, want %q", res, got, want)
-	}
-	s.Close()
-
-	w = hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5})
-	var closeErr error
-	closing := refusingPayer{before: func() { closeErr = s.Close() }}
-	if s, err = operator.OpenWith(w.Store, operator.Options{Daemon: closing, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
-		t.Fatal(err)
-	}
-	d := peertest.InvokeDispatch(t, "c1", "calc.evaluate", `{"expression":"1+1"}`)
-	res = s.Dispatch(context.Background(), operator.ForwardSocket{Route: "r1", Forward: w.Route.Forward, Controller: "ctl"}, &d)
-	if closeErr != nil {
-		t.Fatal(closeErr)
-	}
-	if got, want := res.Refusal, refused+"; the host journal failed while recording this refusal's receipt: whether it is recorded is known only once the host has restarted"; res.Outcome != msg.StateRefused || res.Receipt != nil || got == nil || got.Reason != want {
-		t.Fatalf("failed: %+v %+v, want %q", res, got, want)
-	}
-}
-
-// refusingPayer is the Daemon of a store a test drives through
-// operator.Store.Dispatch: its payer refuses every reserve, after before
-// when set; it delivers nothing, listens on nothing and pushes nothing.
-type refusingPayer struct{ before func() }
-
-func (p refusingPayer) Consent(context.Context, *msg.RouteRecord, operator.Peer, msg.Reserve) ([]byte, error) {
-	if p.before != nil {
-		p.before()
-	}
-	return nil, &operator.PayerRefusal{Refusal: msg.Refusal{Code: msg.CodeNoConsent, Reason: "not journaled"}}
-}
-
-func (refusingPayer) Deliver(*msg.RouteRecord, oracleops.Request, time.Time) operator.Delivery {
-	return operator.Delivery{Detail: "the test delivers nothing"}
-}
-func (refusingPayer) PrepareRoute(msg.RouteRecord) error { return nil }
-func (refusingPayer) SettleRoutes() error                { return nil }
-func (refusingPayer) PrepareControl(operator.Peer, string) (operator.ControlChange, error) {
-	return noChange{}, nil
-}
-func (refusingPayer) ReceiptDurable()                 {}
-func (refusingPayer) AskDecided(operator.AskDecision) {}
-
-// noChange is a control socket change that does nothing.
-type noChange struct{}
-
-func (noChange) Commit()  {}
-func (noChange) Discard() {}
-
-// TestQuoteLine: the payer's words in a receipt's reason are one line, cut
-// at a character boundary, at most the bound and "...". Quoted here where
-// the store quotes an ask id it has not got (operator.Store.AskShow, whose
-// bound is 40 bytes).
-func TestQuoteLine(t *testing.T) {
-	w := hosttest.NewWorld(t, hosttest.Opts{NoApp: true, NoGrant: true})
-	a39, a40 := strings.Repeat("a", 39), strings.Repeat("a", 40)
-	w.WithStore(t, func(s *operator.Store) {
-		for _, tc := range []struct {
-			in   string
-			want string
-		}{
-			{"a\nb\r\nc", "a b c"},
-			{a40, a40},
-			{a40 + "b", a40 + "..."},
-			{a39 + "é", a39 + "..."},
-			{"bad \xff byte", "bad \uFFFD byte"},
-		} {
-			_, err := s.AskShow(tc.in)
-			var ref *operator.AskRefusal
-			if !errors.As(err, &ref) || ref.Reason != "no ask "+tc.want {
-				t.Errorf("AskShow(%q): %v, want the refusal %q", tc.in, err, "no ask "+tc.want)
-			}
-		}
-	})
 }

@@ -20,11 +20,16 @@ import (
 // utcDay is the UTC day number of t, as the host counts per-day limits.
 func utcDay(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
 
+// nextUTCDay is the start of the UTC day after day, as a refusal names it
+// (what the core's nextUTCDay computes).
+func nextUTCDay(day int64) string {
+	return time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
+}
+
 // dailyLimitReason is the host's refusal of a call past a per-day limit
 // on day: it names the start of the next UTC day.
 func dailyLimitReason(day int64) string {
-	next := time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
-	return "the daily limit for this call is reached: it refills at " + next + " (the next UTC day)"
+	return "the daily limit for this call is reached: it refills at " + nextUTCDay(day) + " (the next UTC day)"
 }
 
 func TestAdmittedCallAndReceipt(t *testing.T) {

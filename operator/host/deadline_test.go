@@ -1,4 +1,4 @@
-package hostb_test
+package host_test
 
 import (
 	"log/slog"
@@ -87,7 +87,7 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 		t.Fatalf("ok1: %+v", res)
 	}
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, dispatchWithDeadline(peertest.InvokeDispatch(t, "next1", "calc.evaluate", `{"expression":"1+1"}`), ahead)),
-		msg.CodeDailyLimit, "the daily limit for this call is reached: it refills at "+nextUTCDayOf(utcDayOf(clk.Now()))+" (the next UTC day)")
+		msg.CodeDailyLimit, dailyLimitReason(utcDay(clk.Now())))
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); p.Charged != 5 || p.Balance != 5 {

@@ -1,4 +1,4 @@
-package hostb_test
+package host_test
 
 import (
 	"errors"

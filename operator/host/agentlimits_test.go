@@ -1,4 +1,4 @@
-package hostb_test
+package host_test
 
 import (
 	"fmt"
@@ -13,16 +13,6 @@ import (
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// utcDayOf is the UTC day number of t, the day the store's daily limits
-// count (operator's utcDay).
-func utcDayOf(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
-
-// nextUTCDayOf is the start of the UTC day after day, as a refusal names
-// it (what operator's nextUTCDay computes).
-func nextUTCDayOf(day int64) string {
-	return time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
-}
 
 // refusedUnseen checks a refusal at admission left no trace: the
 // application was not called, no consent was asked, the attempt is not-seen.
@@ -49,7 +39,7 @@ func TestAgentCallsPerDay(t *testing.T) {
 	cl := w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c2")))
-	refill := nextUTCDayOf(utcDayOf(clk.Now()))
+	refill := nextUTCDay(utcDay(clk.Now()))
 	want := "the daily call limit for this agent is reached: it refills at " + refill
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit, want)
 	refusedUnseen(t, w, cl, "a3", 2, 2)
@@ -89,7 +79,7 @@ func TestAgentCreditsPerDay(t *testing.T) {
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit,
-		"the daily credit limit for this agent is reached: it refills at "+nextUTCDayOf(utcDayOf(clk.Now())))
+		"the daily credit limit for this agent is reached: it refills at "+nextUTCDay(utcDay(clk.Now())))
 	refusedUnseen(t, w, cl, "a3", 2, 2)
 	if res := peertest.Call(t, cl, hosttest.WithAgent(peertest.DescribeDispatch(t, "a4", "calc.evaluate"), "alice")); res.Outcome != msg.StateDefinite {
 		t.Fatalf("a free describe: %+v", res)
@@ -109,7 +99,7 @@ func TestAgentConversationBudget(t *testing.T) {
 	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerConversation: hosttest.U64(6), ConversationsPerDay: 2})
 	w.Serve(t)
 	cl := w.Dial(t)
-	refill := nextUTCDayOf(utcDayOf(clk.Now()))
+	refill := nextUTCDay(utcDay(clk.Now()))
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")))
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")), msg.CodeAgentLimit,
@@ -183,7 +173,7 @@ func TestAgentHoldAndLastMoment(t *testing.T) {
 	go func() { first <- peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")) }()
 	<-entered
 	w.Peer.BeforeConsent.Store(nil)
-	refill := nextUTCDayOf(utcDayOf(clk.Now()))
+	refill := nextUTCDay(utcDay(clk.Now()))
 	want := "the daily call limit for this agent is reached: it refills at " + refill
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "alice", "c1")), msg.CodeAgentLimit, want)
 	if code, _, errs := hosttest.RunCLI("agent", "set", "alice", "--controller", "ctl", "--calls-per-day", "0", "--store", w.Store); code != 0 {
@@ -227,7 +217,7 @@ func TestAgentDefaultConversations(t *testing.T) {
 		hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, fmt.Sprintf("a%d", i), "alice", fmt.Sprintf("c%d", i))))
 	}
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "past", "alice", "c-new")), msg.CodeAgentLimit,
-		"the daily limit of conversations for this agent is reached: a new conversation can start at "+nextUTCDayOf(utcDayOf(clk.Now())))
+		"the daily limit of conversations for this agent is reached: a new conversation can start at "+nextUTCDay(utcDay(clk.Now())))
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "known", "alice", "c0")))
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "bad", "Alice", "c0")), msg.CodeBadRequest,
 		`agent "Alice" is none of a configured agent's name, foreground and uid:N`)
@@ -285,7 +275,7 @@ func TestAgentCreditsCountWhatWasCharged(t *testing.T) {
 	cl = w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a3", "alice", "c1")))
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a4", "alice", "c1")), msg.CodeAgentLimit,
-		"the daily credit limit for this agent is reached: it refills at "+nextUTCDayOf(utcDayOf(clk.Now())))
+		"the daily credit limit for this agent is reached: it refills at "+nextUTCDay(utcDay(clk.Now())))
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 94 {

@@ -1,4 +1,4 @@
-package hostb_test
+package host_test
 
 import (
 	"encoding/json"
@@ -44,7 +44,7 @@ func TestAllowance(t *testing.T) {
 	cl := w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
 	typ, res, _ := agentAllowance(t, cl, "alice")
-	refills := (utcDayOf(clk.Now()) + 1) * 86_400_000
+	refills := (utcDay(clk.Now()) + 1) * 86_400_000
 	if typ != msg.TypeAllowanceResult || !res.Limited || res.Agent != "alice" || *res.CallsLeft != 2 || *res.CreditsLeft != 6 ||
 		res.RefillsAt != refills || !slices.Equal(res.Operations, []string{"app/calc.*"}) {
 		t.Fatalf("alice: %s %+v", typ, res)
