@@ -32,17 +32,32 @@ type Store struct {
 	j        *journal.Journal
 	readOnly bool
 
-	adminMu sync.Mutex // serializes administrative mutations (check, append, apply)
-	mu      sync.Mutex // guards st
-	// receiptTurn is held from signing a receipt to its record's place in
-	// the journal (receipt.go), so receipts reach the log in chain order.
-	receiptTurn sync.Mutex
+	// The store's locks, in the order they are taken (a lock is never
+	// taken while one after it is held, and every one is taken and given
+	// up in the same function, but receiptTurn, which the journal gives up:
+	// commitEnd):
+	//
+	//	adminMu → askMu → mu → receiptTurn
+	//
+	// The daemon's locks are taken before any of them or alone: the store
+	// calls the Daemon with none of them held but adminMu.
+
+	// adminMu serializes administrative changes from check to apply
+	// (mutate.go), so that what was checked still holds when it is
+	// applied.
+	adminMu sync.Mutex
 	// askMu serializes the appends of ask records (ask, ask-answer,
-	// ask-expired) each with its apply, taken before mu: the ask events
-	// are then in journal order, which the watch cursor relies on, and
-	// an advisor's bound is counted over answers one at a time.
+	// ask-expired) each with its apply: the ask events are then in
+	// journal order, which the watch cursor relies on, and an advisor's
+	// bound is counted over answers one at a time.
 	askMu sync.Mutex
-	st    *state
+	// mu guards st, the one state: no field of it is read or written
+	// without mu, and no other package reaches it.
+	mu sync.Mutex
+	// receiptTurn is held from signing a receipt to its record's place in
+	// the journal (commitEnd), so receipts reach the log in chain order.
+	receiptTurn sync.Mutex
+	st          *state
 	// now is the wall clock: the store's and the daemon's only source of
 	// wall time (Options.Now). It is read only through clock, which never
 	// lets time run backwards, and deadlineClock.

@@ -26,9 +26,9 @@ import (
 func commands() map[string]func() {
 	return map[string]func(){
 		"steward-operator": func() {
-			cli := &cli.CLI{Stdout: os.Stdout, Stderr: os.Stderr,
+			c := &cli.CLI{Stdout: os.Stdout, Stderr: os.Stderr,
 				Ready: systemd.Ready, Watchdog: systemd.StartWatchdog, Stopping: systemd.Stopping}
-			os.Exit(cli.Main(os.Args[1:]))
+			os.Exit(c.Main(os.Args[1:]))
 		},
 		"steward-controller": func() {
 			cli := &controller.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,

@@ -27,19 +27,7 @@ type endForgery struct {
 }
 
 func newEndForgery(t *testing.T) *endForgery {
-	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10, RefusalPrice: 4})
-	w.Serve(t)
-	cl := w.Dial(t)
-	for _, id := range []string{"a1", "a2", "a3"} {
-		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
-			t.Fatal(res)
-		}
-	}
-	w.Stop()
-	key, err := operator.ReadKey(w.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, key := paidWorld(t, hosttest.Opts{Fund: 100, Price: 10, RefusalPrice: 4})
 	return &endForgery{w: w, key: key}
 }
 

@@ -36,24 +36,13 @@ type receiptsFixture struct {
 }
 
 func newReceiptsFixture(t *testing.T) *receiptsFixture {
-	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10})
-	w.Serve(t)
-	cl := w.Dial(t)
-	for _, id := range []string{"a1", "a2", "a3"} {
-		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
-			t.Fatal(res)
-		}
-	}
-	w.Stop()
-	key, err := operator.ReadKey(w.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, key := paidWorld(t, hosttest.Opts{Fund: 100, Price: 10})
 	fx := &receiptsFixture{w: w, host: key, hostPub: filepath.Join(w.Store, hostlog.PubFile), ctlKeys: filepath.Join(w.Dir, "controller.pub")}
 	if err := os.WriteFile(fx.ctlKeys, w.Peer.KeysFile(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w.WithStore(t, func(s *operator.Store) {
+		var err error
 		if fx.honest, err = audit.ExportStore(s.Dir()); err != nil {
 			t.Fatal(err)
 		}

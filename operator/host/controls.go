@@ -28,7 +28,9 @@ type controlListeners struct {
 	ctx   context.Context // the serving context: accept loops end with it
 	loops sync.WaitGroup  // the accept loops, which closeAll's caller waits for
 
-	mu     sync.Mutex                  // guards the fields that follow
+	// mu guards the fields that follow, taken alone: prepare binds a
+	// socket under it and reads nothing of the store.
+	mu     sync.Mutex
 	open   map[string]*controlListener // by controller
 	closed bool
 }

@@ -2,8 +2,6 @@ package host_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
-	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -221,135 +218,4 @@ func TestGrantRefusalPriceBound(t *testing.T) {
 			t.Fatalf("import: %v, want %q", err, want)
 		}
 	})
-}
-
-// receiptsFixture is a stopped host that made three paid calls (a1..a3 at
-// 10 each from a purse of 100), its honest export, and what an attacker
-// holding the host key forges with: that key, and the controller's real
-// dispatch key only where a test needs a genuine consent.
-type receiptsFixture struct {
-	w        *hosttest.World
-	host     *wire.HybridSigningKey
-	honest   []byte // the exported file
-	hostPub  string // operator.pub
-	receipts []msg.Receipt
-}
-
-func newReceiptsFixture(t *testing.T) *receiptsFixture {
-	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 10})
-	w.Serve(t)
-	cl := w.Dial(t)
-	for _, id := range []string{"a1", "a2", "a3"} {
-		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateDefinite {
-			t.Fatal(res)
-		}
-	}
-	w.Stop()
-	key, err := operator.ReadKey(w.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := &receiptsFixture{w: w, host: key, hostPub: filepath.Join(w.Store, hostlog.PubFile)}
-	if fx.honest, err = audit.ExportStore(w.Store); err != nil {
-		t.Fatal(err)
-	}
-	for _, signed := range fx.file(t).Receipts {
-		r, err := msg.VerifyReceipt(signed, wire.NewKeyring(key.Public().Ed25519()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fx.receipts = append(fx.receipts, r)
-	}
-	if len(fx.receipts) != 3 || fx.receipts[2].Consent == nil {
-		t.Fatalf("fixture: %d receipts", len(fx.receipts))
-	}
-	return fx
-}
-
-// file is a fresh copy of the honest export.
-func (fx *receiptsFixture) file(t *testing.T) msg.ReceiptsFile {
-	var f msg.ReceiptsFile
-	if err := wire.Unmarshal(fx.honest, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// a4 is the receipt a forger appends after receipt 3: attempt a4 charged
-// 10 under a genuine consent for exactly that; edit makes it a forgery.
-func (fx *receiptsFixture) a4(t *testing.T) msg.Receipt {
-	last := fx.receipts[2]
-	d := peertest.InvokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1+1"}`)
-	r := last
-	r.Seq, r.Attempt, r.RequestSHA256, r.Charge, r.BalanceAfter = 4, "a4", peertest.RequestSHA256(d), 10, last.BalanceAfter-10
-	c, err := msg.SignConsent(fx.w.Peer.Disp, msg.Consent{Attempt: r.Attempt, Controller: r.Controller, Application: r.Application,
-		Operation: r.Operation, RequestSHA256: r.RequestSHA256, Charge: 10, At: time.Now().UnixMilli()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Consent = c
-	return r
-}
-
-// appendSigned appends r to f, linked to f's last receipt and signed with
-// signer, and a checkpoint over it signed with the host key, as a forger
-// holding that key would: the chain and its coverage verify.
-func (fx *receiptsFixture) appendSigned(t *testing.T, f *msg.ReceiptsFile, r msg.Receipt, signer *wire.SigningKey) {
-	r.Prev = msg.ReceiptHash(f.Receipts[len(f.Receipts)-1])
-	signed, err := msg.SignReceipt(signer, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Receipts = append(f.Receipts, signed)
-	cp, err := msg.SignCheckpoint(fx.host, msg.Checkpoint{Seq: r.Seq, Head: msg.ReceiptHash(f.Receipts[r.Seq-1]), At: time.Now().UnixMilli()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Checkpoints = append(f.Checkpoints, cp)
-}
-
-// verifyFile runs `receipts verify --file` on f with args, returning the
-// exit code and what it printed.
-func (fx *receiptsFixture) verifyFile(t *testing.T, f msg.ReceiptsFile, args ...string) (int, string, string) {
-	b, err := wire.Marshal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "receipts.cbor")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return hosttest.RunCLI(append([]string{"receipts", "verify", "--file", path}, args...)...)
-}
-
-// TestReceiptTermsFaults: a receipt whose own fields disagree (a charge at
-// a price its status does not apply, a refusal that charges) is a fault
-// of the file, whatever consent it carries.
-func TestReceiptTermsFaults(t *testing.T) {
-	fx := newReceiptsFixture(t)
-	for _, tc := range []struct {
-		name string
-		edit func(r *msg.Receipt)
-		want string
-	}{
-		{"a 4xx at the answer price", func(r *msg.Receipt) { r.Status = 422 },
-			`receipt 4 (file entry 4): a 422 answer charging 10 applies the "answer" price, not "refusal"`},
-		{"a refusal that charges", func(r *msg.Receipt) {
-			r.Outcome, r.Reason, r.ResponseSHA256 = msg.StateRefused, "refused before consent: x", nil
-		},
-			`receipt 4 (file entry 4): a receipt of refused charges 10 at the "answer" price: it charges nothing`},
-		{"a not-sent with no reason", func(r *msg.Receipt) { r.Outcome, r.Charge, r.PriceApplied = msg.StateNotSent, 0, msg.PriceNone },
-			`receipt 4 (file entry 4): a receipt of not-sent names no reason`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := fx.file(t)
-			r := fx.a4(t)
-			tc.edit(&r)
-			fx.appendSigned(t, &f, r, fx.host.Ed25519())
-			code, _, errs := fx.verifyFile(t, f, "--host-key", fx.hostPub)
-			if code != cli.ExitFailure || errs != "steward-operator receipts verify: receipt fault: "+tc.want+"\n" {
-				t.Fatalf("exit %d %q", code, errs)
-			}
-		})
-	}
 }

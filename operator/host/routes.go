@@ -28,7 +28,10 @@ type routeListeners struct {
 	ctx   context.Context // the serving context: accept loops end with it
 	loops sync.WaitGroup  // the accept loops, which closeAll's caller waits for
 
-	mu       sync.Mutex // guards the fields that follow
+	// mu guards the fields that follow. It is taken alone or before the
+	// store's lock (listen reads a controller's peer from the store), never
+	// under it: the store calls PrepareRoute and SettleRoutes holding none.
+	mu       sync.Mutex
 	open     map[string]*routeListener
 	prepared map[string]*routeListener // opened for a change not yet applied
 	closed   bool
