@@ -21,6 +21,17 @@
 // own records (bind, rebind) are not host records: Decode returns nil for
 // them.
 //
+// # What it owns and what it may touch
+//
+// The host journal's identity in a store (journal.go), its record kinds
+// and their bodies (kinds.go, bodies.go), and what a record may hold
+// (grammar.go): the bounds of every name, pattern, route record, agent's
+// limits record and approval policy, which the store holds a record to
+// when a command makes it and when replay reads it back. It holds no
+// state and imports nothing of the operator's side: the store (package
+// operator) and the audit (package operator/audit) both stand on it, so
+// that the audit proves what the records say without the store.
+//
 // # Versions
 //
 // A new version of a record is a new kind: its name carries the version
