@@ -7,9 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/stewardrt/steward/journal"
-
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -45,9 +44,10 @@ type ForwardSocket struct {
 	Route, Forward, Controller string
 }
 
-// serves reports whether the listener is the one revision rv needs.
-func (at ForwardSocket) serves(rv *routeRev) bool {
-	return at.Forward == rv.rec.Forward && at.Controller == rv.rec.Controller
+// Serves reports whether the listener is the one route revision rec
+// needs: its socket and its controller.
+func (at ForwardSocket) Serves(rec msg.RouteRecord) bool {
+	return at.Forward == rec.Forward && at.Controller == rec.Controller
 }
 
 // Dispatch runs DESIGN.md section 5 steps 4 to 6 for one dispatch that
@@ -74,7 +74,7 @@ func (s *Store) routeToServe(at ForwardSocket) (msg.RouteRecord, string) {
 		return msg.RouteRecord{}, why
 	}
 	sel := s.st.routes[at.Route].selected()
-	if !at.serves(sel) {
+	if !at.Serves(sel.rec) {
 		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.rec.Revision)
 	}
 	return sel.rec, ""

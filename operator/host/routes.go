@@ -45,11 +45,6 @@ type routeListener struct {
 	operator.ForwardSocket
 }
 
-// serves reports whether the listener is the one route revision rec needs.
-func (rl *routeListener) serves(rec msg.RouteRecord) bool {
-	return rl.Forward == rec.Forward && rl.Controller == rec.Controller
-}
-
 func newRouteListeners(ctx context.Context, h *Host) *routeListeners {
 	return &routeListeners{h: h, ctx: ctx, open: map[string]*routeListener{}, prepared: map[string]*routeListener{}}
 }
@@ -75,7 +70,7 @@ func (ls *routeListeners) prepare(rv msg.RouteRecord) error {
 	if ls.closed {
 		return fmt.Errorf("the host is shutting down")
 	}
-	if rl := ls.open[rv.Route]; rl != nil && rl.serves(rv) {
+	if rl := ls.open[rv.Route]; rl != nil && rl.Serves(rv) {
 		return nil
 	}
 	for _, rl := range ls.open {
@@ -113,7 +108,7 @@ func (ls *routeListeners) settle() error {
 		return nil
 	}
 	for name, rl := range ls.open {
-		if rv, ok := want[name]; !ok || !rl.serves(rv) {
+		if rv, ok := want[name]; !ok || !rl.Serves(rv) {
 			rl.l.Close()
 			delete(ls.open, name)
 			ls.h.log.Info("steward-operator: stopped listening for a route", "route", name, "forward", rl.Forward)
@@ -126,7 +121,7 @@ func (ls *routeListeners) settle() error {
 		}
 		rv := want[name]
 		rl := ls.prepared[name]
-		if rl != nil && rl.serves(rv) {
+		if rl != nil && rl.Serves(rv) {
 			delete(ls.prepared, name)
 		} else {
 			var err error
