@@ -69,12 +69,12 @@ func (s *Store) SetControllerControl(name, control string) (ControllerView, bool
 			if c, err = s.st.checkControllerControl(rec); err != nil {
 				return nil, err
 			}
-			if c.control == control {
+			if c.Control == control {
 				return nil, errUnchanged
 			}
 			return c, nil
 		},
-		func() { c.control = control })
+		func() { c.Control = control })
 	changed := true
 	if errors.Is(err, errUnchanged) {
 		changed, err = false, nil
@@ -88,16 +88,16 @@ func (s *Store) SetControllerControl(name, control string) (ControllerView, bool
 }
 
 func controllerView(c *controller) ControllerView {
-	return ControllerView{Name: c.name, UID: c.uid, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String(), Control: c.control}
+	return ControllerView{Name: c.Name, UID: c.UID, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String(), Control: c.Control}
 }
 
 // Controllers lists the pinned controllers in the order they were added.
 func (s *Store) Controllers() []ControllerView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]ControllerView, 0, len(s.st.ctrlOrder))
-	for _, n := range s.st.ctrlOrder {
-		out = append(out, controllerView(s.st.controllers[n]))
+	out := make([]ControllerView, 0, len(s.st.CtrlOrder))
+	for _, n := range s.st.CtrlOrder {
+		out = append(out, controllerView(s.st.Controllers[n]))
 	}
 	return out
 }
@@ -111,7 +111,7 @@ func (s *Store) FundPurse(name string, amount uint64) (PurseView, error) {
 	}
 	s.mu.Lock()
 	c, err := s.st.controller(name)
-	if err == nil && c.purse.funded > math.MaxInt64-amount {
+	if err == nil && c.Purse.Funded > math.MaxInt64-amount {
 		err = Refusedf("purse %s: funding %d would pass the bound of %d credits", name, amount, uint64(math.MaxInt64))
 	}
 	if err != nil {
@@ -119,13 +119,13 @@ func (s *Store) FundPurse(name string, amount uint64) (PurseView, error) {
 		return PurseView{}, err
 	}
 	// A balance change is applied before its append (see doc.go, the ledger).
-	s.st.ledger++
-	rec := hostlog.PurseFund{Controller: name, Amount: amount, Ledger: s.st.ledger}
-	c.purse.funded += amount
+	s.st.Ledger++
+	rec := hostlog.PurseFund{Controller: name, Amount: amount, Ledger: s.st.Ledger}
+	c.Purse.Funded += amount
 	s.mu.Unlock()
 	if _, err := s.append(hostlog.KindPurseFund, rec); err != nil {
 		s.mu.Lock()
-		c.purse.funded -= amount
+		c.Purse.Funded -= amount
 		s.mu.Unlock()
 		return PurseView{}, err
 	}
@@ -144,7 +144,7 @@ func (s *Store) setFrozen(name string, frozen bool) (PurseView, error) {
 	defer s.adminMu.Unlock()
 	s.mu.Lock()
 	c, err := s.st.controller(name)
-	same := err == nil && c.purse.frozen == frozen
+	same := err == nil && c.Purse.Frozen == frozen
 	s.mu.Unlock()
 	if err != nil {
 		return PurseView{}, err
@@ -158,7 +158,7 @@ func (s *Store) setFrozen(name string, frozen bool) (PurseView, error) {
 			return PurseView{}, err
 		}
 		s.mu.Lock()
-		c.purse.frozen = frozen
+		c.Purse.Frozen = frozen
 		s.mu.Unlock()
 	}
 	return s.PurseShow(name)
@@ -172,8 +172,8 @@ func (s *Store) PurseShow(name string) (PurseView, error) {
 	if err != nil {
 		return PurseView{}, err
 	}
-	p := c.purse
-	return PurseView{Controller: name, Funded: p.funded, Charged: p.charged, Balance: p.balance(), Holds: p.holds, Frozen: p.frozen}, nil
+	p := c.Purse
+	return PurseView{Controller: name, Funded: p.Funded, Charged: p.Charged, Balance: p.balance(), Holds: p.Holds, Frozen: p.Frozen}, nil
 }
 
 // GrantSpec is what `grant issue` asks for.
@@ -245,7 +245,7 @@ func (s *Store) ImportGrant(signed []byte) (GrantView, error) {
 	var v GrantView
 	err := s.mutate(hostlog.KindGrantIssue, hostlog.GrantIssue{Grant: signed},
 		func() (err error) { g, err = s.st.checkGrant(signed, s.pub); return err },
-		func() { s.st.addGrant(g, signed); v = s.grantView(s.st.grants[g.ID]) })
+		func() { s.st.addGrant(g, signed); v = s.grantView(s.st.Grants[g.ID]) })
 	return v, err
 }
 
@@ -255,24 +255,24 @@ func (s *Store) RevokeGrant(id string) error {
 	return s.mutate(hostlog.KindGrantRevoke, hostlog.GrantRevoke{ID: id},
 		func() error {
 			var ok bool
-			if g, ok = s.st.grants[id]; !ok {
+			if g, ok = s.st.Grants[id]; !ok {
 				return Refusedf("no grant %s", id)
 			}
-			if g.revoked {
+			if g.Revoked {
 				return Refusedf("grant %s is already revoked", id)
 			}
 			return nil
 		},
-		func() { g.revoked = true })
+		func() { g.Revoked = true })
 }
 
 // Grants lists every grant, revoked and expired ones included.
 func (s *Store) Grants() []GrantView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]GrantView, 0, len(s.st.grantOrder))
-	for _, id := range s.st.grantOrder {
-		out = append(out, s.grantView(s.st.grants[id]))
+	out := make([]GrantView, 0, len(s.st.GrantOrder))
+	for _, id := range s.st.GrantOrder {
+		out = append(out, s.grantView(s.st.Grants[id]))
 	}
 	return out
 }
@@ -281,25 +281,25 @@ func (s *Store) Grants() []GrantView {
 func (s *Store) SignedGrant(id string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.st.grants[id]
+	g, ok := s.st.Grants[id]
 	if !ok {
 		return nil, Refusedf("no grant %s", id)
 	}
-	return bytes.Clone(g.signed), nil
+	return bytes.Clone(g.Signed), nil
 }
 
 func (s *Store) grantView(g *grant) GrantView {
-	ops := g.g.Operations
+	ops := g.Grant.Operations
 	if ops == nil {
 		ops = []string{}
 	}
 	return GrantView{
-		ID: g.g.ID, Controller: g.g.Controller, Application: g.g.Application, Operations: ops,
-		Price: g.g.Price, DiscoveryPrice: g.g.DiscoveryPrice, RefusalPrice: g.g.RefusalPrice, PerDay: g.g.PerDay,
+		ID: g.Grant.ID, Controller: g.Grant.Controller, Application: g.Grant.Application, Operations: ops,
+		Price: g.Grant.Price, DiscoveryPrice: g.Grant.DiscoveryPrice, RefusalPrice: g.Grant.RefusalPrice, PerDay: g.Grant.PerDay,
 		UsedToday: g.usedOn(utcDay(s.clockLocked())),
-		NotBefore: time.UnixMilli(g.g.NotBefore).UTC().Format(time.RFC3339),
-		NotAfter:  time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339),
-		Revoked:   g.revoked,
+		NotBefore: time.UnixMilli(g.Grant.NotBefore).UTC().Format(time.RFC3339),
+		NotAfter:  time.UnixMilli(g.Grant.NotAfter).UTC().Format(time.RFC3339),
+		Revoked:   g.Revoked,
 	}
 }
 
@@ -364,13 +364,13 @@ type RouteView struct {
 
 func routeView(r *route) RouteView {
 	sel := r.selected()
-	rec := sel.rec
+	rec := sel.Record
 	return RouteView{
-		Route: rec.Route, Revision: rec.Revision, Revisions: len(r.revs), ID: hex.EncodeToString(sel.id),
+		Route: rec.Route, Revision: rec.Revision, Revisions: len(r.Revs), ID: hex.EncodeToString(sel.ID),
 		Replaces: hex.EncodeToString(rec.Replaces), Application: rec.Application, Controller: rec.Controller,
 		Upstream: rec.Upstream, Forward: rec.Forward, Reverse: rec.Reverse, Prefix: rec.Prefix,
 		Timeouts: rec.Timeouts, IssuedAt: time.UnixMilli(rec.IssuedAt).UTC().Format(time.RFC3339Nano),
-		AppAccount: rec.AppAccount, State: r.state, StateBy: r.by, StateAt: markTime(r.routeStateMark),
+		AppAccount: rec.AppAccount, State: r.State, StateBy: r.By, StateAt: markTime(r.routeStateMark),
 	}
 }
 
@@ -378,9 +378,9 @@ func routeView(r *route) RouteView {
 func (s *Store) Routes() []RouteView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]RouteView, 0, len(s.st.routeOrder))
-	for _, n := range s.st.routeOrder {
-		out = append(out, routeView(s.st.routes[n]))
+	out := make([]RouteView, 0, len(s.st.RouteOrder))
+	for _, n := range s.st.RouteOrder {
+		out = append(out, routeView(s.st.Routes[n]))
 	}
 	return out
 }
@@ -389,14 +389,14 @@ func (s *Store) Routes() []RouteView {
 func (s *Store) Route(name string) ([]RouteView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.st.routes[name]
+	r, ok := s.st.Routes[name]
 	if !ok {
 		return nil, Refusedf("no route %s", name)
 	}
-	out := make([]RouteView, 0, len(r.revs))
-	for i := range r.revs {
-		v := routeView(&route{name: name, revs: r.revs[:i+1], routeStateMark: r.routeStateMark})
-		v.Revisions = len(r.revs)
+	out := make([]RouteView, 0, len(r.Revs))
+	for i := range r.Revs {
+		v := routeView(&route{Name: name, Revs: r.Revs[:i+1], routeStateMark: r.routeStateMark})
+		v.Revisions = len(r.Revs)
 		out = append(out, v)
 	}
 	return out, nil
@@ -406,11 +406,11 @@ func (s *Store) Route(name string) ([]RouteView, error) {
 func (s *Store) SignedRoute(name string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.st.routes[name]
+	r, ok := s.st.Routes[name]
 	if !ok {
 		return nil, Refusedf("no route %s", name)
 	}
-	return bytes.Clone(r.selected().signed), nil
+	return bytes.Clone(r.selected().Signed), nil
 }
 
 // BuildBundle signs a bundle for a controller: the host's public keys and
@@ -428,13 +428,13 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 		s.mu.Unlock()
 		return nil, err
 	}
-	if c.control == "" {
+	if c.Control == "" {
 		s.mu.Unlock()
 		return nil, Refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
 	}
-	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.control}
+	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.Control}
 	for _, rv := range s.st.activeRoutes(controllerName) {
-		b.Routes = append(b.Routes, rv.signed)
+		b.Routes = append(b.Routes, rv.Signed)
 	}
 	s.mu.Unlock()
 	return msg.SignBundle(s.key, b)

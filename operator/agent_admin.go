@@ -55,8 +55,8 @@ func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
 	// it is signed again by running the command again, never merged.
 	s.mu.Lock()
 	var rev uint64 = 1
-	if prev := s.st.agents[agentKey{spec.Controller, spec.Agent}]; prev != nil {
-		rev = prev.l.Revision + 1
+	if prev := s.st.Agents[agentKey{spec.Controller, spec.Agent}]; prev != nil {
+		rev = prev.Limits.Revision + 1
 	}
 	s.mu.Unlock()
 	l := msg.AgentLimits{
@@ -85,7 +85,7 @@ func (s *Store) ImportAgentLimits(signed []byte) (AgentView, error) {
 		func() (err error) { l, err = s.st.checkAgentLimits(signed, s.pub); return err },
 		func() {
 			s.st.addAgentLimits(l, signed)
-			v = s.agentView(s.st.agents[agentKey{l.Controller, l.Agent}])
+			v = s.agentView(s.st.Agents[agentKey{l.Controller, l.Agent}])
 		})
 	return v, err
 }
@@ -97,7 +97,7 @@ func (s *Store) AgentShow(ctrl, agent string) (AgentView, error) {
 	if _, err := s.st.controller(ctrl); err != nil {
 		return AgentView{}, err
 	}
-	al := s.st.agents[agentKey{ctrl, agent}]
+	al := s.st.Agents[agentKey{ctrl, agent}]
 	if al == nil {
 		return AgentView{}, Refusedf("agent %s of controller %s has no limits: only its grants and the payer limit it", agent, ctrl)
 	}
@@ -108,15 +108,15 @@ func (s *Store) AgentShow(ctrl, agent string) (AgentView, error) {
 func (s *Store) Agents() []AgentView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]AgentView, 0, len(s.st.agentOrder))
-	for _, k := range s.st.agentOrder {
-		out = append(out, s.agentView(s.st.agents[k]))
+	out := make([]AgentView, 0, len(s.st.AgentOrder))
+	for _, k := range s.st.AgentOrder {
+		out = append(out, s.agentView(s.st.Agents[k]))
 	}
 	return out
 }
 
 func (s *Store) agentView(al *agentLimits) AgentView {
-	l := al.l
+	l := al.Limits
 	ops := l.Operations
 	if ops == nil {
 		ops = []string{}

@@ -19,11 +19,11 @@ func (s *Store) Allowance(ctrl, agent string) msg.AllowanceResult {
 	day := utcDay(s.clockLocked())
 	res := msg.AllowanceResult{Agent: agent, RefillsAt: (day + 1) * 86_400_000}
 	k := agentKey{ctrl, agent}
-	al := s.st.agents[k]
+	al := s.st.Agents[k]
 	if al == nil {
 		return res
 	}
-	l := &al.l
+	l := &al.Limits
 	n := s.st.countsOn(k, day, "", false, 0)
 	res.Limited, res.Operations = true, slices.Clone(l.Operations)
 	if l.CallsPerDay != nil {

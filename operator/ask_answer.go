@@ -55,7 +55,7 @@ func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
 		return msg.AskView{}, err
 	}
 	s.mu.Lock()
-	k := s.st.asks[id]
+	k := s.st.Asks[id]
 	if k == nil {
 		s.mu.Unlock()
 		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
@@ -99,8 +99,8 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		return refused(msg.CodeJournal, "the host could not journal the ask's expiry; the ask is unchanged")
 	}
 	s.mu.Lock()
-	k := s.st.asks[ad.Ask]
-	if k == nil || k.controller != controller {
+	k := s.st.Asks[ad.Ask]
+	if k == nil || k.Controller != controller {
 		s.mu.Unlock()
 		return refused(msg.CodeApprovals, "no ask "+quoteLine(ad.Ask, 40))
 	}
@@ -130,29 +130,29 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 // of them, the ask already answered and, when counted (approve and
 // deny, not wait), the bound of agent answers spent.
 func (st *state) advisorRefusal(k *ask, advisor string, counted bool) string {
-	if advisor == k.agent {
+	if advisor == k.Agent {
 		return "an advisor never answers an ask raised by its own identity"
 	}
 	var p *msg.ApprovalPolicy
-	if al := st.agents[agentKey{k.controller, k.agent}]; al != nil {
-		p = al.l.Approval
+	if al := st.Agents[agentKey{k.Controller, k.Agent}]; al != nil {
+		p = al.Limits.Approval
 	}
 	switch {
 	case p == nil || len(p.Advisors) == 0:
-		return fmt.Sprintf("agent answers are not allowed for agent %s's asks", k.agent)
+		return fmt.Sprintf("agent answers are not allowed for agent %s's asks", k.Agent)
 	case !p.MayAdvise(advisor):
-		return fmt.Sprintf("agent %s is not an advisor of agent %s's asks", advisor, k.agent)
-	case k.state != msg.AskPending || k.answering:
-		return fmt.Sprintf("ask %s was already answered", k.id)
+		return fmt.Sprintf("agent %s is not an advisor of agent %s's asks", advisor, k.Agent)
+	case k.State != msg.AskPending || k.answering:
+		return fmt.Sprintf("ask %s was already answered", k.ID)
 	}
 	if !counted {
 		return ""
 	}
 	bound := p.AgentAnswerBound()
-	if n := st.advisorAnswers[convKey{k.controller, k.agent, k.conversation}]; n >= bound {
+	if n := st.AdvisorAnswers[convKey{k.Controller, k.Agent, k.Conversation}]; n >= bound {
 		conv := "no conversation"
-		if k.conversation != "" {
-			conv = "conversation " + k.conversation
+		if k.Conversation != "" {
+			conv = "conversation " + k.Conversation
 		}
 		return fmt.Sprintf("agent answers spent: %d of %d for %s; this ask waits for a human", n, bound, conv)
 	}
@@ -166,15 +166,15 @@ func (k *ask) answeredRefusal() string {
 	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 	switch {
 	case k.answering:
-		return fmt.Sprintf("ask %s is being answered", k.id)
-	case k.state == msg.AskExpired:
-		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.id, at(k.answeredAt), k.verdict)
-	case k.state != msg.AskPending:
-		who := k.answeredBy
-		if k.account != "" {
-			who += " (" + k.account + ")"
+		return fmt.Sprintf("ask %s is being answered", k.ID)
+	case k.State == msg.AskExpired:
+		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.ID, at(k.AnsweredAt), k.Verdict)
+	case k.State != msg.AskPending:
+		who := k.AnsweredBy
+		if k.Account != "" {
+			who += " (" + k.Account + ")"
 		}
-		return fmt.Sprintf("ask %s was already answered: %s by %s at %s", k.id, k.state, who, at(k.answeredAt))
+		return fmt.Sprintf("ask %s was already answered: %s by %s at %s", k.ID, k.State, who, at(k.AnsweredAt))
 	}
 	return ""
 }
@@ -192,14 +192,14 @@ func (k *ask) claimAnswer(now time.Time) int64 {
 // at, and applies it; a failed append gives the claim up. Called with
 // s.askMu held.
 func (s *Store) recordAnswer(k *ask, a Answer, at int64) (msg.AskView, error) {
-	rec := hostlog.AskAnswer{Ask: k.id, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
+	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
 	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()
 	if err != nil {
 		k.answering = false
 		v := k.view()
 		s.mu.Unlock()
-		return v, fmt.Errorf("ask %s: the host could not journal the answer: %w", k.id, err)
+		return v, fmt.Errorf("ask %s: the host could not journal the answer: %w", k.ID, err)
 	}
 	state := msg.AskApproved
 	if a.Verdict == msg.VerdictDeny {
@@ -215,7 +215,7 @@ func (s *Store) recordAnswer(k *ask, a Answer, at int64) (msg.AskView, error) {
 }
 
 func (k *ask) decision() AskDecision {
-	return AskDecision{Attempt: k.attempt, Ask: k.id, Route: k.route, Controller: k.controller, State: k.state}
+	return AskDecision{Attempt: k.Attempt, Ask: k.ID, Route: k.Route, Controller: k.Controller, State: k.State}
 }
 
 // checkAnswer checks a human's answer's own fields: a verdict that
@@ -282,7 +282,7 @@ func (s *Store) expireDueLocked(id string) error {
 	now := s.clockLocked().UnixMilli()
 	var due []*ask
 	if id != "" {
-		if k := s.st.asks[id]; k != nil && k.due(now) {
+		if k := s.st.Asks[id]; k != nil && k.due(now) {
 			due = append(due, k)
 		}
 	} else {
@@ -291,7 +291,7 @@ func (s *Store) expireDueLocked(id string) error {
 				due = append(due, k)
 			}
 		}
-		slices.SortFunc(due, func(a, b *ask) int { return strings.Compare(a.id, b.id) })
+		slices.SortFunc(due, func(a, b *ask) int { return strings.Compare(a.ID, b.ID) })
 	}
 	s.mu.Unlock()
 	for _, k := range due {
@@ -307,20 +307,20 @@ func (s *Store) expireDueLocked(id string) error {
 func (s *Store) expire(k *ask) error {
 	s.mu.Lock()
 	k.answering = true
-	rec := hostlog.AskExpired{Ask: k.id, Verdict: k.onTimeout, At: k.expiresAt}
+	rec := hostlog.AskExpired{Ask: k.ID, Verdict: k.OnTimeout, At: k.ExpiresAt}
 	s.mu.Unlock()
 	seq, err := s.append(hostlog.KindAskExpired, rec)
 	s.mu.Lock()
 	if err != nil {
 		k.answering = false
 		s.mu.Unlock()
-		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.id, err)
+		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.ID, err)
 	}
-	s.st.decideAsk(k, seq, msg.AskExpired, k.onTimeout, hostlog.AnsweredByExpiry, "", "", "", k.expiresAt)
+	s.st.decideAsk(k, seq, msg.AskExpired, k.OnTimeout, hostlog.AnsweredByExpiry, "", "", "", k.ExpiresAt)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
 	s.mu.Unlock()
-	s.logAsk("expired", v, "verdict", k.onTimeout)
+	s.logAsk("expired", v, "verdict", k.OnTimeout)
 	s.daemon.AskDecided(dec)
 	return nil
 }

@@ -34,10 +34,10 @@ func (s *Store) AskList(all bool) []msg.AskView {
 	defer s.mu.Unlock()
 	var out []msg.AskView
 	if all {
-		ids := s.st.askOrder[max(0, len(s.st.askOrder)-msg.MaxAsksListed):]
+		ids := s.st.AskOrder[max(0, len(s.st.AskOrder)-msg.MaxAsksListed):]
 		out = make([]msg.AskView, 0, len(ids))
 		for _, id := range ids {
-			out = append(out, s.st.asks[id].view())
+			out = append(out, s.st.Asks[id].view())
 		}
 		return out
 	}
@@ -54,10 +54,10 @@ func (st *state) pendingViews(keep func(*ask) bool) []msg.AskView {
 		}
 	}
 	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].raisedAt != ks[j].raisedAt {
-			return ks[i].raisedAt < ks[j].raisedAt
+		if ks[i].RaisedAt != ks[j].RaisedAt {
+			return ks[i].RaisedAt < ks[j].RaisedAt
 		}
-		return ks[i].id < ks[j].id
+		return ks[i].ID < ks[j].ID
 	})
 	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
 	for _, k := range ks[:min(len(ks), msg.MaxAsksListed)] {
@@ -71,7 +71,7 @@ func (s *Store) AskShow(id string) (msg.AskView, error) {
 	s.expireForRead(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := s.st.asks[id]
+	k := s.st.Asks[id]
 	if k == nil {
 		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
 	}
@@ -89,17 +89,17 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 	defer s.mu.Unlock()
 	st := s.st
 	mayAdvise := func(k agentKey) bool {
-		al := st.agents[k]
-		return k.controller == controller && k.agent != advisor && al != nil && al.l.Approval.MayAdvise(advisor)
+		al := st.Agents[k]
+		return k.Controller == controller && k.Agent != advisor && al != nil && al.Limits.Approval.MayAdvise(advisor)
 	}
 	named := false
-	for _, k := range st.agentOrder {
+	for _, k := range st.AgentOrder {
 		named = named || mayAdvise(k)
 	}
 	if !named {
 		return nil, &AskRefusal{Reason: "agent " + quoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
 	}
-	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.controller, k.agent}) }), nil
+	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.Controller, k.Agent}) }), nil
 }
 
 // AskEvents returns the ask events of the records after journal sequence
@@ -120,7 +120,7 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 	}
 	for {
 		s.mu.Lock()
-		evs := s.st.askEvents
+		evs := s.st.AskEvents
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
 		if n := min(len(evs)-i, msg.MaxAsksListed); n > 0 {
 			out := append([]AskEvent(nil), evs[i:i+n]...)

@@ -92,14 +92,14 @@ func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []AttemptView{}
-	for _, a := range s.st.attempts {
-		if a.state == stateAdmitting || state != "" && a.state != state {
+	for _, a := range s.st.Attempts {
+		if a.State == stateAdmitting || state != "" && a.State != state {
 			continue
 		}
-		out = append(out, AttemptView{Attempt: a.id, Controller: a.controller, State: a.state, Reserved: a.charge, Detail: a.inspectDetail(), Agent: a.agent})
+		out = append(out, AttemptView{Attempt: a.ID, Controller: a.Controller, State: a.State, Reserved: a.Charge, Detail: a.inspectDetail(), Agent: a.Agent})
 	}
 	sort.Slice(out, func(i, j int) bool {
-		return s.st.attempts[out[i].Attempt].reserveSeq < s.st.attempts[out[j].Attempt].reserveSeq
+		return s.st.Attempts[out[i].Attempt].ReserveSeq < s.st.Attempts[out[j].Attempt].ReserveSeq
 	})
 	return out, nil
 }
@@ -120,13 +120,13 @@ func knownHostState(st msg.State) error {
 // with the reservation's application, operation and kind, and the receipt.
 func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 	s.mu.Lock()
-	a, ok := s.st.attempts[id]
-	if !ok || a.state == stateAdmitting {
+	a, ok := s.st.Attempts[id]
+	if !ok || a.State == stateAdmitting {
 		s.mu.Unlock()
 		return AttemptView{}, Refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
 	}
-	v := AttemptView{Attempt: a.id, Controller: a.controller, Reserved: a.charge, Agent: a.agent}
-	seq := a.reserveSeq
+	v := AttemptView{Attempt: a.ID, Controller: a.Controller, Reserved: a.Charge, Agent: a.Agent}
+	seq := a.ReserveSeq
 	s.mu.Unlock()
 	ir, err := s.Inspect(v.Controller, id)
 	if err != nil {
@@ -167,12 +167,12 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 // who redelivered it and why.
 func (a *attempt) inspectDetail() string {
 	switch {
-	case a.resolution == "":
-		return a.detail
-	case a.state == msg.StateDefinite:
-		return a.resolution
+	case a.Resolution == "":
+		return a.Detail
+	case a.State == msg.StateDefinite:
+		return a.Resolution
 	default:
-		return a.detail + " (" + a.resolution + ")"
+		return a.Detail + " (" + a.Resolution + ")"
 	}
 }
 
@@ -221,16 +221,16 @@ func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, ok := s.st.attempts[req.Attempt]
+	a, ok := s.st.Attempts[req.Attempt]
 	switch {
-	case !ok || a.state == stateAdmitting:
+	case !ok || a.State == stateAdmitting:
 		return nil, Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
 	case a.resolving:
 		return nil, Refusedf("attempt %s: another resolution of it is under way", req.Attempt)
-	case a.state == msg.StateDeliveryRequested:
+	case a.State == msg.StateDeliveryRequested:
 		return nil, Refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
-	case a.state != msg.StateUncertain:
-		return nil, Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.state)
+	case a.State != msg.StateUncertain:
+		return nil, Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.State)
 	}
 	a.resolving = true
 	return a, nil
@@ -258,9 +258,9 @@ func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 	}
 	defer s.endResolve(a)
 	s.mu.Lock()
-	seq := a.reserveSeq
+	seq := a.ReserveSeq
 	s.mu.Unlock()
-	rr, err := s.readReserve(a.id, seq)
+	rr, err := s.readReserve(a.ID, seq)
 	if err != nil {
 		return AttemptView{}, err
 	}
@@ -268,14 +268,14 @@ func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 		return AttemptView{}, err
 	}
 	failpoint.Hit(FailAfterResolve)
-	return s.AttemptInspect(a.id)
+	return s.AttemptInspect(a.ID)
 }
 
 // commitResolve signs the resolution's receipt and journals it with the
 // resolution in one record (commitEnd); a release is a balance change,
 // applied in memory before its append and undone if the append fails.
 func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequest) error {
-	state, charge := msg.StatePerformed, a.charge
+	state, charge := msg.StatePerformed, a.Charge
 	reason := "no response was recorded; the operator states it was performed: " + req.Reason
 	if req.Action == ResolveRelease {
 		state, charge, reason = msg.StateReleased, 0, req.Reason
@@ -287,36 +287,36 @@ func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequ
 		kind: hostlog.KindResolve,
 		receipt: func() msg.Receipt {
 			st := s.st
-			c, g = st.controllers[a.controller], st.grants[a.grant]
-			counted = g != nil && g.day == a.day && g.count > 0
+			c, g = st.Controllers[a.Controller], st.Grants[a.Grant]
+			counted = g != nil && g.Day == a.Day && g.Count > 0
 			if state == msg.StateReleased {
 				st.release(a)
-				st.ledger++
+				st.Ledger++
 			}
 			return msg.Receipt{
-				Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
-				RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
+				Attempt: a.ID, Controller: a.Controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
+				RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.Purse.balance(), Consent: rr.Consent,
 				Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
-				Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.ask, AnsweredBy: a.answeredBy,
+				Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.Ask, AnsweredBy: a.AnsweredBy,
 			}
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.Resolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+			return hostlog.Resolve{Attempt: a.ID, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: seq, Ledger: s.st.Ledger}
 		},
 		undo: func() {
 			if state == msg.StateReleased {
-				c.purse.charged += a.charge
+				c.Purse.Charged += a.Charge
 				if counted {
-					g.count++
+					g.Count++
 				}
-				s.st.agentHold(a.controller, a.agent, a.conversation, a.day, a.charge)
+				s.st.agentHold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 			}
 		},
 		apply: func(jseq uint64) {
-			a.state, a.outcomeSeq, a.detail = state, jseq, resolvedLine(state, req.By, req.Reason)
+			a.State, a.OutcomeSeq, a.Detail = state, jseq, resolvedLine(state, req.By, req.Reason)
 		},
 		appendFailed: func(err error) error {
-			return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.id, err)
+			return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.ID, err)
 		},
 	})
 	return err

@@ -73,11 +73,11 @@ func (s *Store) routeToServe(at ForwardSocket) (msg.RouteRecord, string) {
 	if why := s.st.notActiveReason(at.Route); why != "" {
 		return msg.RouteRecord{}, why
 	}
-	sel := s.st.routes[at.Route].selected()
-	if !at.Serves(sel.rec) {
-		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.rec.Revision)
+	sel := s.st.Routes[at.Route].selected()
+	if !at.Serves(sel.Record) {
+		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.Record.Revision)
 	}
-	return sel.rec, ""
+	return sel.Record, ""
 }
 
 // dispatch runs DESIGN.md section 5 steps 4 to 6 for one request on route rt.
@@ -294,9 +294,9 @@ func (s *Store) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDisp
 	// the controller can check the charge against the operator's own word
 	// (a grant's signed bytes never change once stored).
 	r := msg.Reserve{
-		V: msg.CustodyV2, Attempt: c.attempt, Controller: adm.ctrl.name, Application: c.application,
+		V: msg.CustodyV2, Attempt: c.attempt, Controller: adm.ctrl.Name, Application: c.application,
 		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge, RefusalPrice: adm.refusalPrice(),
-		Grant: adm.g.signed,
+		Grant: adm.g.Signed,
 	}
 	signed, err := s.daemon.Consent(ctx, rt, adm.ctrl.peer(), r)
 	if err != nil {

@@ -47,9 +47,9 @@ func priceApplied(charge uint64, which string) string { return msg.PriceFor(char
 // s.mu held.
 func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
 	return msg.Receipt{
-		Attempt: d.attempt, Controller: adm.ctrl.name, Application: d.application, Operation: d.operation,
+		Attempt: d.attempt, Controller: adm.ctrl.Name, Application: d.application, Operation: d.operation,
 		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent, ResolvedBy: adm.resolvedBy,
-		Agent: d.agent, Conversation: d.conversation, Ask: adm.a.ask, AnsweredBy: adm.a.answeredBy,
+		Agent: d.agent, Conversation: d.conversation, Ask: adm.a.Ask, AnsweredBy: adm.a.AnsweredBy,
 	}
 }
 
@@ -63,23 +63,23 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 	respSum := sha256.Sum256(body)
 	charge, price := adm.settlement(status)
 	release := adm.charge - charge
-	p := &adm.ctrl.purse
+	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindOutcomeV2,
 		receipt: func() msg.Receipt {
-			p.charged -= release
-			s.st.ledger++
+			p.Charged -= release
+			s.st.Ledger++
 			r := receiptOf(adm, d, consent)
 			r.ResponseSHA256, r.Status, r.Charge, r.BalanceAfter = respSum[:], status, charge, p.balance()
 			r.Outcome, r.PriceApplied = msg.StateDefinite, price
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.ledger}
+			return hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.Ledger}
 		},
-		undo: func() { p.charged += release },
+		undo: func() { p.Charged += release },
 		apply: func(jseq uint64) {
-			adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
+			adm.a.State, adm.a.OutcomeSeq, adm.a.Detail = msg.StateDefinite, jseq, ""
 			s.st.agentSettle(adm.a, release)
 		},
 	})
@@ -91,31 +91,31 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 // names no host path). On an error the reservation stands: the attempt is
 // uncertain, as the journal says.
 func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte, detail string) ([]byte, error) {
-	p := &adm.ctrl.purse
+	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindNotSentV2,
 		receipt: func() msg.Receipt {
-			p.charged -= adm.charge
+			p.Charged -= adm.charge
 			s.st.unuse(adm)
-			s.st.ledger++
+			s.st.Ledger++
 			r := receiptOf(adm, d, consent)
 			r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateNotSent, detail, msg.PriceNone
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
 			// Not sent from the signing on: its release is on its way.
-			adm.a.state, adm.a.detail = msg.StateNotSent, detail
-			return hostlog.NotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+			adm.a.State, adm.a.Detail = msg.StateNotSent, detail
+			return hostlog.NotSentV2{Attempt: adm.a.ID, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.Ledger}
 		},
 		undo: func() {
-			p.charged += adm.charge
+			p.Charged += adm.charge
 			adm.g.use(adm.day)
-			s.st.agentHold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
+			s.st.agentHold(adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
 			// The cause may name the journal's path: it goes to the log (the
 			// caller logs it); inspect's detail reaches the agent.
-			adm.a.state, adm.a.detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
+			adm.a.State, adm.a.Detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
 		},
-		apply: func(jseq uint64) { adm.a.outcomeSeq = jseq },
+		apply: func(jseq uint64) { adm.a.OutcomeSeq = jseq },
 	})
 }
 
@@ -129,24 +129,24 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 // way; whether the refusal's record is on disk is another matter (see
 // Store.refuseAdmitted).
 func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte, reason string) ([]byte, error) {
-	p := &adm.ctrl.purse
+	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindRefused,
 		receipt: func() msg.Receipt {
-			p.holds -= adm.charge
+			p.Holds -= adm.charge
 			s.st.unuse(adm)
-			adm.a.charge = 0
+			adm.a.Charge = 0
 			r := receiptOf(adm, d, consent)
 			r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.Refused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
+			return hostlog.Refused{Attempt: adm.a.ID, Controller: adm.ctrl.Name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.Ledger,
 				Agent: d.agent, Conversation: d.conversation}
 		},
-		undo: func() { delete(s.st.attempts, adm.a.id) },
+		undo: func() { delete(s.st.Attempts, adm.a.ID) },
 		apply: func(jseq uint64) {
-			adm.a.state, adm.a.detail, adm.a.outcomeSeq = msg.StateRefused, reason, jseq
+			adm.a.State, adm.a.Detail, adm.a.OutcomeSeq = msg.StateRefused, reason, jseq
 		},
 	})
 }

@@ -57,7 +57,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 	s.receiptTurn.Lock()
 	st := s.st
 	r.V = msg.ReceiptV2
-	r.Seq, r.Prev = st.signedSeq+1, st.signedHead
+	r.Seq, r.Prev = st.SignedSeq+1, st.SignedHead
 	r.At = s.clockLocked().UnixMilli()
 	signed, err := msg.SignReceipt(s.key.Ed25519(), r)
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 		return nil, err
 	}
 	head := msg.ReceiptHash(signed)
-	st.signedSeq, st.signedHead = r.Seq, head
+	st.SignedSeq, st.SignedHead = r.Seq, head
 	rec := e.record(signed, r.Seq)
 	s.mu.Unlock()
 	jseq, err := s.j.AppendLinked(e.kind, rec, s.receiptTurn.Unlock)
@@ -93,7 +93,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 // shutdown.
 func (s *Store) Checkpoint() error {
 	s.mu.Lock()
-	seq, head, done := s.st.durableSeq, s.st.durableHead, s.st.checkpoint
+	seq, head, done := s.st.DurableSeq, s.st.DurableHead, s.st.Checkpoint
 	s.mu.Unlock()
 	if seq <= done {
 		return nil
@@ -106,8 +106,8 @@ func (s *Store) Checkpoint() error {
 		return err
 	}
 	s.mu.Lock()
-	if seq > s.st.checkpoint {
-		s.st.checkpoint = seq
+	if seq > s.st.Checkpoint {
+		s.st.Checkpoint = seq
 	}
 	s.mu.Unlock()
 	return nil

@@ -17,10 +17,10 @@ func (s *Store) replay() error {
 		return err
 	}
 	st := s.st
-	if len(st.pending) != 0 {
-		return fmt.Errorf("host journal: %w", hostlog.Faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.durableSeq+1, len(st.pending)))
+	if len(st.Pending) != 0 {
+		return fmt.Errorf("host journal: %w", hostlog.Faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.DurableSeq+1, len(st.Pending)))
 	}
-	st.signedSeq, st.signedHead = st.durableSeq, st.durableHead
+	st.SignedSeq, st.SignedHead = st.DurableSeq, st.DurableHead
 	return nil
 }
 
@@ -36,7 +36,7 @@ type replayer struct {
 func (rp *replayer) record(r journal.Record) error {
 	// Every record's time is a time recorded: the clock never goes back
 	// behind it (Store.clock).
-	rp.st.latest = max(rp.st.latest, r.At)
+	rp.st.Latest = max(rp.st.Latest, r.At)
 	if err := hostlog.Visit(rp, r); err != nil {
 		return recordError(r.Seq, r.Kind, err)
 	}
@@ -61,7 +61,7 @@ func (rp *replayer) ControllerControl(_ journal.Record, b *hostlog.ControllerCon
 	if err != nil {
 		return err
 	}
-	c.control = b.Control
+	c.Control = b.Control
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (rp *replayer) PurseFund(_ journal.Record, b *hostlog.PurseFund) error {
 	if err != nil {
 		return err
 	}
-	c.purse.funded += b.Amount
+	c.Purse.Funded += b.Amount
 	rp.st.seeLedger(b.Ledger)
 	return nil
 }
@@ -88,7 +88,7 @@ func (rp *replayer) purseFrozen(b *hostlog.Purse, frozen bool) error {
 	if err != nil {
 		return err
 	}
-	c.purse.frozen = frozen
+	c.Purse.Frozen = frozen
 	return nil
 }
 
@@ -102,11 +102,11 @@ func (rp *replayer) GrantIssue(_ journal.Record, b *hostlog.GrantIssue) error {
 }
 
 func (rp *replayer) GrantRevoke(_ journal.Record, b *hostlog.GrantRevoke) error {
-	g, ok := rp.st.grants[b.ID]
+	g, ok := rp.st.Grants[b.ID]
 	if !ok {
 		return fmt.Errorf("revokes unknown grant %s", b.ID)
 	}
-	g.revoked = true
+	g.Revoked = true
 	return nil
 }
 
@@ -121,26 +121,26 @@ func (rp *replayer) reserve(b *hostlog.Reserve) error {
 	if err != nil {
 		return err
 	}
-	g, ok := st.grants[b.Grant]
+	g, ok := st.Grants[b.Grant]
 	if !ok {
 		return fmt.Errorf("attempt %s: unknown grant %s", b.Attempt, b.Grant)
 	}
-	c.purse.charged += b.Charge
+	c.Purse.Charged += b.Charge
 	g.use(b.Day)
 	// The journal's record times come from the machine's clock, a
 	// reservation's day from the store's: never count on an earlier day.
-	st.latest = max(st.latest, b.Day*86_400_000)
+	st.Latest = max(st.Latest, b.Day*86_400_000)
 	st.seeLedger(b.Ledger)
 	// Until a later record says otherwise, a reservation without an
 	// outcome is uncertain: sending may have begun before a crash.
 	a := &attempt{
-		id: b.Attempt, controller: b.Controller, application: b.Application, grant: b.Grant, charge: b.Charge,
-		day: b.Day, state: msg.StateUncertain, detail: "the host stopped before recording an outcome",
+		ID: b.Attempt, Controller: b.Controller, Application: b.Application, Grant: b.Grant, Charge: b.Charge,
+		Day: b.Day, State: msg.StateUncertain, Detail: "the host stopped before recording an outcome",
 	}
 	if prior != nil {
-		a.ask, a.answeredBy = prior.ask, prior.answeredBy
+		a.Ask, a.AnsweredBy = prior.Ask, prior.AnsweredBy
 	}
-	st.attempts[b.Attempt] = a
+	st.Attempts[b.Attempt] = a
 	return nil
 }
 
@@ -155,10 +155,10 @@ func (rp *replayer) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 		return err
 	}
 	rp.st.release(a)
-	a.state, a.detail = msg.StateNotSent, b.Detail
+	a.State, a.Detail = msg.StateNotSent, b.Detail
 	rp.st.seeLedger(b.Ledger)
 	if b.Receipt != nil {
-		a.outcomeSeq = r.Seq
+		a.OutcomeSeq = r.Seq
 		return rp.receipt(b.Seq, b.Receipt)
 	}
 	return nil
@@ -169,7 +169,7 @@ func (rp *replayer) Uncertain(_ journal.Record, b *hostlog.Uncertain) error {
 	if err != nil {
 		return err
 	}
-	a.detail = b.Detail
+	a.Detail = b.Detail
 	return nil
 }
 
@@ -179,7 +179,7 @@ func (rp *replayer) Outcome(r journal.Record, b *hostlog.Outcome) error {
 	if err != nil {
 		return err
 	}
-	return rp.OutcomeV2(r, b.Upgrade(a.charge))
+	return rp.OutcomeV2(r, b.Upgrade(a.Charge))
 }
 
 // outcome settles an answered attempt: its charge stays taken from the
@@ -190,14 +190,14 @@ func (rp *replayer) OutcomeV2(r journal.Record, b *hostlog.OutcomeV2) error {
 	if err != nil {
 		return err
 	}
-	if b.Charge > a.charge {
-		return fmt.Errorf("attempt %s: the outcome charges %d, more than its reservation of %d", b.Attempt, b.Charge, a.charge)
+	if b.Charge > a.Charge {
+		return fmt.Errorf("attempt %s: the outcome charges %d, more than its reservation of %d", b.Attempt, b.Charge, a.Charge)
 	}
-	if c := st.controllers[a.controller]; c != nil {
-		c.purse.charged -= a.charge - b.Charge
+	if c := st.Controllers[a.Controller]; c != nil {
+		c.Purse.Charged -= a.Charge - b.Charge
 	}
-	st.agentSettle(a, a.charge-b.Charge)
-	a.state, a.outcomeSeq, a.detail = msg.StateDefinite, r.Seq, ""
+	st.agentSettle(a, a.Charge-b.Charge)
+	a.State, a.OutcomeSeq, a.Detail = msg.StateDefinite, r.Seq, ""
 	st.seeLedger(b.Ledger)
 	return rp.receipt(b.Seq, b.Receipt)
 }
@@ -213,12 +213,12 @@ func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
 	}
-	a := &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq,
-		agent: b.Agent, conversation: b.Conversation}
+	a := &attempt{ID: b.Attempt, Controller: b.Controller, State: msg.StateRefused, Detail: b.Reason, OutcomeSeq: r.Seq,
+		Agent: b.Agent, Conversation: b.Conversation}
 	if prior != nil {
-		a.ask, a.answeredBy = prior.ask, prior.answeredBy
+		a.Ask, a.AnsweredBy = prior.Ask, prior.AnsweredBy
 	}
-	st.attempts[b.Attempt] = a
+	st.Attempts[b.Attempt] = a
 	st.seeLedger(b.Ledger)
 	return rp.receipt(b.Seq, b.Receipt)
 }
@@ -226,7 +226,7 @@ func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 // receipt marks receipt seq durable, refusing one seen before.
 func (rp *replayer) receipt(seq uint64, signed []byte) error {
 	st := rp.st
-	if seq <= st.durableSeq || st.pending[seq] != nil {
+	if seq <= st.DurableSeq || st.Pending[seq] != nil {
 		return fmt.Errorf("receipt %d appears twice", seq)
 	}
 	st.markDurable(seq, msg.ReceiptHash(signed))
@@ -234,25 +234,25 @@ func (rp *replayer) receipt(seq uint64, signed []byte) error {
 }
 
 func (rp *replayer) Checkpoint(_ journal.Record, b *hostlog.Checkpoint) error {
-	if b.Seq > rp.st.checkpoint {
-		rp.st.checkpoint = b.Seq
+	if b.Seq > rp.st.Checkpoint {
+		rp.st.Checkpoint = b.Seq
 	}
 	return nil
 }
 
 func (st *state) seeLedger(n uint64) {
-	if n > st.ledger {
-		st.ledger = n
+	if n > st.Ledger {
+		st.Ledger = n
 	}
 }
 
 func (st *state) attemptIn(id string, want msg.State) (*attempt, error) {
-	a, ok := st.attempts[id]
+	a, ok := st.Attempts[id]
 	if !ok {
 		return nil, fmt.Errorf("attempt %s has no reserve record", id)
 	}
-	if a.state != want {
-		return nil, fmt.Errorf("attempt %s is %s, not %s", id, a.state, want)
+	if a.State != want {
+		return nil, fmt.Errorf("attempt %s is %s, not %s", id, a.State, want)
 	}
 	return a, nil
 }

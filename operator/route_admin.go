@@ -31,10 +31,10 @@ func OwnAccount() string { return fmt.Sprintf("uid:%d", os.Geteuid()) }
 
 // markTime is when a route's state was set, RFC 3339, or "" when unknown.
 func markTime(m routeStateMark) string {
-	if m.by == "" {
+	if m.By == "" {
 		return ""
 	}
-	return time.UnixMilli(m.at).UTC().Format(time.RFC3339)
+	return time.UnixMilli(m.At).UTC().Format(time.RFC3339)
 }
 
 // RegisterRoute signs and journals a new revision of route name for app:
@@ -58,8 +58,8 @@ func (s *Store) RegisterRouteAs(name, app string, req RouteRequest, reg RouteReg
 	}
 	s.mu.Lock()
 	rev := uint64(1)
-	if r := s.st.routes[name]; r != nil {
-		rev = uint64(len(r.revs)) + 1
+	if r := s.st.Routes[name]; r != nil {
+		rev = uint64(len(r.Revs)) + 1
 	}
 	s.mu.Unlock()
 	rec := msg.RouteRecord{
@@ -105,13 +105,13 @@ func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, er
 			body = hostlog.RouteRegisterV2{Record: signed, State: state, By: by, At: s.clockLocked().UnixMilli()}
 			var listen *routeRev
 			if state == hostlog.RouteActive {
-				listen = &routeRev{rec: rec, signed: signed, id: id}
+				listen = &routeRev{Record: rec, Signed: signed, ID: id}
 			}
 			return body, listen, nil
 		},
 		func() {
-			s.st.addRoute(rec, signed, id, routeStateMark{state: body.State, by: body.By, at: body.At})
-			v = routeView(s.st.routes[rec.Route])
+			s.st.addRoute(rec, signed, id, routeStateMark{State: body.State, By: body.By, At: body.At})
+			v = routeView(s.st.Routes[rec.Route])
 		})
 	return v, err
 }
@@ -136,7 +136,7 @@ func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (Ro
 			if r, err = s.st.checkRouteState(name, to); err != nil {
 				return nil, nil, err
 			}
-			if r.state == to {
+			if r.State == to {
 				return nil, nil, errUnchanged
 			}
 			if to == hostlog.RouteRemoved {
@@ -144,13 +144,13 @@ func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (Ro
 					return nil, nil, unresolvedRefusal(name, ids)
 				}
 			}
-			mark = routeStateMark{state: to, by: by, at: s.clockLocked().UnixMilli()}
+			mark = routeStateMark{State: to, By: by, At: s.clockLocked().UnixMilli()}
 			var listen *routeRev
 			if to == hostlog.RouteActive {
 				sel := *r.selected()
 				listen = &sel
 			}
-			return hostlog.RouteStateChange{Route: name, State: to, By: by, At: mark.at}, listen, nil
+			return hostlog.RouteStateChange{Route: name, State: to, By: by, At: mark.At}, listen, nil
 		},
 		func() { s.st.setRouteState(r, mark) })
 	changed := true

@@ -209,16 +209,16 @@ func (s *Store) clockLocked() time.Time {
 	st := s.st
 	t := s.now()
 	ms := t.UnixMilli()
-	if ms >= st.latest {
-		st.latest, st.clockBack = ms, false
+	if ms >= st.Latest {
+		st.Latest, st.clockBack = ms, false
 		return t
 	}
 	if !st.clockBack {
 		st.clockBack = true
 		s.log.Warn("steward-operator: the wall clock went back; the host keeps the latest time it recorded until the clock catches up (no daily limit refills, no expired grant revives)",
-			"clock", t.UTC().Format(time.RFC3339Nano), "latest", time.UnixMilli(st.latest).UTC().Format(time.RFC3339Nano))
+			"clock", t.UTC().Format(time.RFC3339Nano), "latest", time.UnixMilli(st.Latest).UTC().Format(time.RFC3339Nano))
 	}
-	return time.UnixMilli(st.latest)
+	return time.UnixMilli(st.Latest)
 }
 
 // Dir returns the store's directory.
@@ -270,32 +270,32 @@ func (s *Store) append(kind string, body any) (uint64, error) {
 
 // release returns an attempt's reservation to its purse and its daily count.
 func (st *state) release(a *attempt) {
-	if c := st.controllers[a.controller]; c != nil {
-		c.purse.charged -= a.charge
+	if c := st.Controllers[a.Controller]; c != nil {
+		c.Purse.Charged -= a.Charge
 	}
-	if g := st.grants[a.grant]; g != nil && g.day == a.day && g.count > 0 {
-		g.count--
+	if g := st.Grants[a.Grant]; g != nil && g.Day == a.Day && g.Count > 0 {
+		g.Count--
 	}
-	st.agentUnhold(a.controller, a.agent, a.conversation, a.day, a.charge)
+	st.agentUnhold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 }
 
 // use counts one admitted request on UTC day d. A day earlier than the
 // latest one counted (a clock set back) counts on the latest: the count
 // never goes back to a day it has left, so it never refills.
 func (g *grant) use(d int64) {
-	if d > g.day {
-		g.day, g.count = d, 0
+	if d > g.Day {
+		g.Day, g.Count = d, 0
 	}
-	g.count++
+	g.Count++
 }
 
 // usedOn reports the grant's count on UTC day d: the latest day's count for
 // any day up to it (see use), 0 for a later day.
 func (g *grant) usedOn(d int64) uint64 {
-	if d > g.day {
+	if d > g.Day {
 		return 0
 	}
-	return g.count
+	return g.Count
 }
 
 // utcDay is the UTC day number of t: unix ms / 86,400,000.
