@@ -32,6 +32,7 @@ var rules = []rule{
 	// history index, on bbolt, and the snapshot files. Neither reaches a
 	// key or a socket: a snapshot's signature is the owner's func.
 	{pkg: "journal/index", may: []string{"journal"}, modules: indexModules},
+	{pkg: "journal/snapshot", may: []string{"journal", "internal/durable", "internal/failpoint"}, modules: journalModules},
 	{pkg: "oracleops", may: []string{"canonjson"}},
 	{pkg: "wire/msg", may: []string{"wire"}},
 
