@@ -2,6 +2,7 @@ package index
 
 import (
 	"bufio"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -69,6 +70,30 @@ func BenchmarkPutFlush1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(seq), "ns/entry")
+}
+
+// BenchmarkPutFlush1000Random: the same with random 16-byte keys (the
+// shape of requestIds), inserted all over the tree.
+func BenchmarkPutFlush1000Random(b *testing.B) {
+	x, _ := open(b)
+	r := rand.New(rand.NewPCG(5, 6))
+	key := make([]byte, 16)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 1000 {
+			binary.BigEndian.PutUint64(key, r.Uint64())
+			binary.BigEndian.PutUint64(key[8:], r.Uint64())
+			if err := x.Put("b", key, value(n)); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if err := x.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/entry")
 }
 
 // BenchmarkSync: one op is a Put and a Sync: the flush, the marker made

@@ -160,7 +160,7 @@ func panicReason(r any) string {
 	if f, ok := r.(interface{ Addr() uintptr }); ok {
 		return fmt.Sprintf("bbolt: memory fault at %#x reading the mapped file (was it truncated?)", f.Addr())
 	}
-	return fmt.Sprint("bbolt: ", r)
+	return strings.ReplaceAll(fmt.Sprint("bbolt: ", r), "\n", " ")
 }
 
 // faultsPanic makes a memory fault in this goroutine a panic that can be

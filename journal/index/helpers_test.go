@@ -106,6 +106,16 @@ func TestHelperProcess(t *testing.T) {
 	if mode == "" {
 		t.Skip("child process of the crash tests; runs only when they re-execute the test binary")
 	}
+	if mode == "lock" {
+		x, err := Open(os.Getenv("INDEX_PATH"), Options{Logger: quiet, LockTimeout: 20 * time.Millisecond})
+		if err != nil {
+			fmt.Printf("refused %v\n", err)
+			os.Exit(0)
+		}
+		x.Close()
+		fmt.Println("opened")
+		os.Exit(0)
+	}
 	x, err := Open(os.Getenv("INDEX_PATH"), Options{Logger: quiet})
 	if err != nil {
 		fmt.Printf("error open: %v\n", err)

@@ -402,8 +402,9 @@ func TestOpenRefusals(t *testing.T) {
 	}
 }
 
-// A second Open of a file already open (here in the same process: the
-// flock is per open file description) is refused after the timeout.
+// A second Open of a file already open, in the same process (the flock
+// is per open file description) or another, is refused after the
+// timeout.
 func TestSecondOpenRefused(t *testing.T) {
 	x, path := open(t)
 	_, err := Open(path, Options{LockTimeout: 20 * 1e6})
@@ -411,8 +412,16 @@ func TestSecondOpenRefused(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("%v does not match ErrLocked", err)
 	}
+	// Another process is refused the same way.
+	c := startHelper(t, "INDEX_HELPER=lock", "INDEX_PATH="+path)
+	if l, want := c.line(t), "refused index: "+path+" is open by another owner (flock held past 20ms): index: locked by another opener"; l != want {
+		t.Fatalf("another process: %q\nwant %q", l, want)
+	}
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if l := startHelper(t, "INDEX_HELPER=lock", "INDEX_PATH="+path).line(t); l != "opened" {
+		t.Fatalf("another process after Close: %q", l)
 	}
 	y, err := Open(path, Options{LockTimeout: 20 * 1e6, Logger: quiet})
 	if err != nil {
