@@ -27,6 +27,12 @@ var rules = []rule{
 	{pkg: "internal/cborhead", may: none, modules: none},
 	{pkg: "wire", may: []string{"internal/cborhead"}},
 	{pkg: "journal", may: []string{"internal/cborhead"}},
+
+	// What a daemon derives from its journal (DESIGN.md section 13): the
+	// history index, on bbolt, and the snapshot files. Neither reaches a
+	// key or a socket: a snapshot's signature is the owner's func.
+	{pkg: "journal/index", may: []string{"journal"}, modules: indexModules},
+	{pkg: "journal/snapshot", may: []string{"journal", "internal/durable", "internal/failpoint"}, modules: journalModules},
 	{pkg: "oracleops", may: []string{"canonjson"}},
 	{pkg: "wire/msg", may: []string{"wire"}},
 
@@ -84,6 +90,13 @@ var none = []string{}
 
 // custody is the code that holds or checks keys and grants.
 var custody = []string{"wire/...", "operator/...", "controller/..."}
+
+// journalModules are the modules package journal links (the CBOR
+// package and its float16, x/sys); indexModules adds bbolt.
+var (
+	journalModules = []string{"github.com/fxamacker/cbor/v2", "github.com/x448/float16", "golang.org/x/sys"}
+	indexModules   = append([]string{"go.etcd.io/bbolt"}, journalModules...)
+)
 
 // installerModules are the modules the root installer may link, and who
 // brings each: wire (circl, fxamacker/cbor and its x448/float16,
