@@ -29,10 +29,12 @@ var rules = []rule{
 	{pkg: "journal", may: []string{"internal/cborhead"}},
 
 	// What a daemon derives from its journal (DESIGN.md section 13): the
-	// history index, on bbolt, and the snapshot files. Neither reaches a
+	// history index, on bbolt, the snapshot files and their keeper. Neither reaches a
 	// key or a socket: a snapshot's signature is the owner's func.
 	{pkg: "journal/index", may: []string{"journal"}, modules: indexModules},
 	{pkg: "journal/snapshot", may: []string{"journal", "internal/durable", "internal/failpoint"}, modules: journalModules},
+	// The keeper of the two: opening from a snapshot, making the next.
+	{pkg: "journal/history", may: []string{"journal", "journal/index", "journal/snapshot", "internal/failpoint"}, modules: indexModules},
 	{pkg: "oracleops", may: []string{"canonjson"}},
 	{pkg: "wire/msg", may: []string{"wire"}},
 
