@@ -5,6 +5,7 @@ import (
 
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -33,20 +34,20 @@ type agentLimits struct {
 func (st *state) checkAgentLimits(signed []byte, pub *wire.HybridPublicKey) (msg.AgentLimits, error) {
 	l, err := msg.VerifyAgentLimits(signed, pub)
 	if err != nil {
-		return l, Refusedf("%v", err)
+		return l, views.Refusedf("%v", err)
 	}
 	if err := hostlog.ValidAgentLimits(&l); err != nil {
 		return l, refusedInput(err)
 	}
 	if _, ok := st.Controllers[l.Controller]; !ok {
-		return l, Refusedf("agent %s: no controller named %s", l.Agent, l.Controller)
+		return l, views.Refusedf("agent %s: no controller named %s", l.Agent, l.Controller)
 	}
 	var want uint64 = 1
 	if prev := st.Agents[agentKey{l.Controller, l.Agent}]; prev != nil {
 		want = prev.Limits.Revision + 1
 	}
 	if l.Revision != want {
-		return l, Refusedf("agent %s of controller %s: revision %d must be %d", l.Agent, l.Controller, l.Revision, want)
+		return l, views.Refusedf("agent %s of controller %s: revision %d must be %d", l.Agent, l.Controller, l.Revision, want)
 	}
 	return l, nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -47,7 +48,7 @@ type principalMismatch struct {
 }
 
 func (e *principalMismatch) Error() string {
-	return "the payer's consent names principal " + strconv.Quote(trunc(e.principal, 80)) + ", not the dispatch's agent"
+	return "the payer's consent names principal " + strconv.Quote(hostlog.Trunc(e.principal, 80)) + ", not the dispatch's agent"
 }
 
 func (e *principalMismatch) refusal() *msg.Refusal {

@@ -5,23 +5,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// Answer is a decision on an ask: approve or deny, by whom. A human's By
-// is "uid:N" (from SO_PEERCRED) and Account its account name; an
-// advisor's Advisor is its agent name and By "agent:NAME". Note is the
-// human's --note or the advisor's sentence.
-type Answer struct {
-	Verdict msg.Verdict
-	By      string
-	Account string
-	Advisor string
-	Note    string
-}
 
 // AskRefusal is an answer the host did not take: the ask is unchanged.
 // It matches ErrRefused (a CLI exits 2); Reason is the one line the
@@ -29,10 +17,10 @@ type Answer struct {
 type AskRefusal struct{ Reason string }
 
 // Error is the refusal as refusedf words one: "refused: REASON".
-func (e *AskRefusal) Error() string { return ErrRefused.Error() + ": " + e.Reason }
+func (e *AskRefusal) Error() string { return views.ErrRefused.Error() + ": " + e.Reason }
 
 // Is makes an AskRefusal match ErrRefused.
-func (e *AskRefusal) Is(target error) bool { return target == ErrRefused }
+func (e *AskRefusal) Is(target error) bool { return target == views.ErrRefused }
 
 // Refusal is e as the control channel answers it (code msg.CodeApprovals).
 func (e *AskRefusal) Refusal() msg.Refusal {
@@ -45,7 +33,7 @@ func (e *AskRefusal) Refusal() msg.Refusal {
 // append). An advisor answers through Advise alone, which holds it to its
 // checks and bound. An ask whose expiry has passed is expired first, and
 // the answer refused.
-func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
+func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 	if err := checkAnswer(&a); err != nil {
 		return msg.AskView{}, err
 	}
@@ -58,7 +46,7 @@ func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
 	k := s.st.Asks[id]
 	if k == nil {
 		s.mu.Unlock()
-		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
+		return msg.AskView{}, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)}
 	}
 	if why := k.answeredRefusal(); why != "" {
 		v := k.view()
@@ -84,12 +72,12 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		return msg.AdviseResult{Refused: &msg.Refusal{Code: code, Reason: reason}}
 	}
 	if err := hostlog.ValidAgentName(ad.Advisor); err != nil {
-		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), views.ErrRefused.Error()+": "))
 	}
 	if ad.Verdict != msg.VerdictApprove && ad.Verdict != msg.VerdictDeny && ad.Verdict != msg.VerdictWait {
-		return refused(msg.CodeBadRequest, fmt.Sprintf("verdict %q is none of approve, deny and wait", quoteLine(string(ad.Verdict), 20)))
+		return refused(msg.CodeBadRequest, fmt.Sprintf("verdict %q is none of approve, deny and wait", hostlog.QuoteLine(string(ad.Verdict), 20)))
 	}
-	if why := lineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
+	if why := hostlog.LineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
 		return refused(msg.CodeBadRequest, why)
 	}
 	s.askMu.Lock()
@@ -102,7 +90,7 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	k := s.st.Asks[ad.Ask]
 	if k == nil || k.Controller != controller {
 		s.mu.Unlock()
-		return refused(msg.CodeApprovals, "no ask "+quoteLine(ad.Ask, 40))
+		return refused(msg.CodeApprovals, "no ask "+hostlog.QuoteLine(ad.Ask, 40))
 	}
 	if why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait); why != "" {
 		v := k.view()
@@ -117,7 +105,7 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	}
 	at := k.claimAnswer(s.clockLocked())
 	s.mu.Unlock()
-	v, err := s.recordAnswer(k, Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence}, at)
+	v, err := s.recordAnswer(k, views.Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence}, at)
 	if err != nil {
 		s.log.Error("steward-operator: ask answer record", "ask", ad.Ask, "err", err)
 		return msg.AdviseResult{Ask: v, Refused: &msg.Refusal{Code: msg.CodeJournal, Reason: "the host could not journal the answer; the ask is unchanged"}}
@@ -191,7 +179,7 @@ func (k *ask) claimAnswer(now time.Time) int64 {
 // recordAnswer journals answer a to ask k, which claimAnswer marked, at
 // at, and applies it; a failed append gives the claim up. Called with
 // s.askMu held.
-func (s *Store) recordAnswer(k *ask, a Answer, at int64) (msg.AskView, error) {
+func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, error) {
 	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
 	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()
@@ -220,47 +208,17 @@ func (k *ask) decision() AskDecision {
 
 // checkAnswer checks a human's answer's own fields: a verdict that
 // decides, a note within its bound on one line, who answered.
-func checkAnswer(a *Answer) error {
-	if err := CheckAnswer(a.Verdict, a.Note); err != nil {
+func checkAnswer(a *views.Answer) error {
+	if err := views.CheckAnswer(a.Verdict, a.Note); err != nil {
 		return err
 	}
 	if a.Advisor != "" {
-		return Refusedf("an advisor answers through its controller's control channel (advise), not as a human")
+		return views.Refusedf("an advisor answers through its controller's control channel (advise), not as a human")
 	}
 	if a.By == "" {
-		return Refusedf("an answer names who gave it")
+		return views.Refusedf("an answer names who gave it")
 	}
 	return nil
-}
-
-// CheckAnswer refuses a human's verdict other than approve or deny, and a
-// note past msg.MaxApprovalNote or of more than one line: what AnswerAsk
-// refuses before anything is journaled, for a client to refuse before
-// anything is sent.
-func CheckAnswer(v msg.Verdict, note string) error {
-	if v != msg.VerdictApprove && v != msg.VerdictDeny {
-		return Refusedf("verdict %q: an answer approves or denies", quoteLine(string(v), 20))
-	}
-	if why := lineWithin("the note", note, 0, msg.MaxApprovalNote); why != "" {
-		return Refusedf("%s", why)
-	}
-	return nil
-}
-
-// lineWithin is why text (what) is not one line of min to max bytes of
-// UTF-8, or "".
-func lineWithin(what, text string, minLen, maxLen int) string {
-	switch {
-	case len(text) < minLen:
-		return what + " is empty"
-	case len(text) > maxLen:
-		return fmt.Sprintf("%s of %d bytes is over the bound of %d", what, len(text), maxLen)
-	case !utf8.ValidString(text):
-		return what + " is not UTF-8"
-	case msg.LineBreakAt(text) >= 0:
-		return what + " must be one line"
-	}
-	return ""
 }
 
 // expireDue applies lazy expiry: every pending ask past its expiry (only

@@ -75,7 +75,7 @@ func askFailed(attempt string, err error, log *slog.Logger) msg.DispatchResult {
 // became of the ask of one of its controller's attempts awaiting
 // approval, and its end when it was decided.
 func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect) msg.DispatchResult {
-	if err := validAttemptID(col.Attempt); err != nil {
+	if err := hostlog.ValidAttemptID(col.Attempt); err != nil {
 		return refused(&msg.Dispatch{Attempt: col.Attempt}, msg.CodeBadRequest, "collect: %v", err)
 	}
 	k, tk, ref := s.claimCollect(at.Controller, col.Attempt)
@@ -101,7 +101,7 @@ func deniedReasons(k *ask) (receipt, agent string) {
 	receipt = "denied by " + k.AnsweredBy
 	agent = fmt.Sprintf("the call's approval was denied (ask %s, by %s)", k.ID, k.AnsweredBy)
 	if k.Note != "" {
-		note := quoteLine(k.Note, maxPayerReason)
+		note := hostlog.QuoteLine(k.Note, maxPayerReason)
 		receipt += ": " + note
 		agent += ": " + note
 	}

@@ -5,25 +5,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// The ask events `approvals watch` prints, one JSON line each.
-const (
-	AskRaised       = "raised"
-	AskAnswered     = "answered"
-	AskExpiredEvent = "expired"
-)
-
-// AskEvent is one event of an ask, as its record made it: Seq is the
-// record's journal sequence number (the watch's cursor), At when it
-// happened (unix ms), Ask the ask as of that event.
-type AskEvent struct {
-	Seq   uint64      `cbor:"seq" json:"-"`
-	Event string      `cbor:"event" json:"event"`
-	At    int64       `cbor:"at" json:"at"`
-	Ask   msg.AskView `cbor:"ask" json:"ask"`
-}
 
 // AskList lists the pending asks, oldest first, or with all every ask;
 // at most msg.MaxAsksListed (all: the latest ones). Expiry is applied
@@ -73,7 +58,7 @@ func (s *Store) AskShow(id string) (msg.AskView, error) {
 	defer s.mu.Unlock()
 	k := s.st.Asks[id]
 	if k == nil {
-		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
+		return msg.AskView{}, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)}
 	}
 	return k.view(), nil
 }
@@ -97,7 +82,7 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 		named = named || mayAdvise(k)
 	}
 	if !named {
-		return nil, &AskRefusal{Reason: "agent " + quoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
+		return nil, &AskRefusal{Reason: "agent " + hostlog.QuoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
 	}
 	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.Controller, k.Agent}) }), nil
 }
@@ -108,7 +93,7 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 // it waits up to wait for one, on the signal every new event gives (no
 // polling). Expiry is applied first, so an ask whose expiry passed shows
 // its expired event.
-func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration) ([]AskEvent, uint64, error) {
+func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration) ([]views.AskEvent, uint64, error) {
 	if err := s.expireDue(""); err != nil {
 		s.log.Error("steward-operator: ask expiry record", "err", err)
 	}
@@ -123,7 +108,7 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 		evs := s.st.AskEvents
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
 		if n := min(len(evs)-i, msg.MaxAsksListed); n > 0 {
-			out := append([]AskEvent(nil), evs[i:i+n]...)
+			out := append([]views.AskEvent(nil), evs[i:i+n]...)
 			s.mu.Unlock()
 			return out, out[n-1].Seq, nil
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -43,7 +44,7 @@ func newAskStore(t *testing.T, policies map[string]*msg.ApprovalPolicy) *askStor
 		t.Fatal(err)
 	}
 	for agent, pol := range policies {
-		if _, err := a.s.SetAgentLimits(AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
+		if _, err := a.s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,8 +105,8 @@ func (a *askStore) kinds() map[string]int {
 	return n
 }
 
-func human(v msg.Verdict, uid int, account string) Answer {
-	return Answer{Verdict: v, By: fmt.Sprintf("uid:%d", uid), Account: account}
+func human(v msg.Verdict, uid int, account string) views.Answer {
+	return views.Answer{Verdict: v, By: fmt.Sprintf("uid:%d", uid), Account: account}
 }
 
 func advise(id, advisor string, v msg.Verdict) msg.Advise {
@@ -115,7 +116,7 @@ func advise(id, advisor string, v msg.Verdict) msg.Advise {
 func wantAskRefusal(t *testing.T, err error, reason string) {
 	t.Helper()
 	var ar *AskRefusal
-	if !errors.As(err, &ar) || !errors.Is(err, ErrRefused) || ar.Reason != reason {
+	if !errors.As(err, &ar) || !errors.Is(err, views.ErrRefused) || ar.Reason != reason {
 		t.Fatalf("want the refusal %q, got %v", reason, err)
 	}
 }
@@ -165,7 +166,7 @@ func TestAskFirstAnswerWins(t *testing.T) {
 	_, err = a.s.AnswerAsk("ask-000000000000", human(msg.VerdictDeny, 1002, ""))
 	wantAskRefusal(t, err, "no ask ask-000000000000")
 	_, err = a.s.AnswerAsk(k.ID, human(msg.VerdictWait, 1002, ""))
-	if !errors.Is(err, ErrRefused) {
+	if !errors.Is(err, views.ErrRefused) {
 		t.Fatalf("a human's wait: %v", err)
 	}
 }
@@ -230,8 +231,8 @@ func TestAdvisorBound(t *testing.T) {
 	if after := a.kinds(); after[hostlog.KindAskAnswer] != before[hostlog.KindAskAnswer] {
 		t.Fatalf("the answer past the bound was journaled: %v", after)
 	}
-	_, err := a.s.AnswerAsk(k3.ID, Answer{Verdict: msg.VerdictApprove, By: "agent:rev", Advisor: "rev"})
-	if !errors.Is(err, ErrRefused) || err.Error() != "refused: an advisor answers through its controller's control channel (advise), not as a human" {
+	_, err := a.s.AnswerAsk(k3.ID, views.Answer{Verdict: msg.VerdictApprove, By: "agent:rev", Advisor: "rev"})
+	if !errors.Is(err, views.ErrRefused) || err.Error() != "refused: an advisor answers through its controller's control channel (advise), not as a human" {
 		t.Fatalf("an advisor's answer as a human's: %v", err)
 	}
 	k4 := a.raise("a4", "alice", "c2")
@@ -378,7 +379,7 @@ func TestAskReplay(t *testing.T) {
 	}
 	a.reopen()
 	evs2, cur2, _ := a.s.AskEvents(context.Background(), 0, 0)
-	if len(evs2) != 3 || cur2 != cur || evs2[2].Event != AskAnswered || evs2[2].Ask.State != msg.AskDenied || evs2[0].Ask.State != msg.AskPending {
+	if len(evs2) != 3 || cur2 != cur || evs2[2].Event != views.AskAnswered || evs2[2].Ask.State != msg.AskDenied || evs2[0].Ask.State != msg.AskPending {
 		t.Fatalf("events after reopening %+v", evs2)
 	}
 	v1, _ := a.s.AskShow(k1.ID)
@@ -403,13 +404,13 @@ func TestAskEventsWait(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": humansOnly()})
 	k := a.raise("a1", "alice", "c1")
 	evs, cur, _ := a.s.AskEvents(context.Background(), 0, 0)
-	if len(evs) != 1 || evs[0].Event != AskRaised || evs[0].Ask.ID != k.ID {
+	if len(evs) != 1 || evs[0].Event != views.AskRaised || evs[0].Ask.ID != k.ID {
 		t.Fatalf("%+v", evs)
 	}
 	if none, c, _ := a.s.AskEvents(context.Background(), cur, 0); len(none) != 0 || c != cur {
 		t.Fatalf("nothing new: %+v %d", none, c)
 	}
-	got := make(chan []AskEvent)
+	got := make(chan []views.AskEvent)
 	go func() {
 		evs, _, _ := a.s.AskEvents(context.Background(), cur, time.Minute)
 		got <- evs
@@ -418,7 +419,7 @@ func TestAskEventsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs = <-got
-	if len(evs) != 1 || evs[0].Event != AskAnswered || evs[0].Ask.State != msg.AskApproved || evs[0].Seq <= cur {
+	if len(evs) != 1 || evs[0].Event != views.AskAnswered || evs[0].Ask.State != msg.AskApproved || evs[0].Seq <= cur {
 		t.Fatalf("%+v", evs)
 	}
 	b, err := json.Marshal(evs[0])
@@ -436,7 +437,7 @@ func TestAskEventsEndWithTheirContext(t *testing.T) {
 	_, cur, _ := a.s.AskEvents(context.Background(), 0, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	type answer struct {
-		evs []AskEvent
+		evs []views.AskEvent
 		cur uint64
 		err error
 	}

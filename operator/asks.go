@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -81,7 +82,7 @@ type askState struct {
 	AdvisorAnswers map[convKey]uint64
 	// AskEvents is every ask event (raised, answered, expired) in journal
 	// order, which `approvals watch` follows by journal sequence number.
-	AskEvents []AskEvent
+	AskEvents []views.AskEvent
 	// askSignal is closed, and replaced, when an event is added: AskEvents
 	// waits on it.
 	askSignal chan struct{}
@@ -100,7 +101,7 @@ func (st *state) addAsk(a *ask, seq uint64) {
 	st.AskOrder = append(st.AskOrder, a.ID)
 	st.askByAttempt[a.Attempt] = a
 	st.asksPending[a.ID] = a
-	st.addAskEvent(seq, AskRaised, a.RaisedAt, a)
+	st.addAskEvent(seq, views.AskRaised, a.RaisedAt, a)
 }
 
 // decideAsk applies an answer or an expiry to a pending ask.
@@ -108,9 +109,9 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 	a.State, a.Verdict, a.AnsweredBy, a.Account, a.Advisor, a.Note, a.AnsweredAt = state, v, by, account, advisor, note, at
 	a.answering = false
 	delete(st.asksPending, a.ID)
-	event := AskAnswered
+	event := views.AskAnswered
 	if state == msg.AskExpired {
-		event = AskExpiredEvent
+		event = views.AskExpiredEvent
 	}
 	if advisor != "" {
 		st.AdvisorAnswers[convKey{a.Controller, a.Agent, a.Conversation}]++
@@ -121,7 +122,7 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 // addAskEvent appends an event with the ask's view as of it and wakes
 // the waiting AskEvents calls.
 func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
-	st.AskEvents = append(st.AskEvents, AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
+	st.AskEvents = append(st.AskEvents, views.AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
 	close(st.askSignal)
 	st.askSignal = make(chan struct{})
 }

@@ -4,11 +4,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -19,84 +19,33 @@ const (
 	FailAfterResolve         = "host-after-resolve"
 )
 
-// MaxResolveReason bounds the reason an operator gives for a resolution:
-// one line, at most this many bytes of UTF-8. It goes into a signed
-// receipt and reaches the agent.
-const MaxResolveReason = 200
-
-// The resolutions an operator may choose for an uncertain attempt.
-const (
-	ResolveRedeliver = "redeliver" // send the attempt's exact request again
-	ResolveRelease   = "release"   // it was not performed: release, charge 0
-	ResolveCharge    = "charge"    // it was performed, no answer known: settle
-)
-
-// ResolveRequest is an operator's decision on one uncertain attempt.
-type ResolveRequest struct {
-	Attempt string `cbor:"attempt"`
-	Action  string `cbor:"action"` // ResolveRedeliver, ResolveRelease or ResolveCharge
-	Reason  string `cbor:"reason"`
-	// By is who resolved it, "uid:N". On the admin socket the host sets it
-	// from the peer's SO_PEERCRED, whatever the request said; a command
-	// that opened the store itself names its own uid.
-	By string `cbor:"by"`
-}
-
-// AttemptView is one attempt as `steward-operator attempts` shows it. The
-// fields after Detail are filled by inspect (and after a resolution).
-type AttemptView struct {
-	Attempt    string    `json:"attempt" cbor:"attempt"`
-	Controller string    `json:"controller" cbor:"controller"`
-	State      msg.State `json:"state" cbor:"state"`
-	Reserved   uint64    `json:"reserved" cbor:"reserved"` // the reservation's charge
-	Detail     string    `json:"detail,omitempty" cbor:"detail"`
-	Agent      string    `json:"agent,omitempty" cbor:"agent,omitempty"` // the dispatch's agent, when it named one
-
-	Application   string    `json:"application,omitempty" cbor:"application"`
-	Operation     string    `json:"operation,omitempty" cbor:"operation"`
-	Kind          string    `json:"kind,omitempty" cbor:"kind"`
-	Redeliverable bool      `json:"redeliverable" cbor:"redeliverable"` // the reservation kept its request bytes
-	Status        int       `json:"status,omitempty" cbor:"status"`
-	BodyText      string    `json:"bodyText,omitempty" cbor:"bodyText"` // the recorded answer, when UTF-8
-	ReceiptID     string    `json:"receiptId,omitempty" cbor:"receiptId"`
-	Outcome       msg.State `json:"outcome,omitempty" cbor:"outcome"` // the receipt's
-	Charged       *uint64   `json:"charged,omitempty" cbor:"charged"` // the receipt's charge
-	Reason        string    `json:"reason,omitempty" cbor:"reason"`   // the receipt's
-	ResolvedBy    string    `json:"resolvedBy,omitempty" cbor:"resolvedBy"`
-}
-
-// MaxListedAttempts bounds what one attempts list shows: the latest ones,
-// so that the answer fits one reply frame of the admin socket (and a CBOR
-// array's bound) however long the host's history is.
-const MaxListedAttempts = 1000
-
 // Attempts lists the attempts the host has reserved, in journal order;
 // with state, only those in it; at most the latest MaxListedAttempts, and
 // how many earlier ones were left off.
-func (s *Store) Attempts(state msg.State) ([]AttemptView, int, error) {
+func (s *Store) Attempts(state msg.State) ([]views.AttemptView, int, error) {
 	all, err := s.allAttempts(state)
 	if err != nil {
 		return nil, 0, err
 	}
-	left := max(0, len(all)-MaxListedAttempts)
+	left := max(0, len(all)-views.MaxListedAttempts)
 	return all[left:], left, nil
 }
 
 // allAttempts is every attempt Attempts would list, in journal order.
-func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
+func (s *Store) allAttempts(state msg.State) ([]views.AttemptView, error) {
 	if state != "" {
-		if err := knownHostState(state); err != nil {
+		if err := views.KnownHostState(state); err != nil {
 			return nil, err
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []AttemptView{}
+	out := []views.AttemptView{}
 	for _, a := range s.st.Attempts {
 		if a.State == stateAdmitting || state != "" && a.State != state {
 			continue
 		}
-		out = append(out, AttemptView{Attempt: a.ID, Controller: a.Controller, State: a.State, Reserved: a.Charge, Detail: a.inspectDetail(), Agent: a.Agent})
+		out = append(out, views.AttemptView{Attempt: a.ID, Controller: a.Controller, State: a.State, Reserved: a.Charge, Detail: a.inspectDetail(), Agent: a.Agent})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return s.st.Attempts[out[i].Attempt].ReserveSeq < s.st.Attempts[out[j].Attempt].ReserveSeq
@@ -104,33 +53,21 @@ func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
 	return out, nil
 }
 
-// knownHostState refuses a state the host never gives an attempt.
-func knownHostState(st msg.State) error {
-	switch st {
-	case msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed,
-		msg.StateAwaitingApproval, msg.StateRefused:
-		return nil
-	}
-	return Refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
-		msg.StateAwaitingApproval, msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateRefused,
-		msg.StateUncertain, msg.StateReleased, msg.StatePerformed)
-}
-
 // AttemptInspect shows one attempt: what Inspect answers its controller,
 // with the reservation's application, operation and kind, and the receipt.
-func (s *Store) AttemptInspect(id string) (AttemptView, error) {
+func (s *Store) AttemptInspect(id string) (views.AttemptView, error) {
 	s.mu.Lock()
 	a, ok := s.st.Attempts[id]
 	if !ok || a.State == stateAdmitting {
 		s.mu.Unlock()
-		return AttemptView{}, Refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
+		return views.AttemptView{}, views.Refusedf("attempt %s: the host has no reservation for it", hostlog.Trunc(id, hostlog.MaxAttemptID))
 	}
-	v := AttemptView{Attempt: a.ID, Controller: a.Controller, Reserved: a.Charge, Agent: a.Agent}
+	v := views.AttemptView{Attempt: a.ID, Controller: a.Controller, Reserved: a.Charge, Agent: a.Agent}
 	seq := a.ReserveSeq
 	s.mu.Unlock()
 	ir, err := s.Inspect(v.Controller, id)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	v.State, v.Detail, v.Status = ir.State, ir.Detail, ir.Status
 	// An attempt refused after admission reserved nothing: it has no
@@ -138,7 +75,7 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 	if seq != 0 {
 		rr, err := s.readReserve(id, seq)
 		if err != nil {
-			return AttemptView{}, err
+			return views.AttemptView{}, err
 		}
 		v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.HasRequest()
 	}
@@ -149,7 +86,7 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 		v.ReceiptID = hex.EncodeToString(msg.ReceiptHash(ir.Receipt))
 		rc, err := msg.VerifyReceipt(ir.Receipt, s.hostRing)
 		if err != nil {
-			return AttemptView{}, fmt.Errorf("attempt %s: its receipt: %w", id, err)
+			return views.AttemptView{}, fmt.Errorf("attempt %s: its receipt: %w", id, err)
 		}
 		charged := rc.Charge
 		v.Outcome, v.Charged, v.Reason, v.ResolvedBy = rc.Outcome, &charged, rc.Reason, rc.ResolvedBy
@@ -186,37 +123,12 @@ func resolvedLine(state msg.State, by, reason string) string {
 	return "performed by the operator's word (" + by + "): " + reason + "; charged, and its answer was never recorded"
 }
 
-// CheckResolveRequest refuses a request no resolution may take: an
-// unknown action, no resolver, or a reason that is empty, longer than
-// MaxResolveReason or not one line of UTF-8.
-func CheckResolveRequest(req ResolveRequest) error {
-	switch req.Action {
-	case ResolveRedeliver, ResolveRelease, ResolveCharge:
-	default:
-		return Refusedf("resolve: %q is none of %s, %s or %s", trunc(req.Action, 40), ResolveRedeliver, ResolveRelease, ResolveCharge)
-	}
-	if !strings.HasPrefix(req.By, "uid:") {
-		return Refusedf("resolve: the resolver %q is not an account (uid:N)", trunc(req.By, 40))
-	}
-	switch {
-	case req.Reason == "":
-		return Refusedf("resolve: --reason is required: say why the attempt is resolved so")
-	case len(req.Reason) > MaxResolveReason:
-		return Refusedf("resolve: --reason of %d bytes: the bound is %d", len(req.Reason), MaxResolveReason)
-	case !utf8.ValidString(req.Reason):
-		return Refusedf("resolve: --reason is not UTF-8")
-	case strings.ContainsFunc(req.Reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return Refusedf("resolve: --reason must be one line with no control characters")
-	}
-	return validAttemptID(req.Attempt)
-}
-
 // beginResolve checks that attempt req.Attempt can be resolved and marks
 // its resolution under way; endResolve clears the mark. Only an uncertain
 // attempt can be resolved (an attempt found delivery-requested at start
 // is uncertain after replay); anything else is refused with its state.
-func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
-	if err := CheckResolveRequest(req); err != nil {
+func (s *Store) beginResolve(req views.ResolveRequest) (*attempt, error) {
+	if err := views.CheckResolveRequest(req); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -224,13 +136,13 @@ func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
 	a, ok := s.st.Attempts[req.Attempt]
 	switch {
 	case !ok || a.State == stateAdmitting:
-		return nil, Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
+		return nil, views.Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
 	case a.resolving:
-		return nil, Refusedf("attempt %s: another resolution of it is under way", req.Attempt)
+		return nil, views.Refusedf("attempt %s: another resolution of it is under way", req.Attempt)
 	case a.State == msg.StateDeliveryRequested:
-		return nil, Refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
+		return nil, views.Refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
 	case a.State != msg.StateUncertain:
-		return nil, Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.State)
+		return nil, views.Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.State)
 	}
 	a.resolving = true
 	return a, nil
@@ -248,13 +160,13 @@ func (s *Store) endResolve(a *attempt) {
 // or --charge (performed, no answer recorded: the reservation is settled).
 // A redelivery needs the running host (Store.Redeliver, which the host
 // runs).
-func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
-	if req.Action == ResolveRedeliver {
-		return AttemptView{}, Refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", trunc(req.Attempt, maxAttemptID))
+func (s *Store) SettleAttempt(req views.ResolveRequest) (views.AttemptView, error) {
+	if req.Action == views.ResolveRedeliver {
+		return views.AttemptView{}, views.Refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", hostlog.Trunc(req.Attempt, hostlog.MaxAttemptID))
 	}
 	a, err := s.beginResolve(req)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	defer s.endResolve(a)
 	s.mu.Lock()
@@ -262,10 +174,10 @@ func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 	s.mu.Unlock()
 	rr, err := s.readReserve(a.ID, seq)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	if err := s.commitResolve(a, rr, req); err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	failpoint.Hit(FailAfterResolve)
 	return s.AttemptInspect(a.ID)
@@ -274,10 +186,10 @@ func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
 // commitResolve signs the resolution's receipt and journals it with the
 // resolution in one record (commitEnd); a release is a balance change,
 // applied in memory before its append and undone if the append fails.
-func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequest) error {
+func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req views.ResolveRequest) error {
 	state, charge := msg.StatePerformed, a.Charge
 	reason := "no response was recorded; the operator states it was performed: " + req.Reason
-	if req.Action == ResolveRelease {
+	if req.Action == views.ResolveRelease {
 		state, charge, reason = msg.StateReleased, 0, req.Reason
 	}
 	var c *controller

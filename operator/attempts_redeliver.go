@@ -7,6 +7,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -17,18 +18,18 @@ import (
 // delivery (commitOutcome). A failure leaves the attempt uncertain, its
 // reservation held: nothing is released automatically. The operator may
 // redeliver after the dispatch's deadline: it is an explicit decision.
-func (s *Store) Redeliver(req ResolveRequest) (AttemptView, error) {
+func (s *Store) Redeliver(req views.ResolveRequest) (views.AttemptView, error) {
 	a, err := s.beginResolve(req)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	defer s.endResolve(a)
 	rt, adm, c, consent, err := s.redeliveryOf(a)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	if _, err := s.append(hostlog.KindRedeliver, hostlog.Redeliver{Attempt: a.ID, By: req.By, Reason: req.Reason}); err != nil {
-		return AttemptView{}, fmt.Errorf("attempt %s: journaling the redelivery: %w; nothing was sent", a.ID, err)
+		return views.AttemptView{}, fmt.Errorf("attempt %s: journaling the redelivery: %w; nothing was sent", a.ID, err)
 	}
 	s.mu.Lock()
 	a.Resolution, a.RedeliveredBy = redeliveredLine(req.By, req.Reason), req.By
@@ -49,12 +50,12 @@ func (s *Store) Redeliver(req ResolveRequest) (AttemptView, error) {
 		}
 		s.log.Warn("steward-operator: redelivery failed; the attempt stays uncertain", "attempt", a.ID, "upstream", rt.Upstream, "err", dl.Cause)
 		s.commitUncertain(adm, "the operator's redelivery failed: "+why, s.log)
-		return AttemptView{}, fmt.Errorf("attempt %s: the redelivery failed (%s); it stays uncertain and keeps its reservation", a.ID, why)
+		return views.AttemptView{}, fmt.Errorf("attempt %s: the redelivery failed (%s); it stays uncertain and keeps its reservation", a.ID, why)
 	}
 	if _, err := s.commitOutcome(adm, c, consent, dl.Status, dl.Body); err != nil {
 		s.log.Error("steward-operator: outcome record of a redelivery", "attempt", a.ID, "err", err)
 		s.commitUncertain(adm, "the application answered the redelivery but the host could not journal the outcome", s.log)
-		return AttemptView{}, fmt.Errorf("attempt %s: the application answered the redelivery but the host could not journal it: %w; it stays uncertain", a.ID, err)
+		return views.AttemptView{}, fmt.Errorf("attempt %s: the application answered the redelivery but the host could not journal it: %w; it stays uncertain", a.ID, err)
 	}
 	s.log.Info("steward-operator: attempt redelivered", "attempt", a.ID, "by", req.By, "status", dl.Status)
 	return s.AttemptInspect(a.ID)
@@ -75,14 +76,14 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 		return rt, nil, nil, nil, err
 	}
 	if !rr.HasRequest() {
-		return rt, nil, nil, nil, Refusedf("attempt %s was reserved by a host that did not keep request bytes (a first-version reserve record): it can be released or charged (--release, --charge), not redelivered", a.ID)
+		return rt, nil, nil, nil, views.Refusedf("attempt %s was reserved by a host that did not keep request bytes (a first-version reserve record): it can be released or charged (--release, --charge), not redelivered", a.ID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
 	name := st.activeFor(rr.Controller, rr.Application, "")
 	if name == "" {
-		return rt, nil, nil, nil, Refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.ID, rr.Application, rr.Controller)
+		return rt, nil, nil, nil, views.Refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.ID, rr.Application, rr.Controller)
 	}
 	rt = st.Routes[name].selected().Record
 	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.ID, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
@@ -90,7 +91,7 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 		err = fmt.Errorf("it does not hash to the reserved request")
 	}
 	if err != nil {
-		return rt, nil, nil, nil, Refusedf("attempt %s: its request does not fit route %s as now selected (%v): it can be released or charged, not redelivered", a.ID, rt.Route, err)
+		return rt, nil, nil, nil, views.Refusedf("attempt %s: its request does not fit route %s as now selected (%v): it can be released or charged, not redelivered", a.ID, rt.Route, err)
 	}
 	ctrl, g := st.Controllers[a.Controller], st.Grants[a.Grant]
 	if ctrl == nil || g == nil {

@@ -45,7 +45,7 @@ type checkedDispatch struct {
 // canonical request and the hash is computed here, never read from the
 // frame. Fields an older controller also sent (msg.DispatchV1) are ignored.
 func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, error) {
-	if err := validAttemptID(d.Attempt); err != nil {
+	if err := hostlog.ValidAttemptID(d.Attempt); err != nil {
 		return nil, err
 	}
 	c := &checkedDispatch{attempt: d.Attempt, route: rt.Route, application: rt.Application, deadline: d.Deadline}
@@ -59,7 +59,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 		c.agent = d.Agent
 	}
 	if d.Justification != "" {
-		if why := lineWithin("the justification", d.Justification, 0, msg.MaxJustification); why != "" {
+		if why := hostlog.LineWithin("the justification", d.Justification, 0, msg.MaxJustification); why != "" {
 			return nil, fmt.Errorf("%s", why)
 		}
 		c.justification = d.Justification
@@ -67,7 +67,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 	var err error
 	switch rest, ok := strings.CutPrefix(d.Path, rt.Prefix+"/"); {
 	case !ok:
-		return nil, fmt.Errorf("path %q is not under the route's prefix %s", trunc(d.Path, 200), rt.Prefix)
+		return nil, fmt.Errorf("path %q is not under the route's prefix %s", hostlog.Trunc(d.Path, 200), rt.Prefix)
 	case d.Method == "POST" && rest == "invoke":
 		c.kind = msg.KindInvoke
 		b, perr := oracleops.ParseInvokeBody(d.Body)
@@ -94,7 +94,7 @@ func checkDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*checkedDispatch, erro
 		c.req, err = oracleops.BuildDescribe(rt.Prefix, id)
 	default:
 		return nil, fmt.Errorf("%s %s is none of the protocol's requests (GET %s/operations?..., GET %s/operations/ID, POST %s/invoke)",
-			trunc(d.Method, 16), trunc(d.Path, 200), rt.Prefix, rt.Prefix, rt.Prefix)
+			hostlog.Trunc(d.Method, 16), hostlog.Trunc(d.Path, 200), rt.Prefix, rt.Prefix, rt.Prefix)
 	}
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -22,9 +23,6 @@ const (
 	FailAfterRefused  = "host-after-refused"
 	FailAfterAsk      = "host-after-ask"
 )
-
-// maxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
-const maxAttemptID = 80
 
 // ReserveTimeout bounds the payer-consent round trip on the reverse
 // channel, and the running host's verdict push on it.
@@ -233,7 +231,7 @@ func refusalUnrecorded(err error) string {
 func noConsentReceiptReason(err error) string {
 	var pr *PayerRefusal
 	if errors.As(err, &pr) {
-		return "the payer refused: " + quoteLine(pr.Refusal.Error(), maxPayerReason)
+		return "the payer refused: " + hostlog.QuoteLine(pr.Refusal.Error(), maxPayerReason)
 	}
 	return "refused before consent: the payer's consent could not be obtained"
 }
@@ -248,19 +246,6 @@ func noConsentReason(err error) string {
 		return "the payer refused consent: " + pr.Refusal.Error()
 	}
 	return "the payer's consent could not be obtained"
-}
-
-func validAttemptID(s string) error {
-	if len(s) == 0 || len(s) > maxAttemptID {
-		return fmt.Errorf("attempt id of %d bytes: must be 1 to %d", len(s), maxAttemptID)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("attempt id: byte %d is not one of A-Za-z0-9_-", i)
-		}
-	}
-	return nil
 }
 
 // consent asks the controller, through the daemon's Payer, for the payer's

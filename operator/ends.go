@@ -2,8 +2,6 @@ package operator
 
 import (
 	"crypto/sha256"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
@@ -155,17 +153,3 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 // the receipt's reason is one line, and the controller's refusal is the
 // controller's text.
 const maxPayerReason = 300
-
-// quoteLine is s on one line (line breaks as spaces), cut to at most n bytes
-// at a character boundary, "..." marking a cut.
-func quoteLine(s string, n int) string {
-	s = strings.ToValidUTF8(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s), "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}

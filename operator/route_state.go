@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -72,7 +73,7 @@ func (st *state) registerState(rec msg.RouteRecord, inactive bool) (hostlog.Rout
 	case r == nil && inactive:
 		return hostlog.RouteInactive, nil
 	case r != nil && inactive && r.State == hostlog.RouteActive:
-		return "", Refusedf("route %s is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate %s)", rec.Route, rec.Route)
+		return "", views.Refusedf("route %s is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate %s)", rec.Route, rec.Route)
 	case r != nil:
 		want = r.State
 		if sel := r.selected().Record; want != hostlog.RouteActive || sel.Controller == rec.Controller && sel.Application == rec.Application {
@@ -80,7 +81,7 @@ func (st *state) registerState(rec msg.RouteRecord, inactive bool) (hostlog.Rout
 		}
 	}
 	if other := st.activeFor(rec.Controller, rec.Application, rec.Route); other != "" {
-		return "", Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first, or register this one --inactive",
+		return "", views.Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first, or register this one --inactive",
 			rec.Route, rec.Application, rec.Controller, other, other)
 	}
 	return want, nil
@@ -92,19 +93,19 @@ func (st *state) registerState(rec msg.RouteRecord, inactive bool) (hostlog.Rout
 func (st *state) checkRouteState(name string, to hostlog.RouteState) (*route, error) {
 	r := st.Routes[name]
 	if r == nil {
-		return nil, Refusedf("no route %s", name)
+		return nil, views.Refusedf("no route %s", name)
 	}
 	switch to {
 	case hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved:
 	default:
-		return nil, Refusedf("route %s: %q is not a route state (%s, %s or %s)", name, to, hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved)
+		return nil, views.Refusedf("route %s: %q is not a route state (%s, %s or %s)", name, to, hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved)
 	}
 	if r.State == hostlog.RouteRemoved {
-		return nil, Refusedf("route %s was removed: removal is final and its name stays taken; nothing was changed", name)
+		return nil, views.Refusedf("route %s was removed: removal is final and its name stays taken; nothing was changed", name)
 	}
 	if sel := r.selected().Record; to == hostlog.RouteActive && r.State != hostlog.RouteActive {
 		if other := st.activeFor(sel.Controller, sel.Application, name); other != "" {
-			return nil, Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first",
+			return nil, views.Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first",
 				name, sel.Application, sel.Controller, other, other)
 		}
 	}
@@ -151,7 +152,7 @@ func unresolvedRefusal(name string, ids []string) error {
 	if len(ids) == 1 {
 		noun = "attempt"
 	}
-	return Refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
+	return views.Refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
 		name, len(ids), noun, named)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -173,7 +174,7 @@ func (st *state) checkControllerAdd(r hostlog.ControllerAddV2) (*controller, err
 		return nil, refusedInput(err)
 	}
 	if _, ok := st.Controllers[r.Name]; ok {
-		return nil, Refusedf("controller %s is already pinned", r.Name)
+		return nil, views.Refusedf("controller %s is already pinned", r.Name)
 	}
 	if r.Control != "" {
 		if err := st.checkControlSocket(r.Name, r.Control); err != nil {
@@ -193,19 +194,19 @@ func (st *state) checkControllerAdd(r hostlog.ControllerAddV2) (*controller, err
 func (c *controller) parseKeys() error {
 	var ck msg.ControllerKeys
 	if err := wire.Unmarshal(c.Keys, &ck); err != nil {
-		return Refusedf("controller keys: %v", err)
+		return views.Refusedf("controller keys: %v", err)
 	}
 	tool, err := wire.ParsePublicKey(ck.Tool)
 	if err != nil {
-		return Refusedf("controller keys: tool key: %v", err)
+		return views.Refusedf("controller keys: tool key: %v", err)
 	}
 	disp, err := wire.ParsePublicKey(ck.Dispatch)
 	if err != nil {
-		return Refusedf("controller keys: dispatch key: %v", err)
+		return views.Refusedf("controller keys: dispatch key: %v", err)
 	}
 	for _, k := range [][]byte{ck.Controller, ck.Provider} {
 		if _, err := wire.ParsePublicKey(k); err != nil {
-			return Refusedf("controller keys: %v", err)
+			return views.Refusedf("controller keys: %v", err)
 		}
 	}
 	c.tool, c.dispatch, c.toolRing, c.dispRing = tool, disp, wire.NewKeyring(tool), wire.NewKeyring(disp)
@@ -217,20 +218,20 @@ func (c *controller) parseKeys() error {
 // and no route's socket already is.
 func (st *state) checkControlSocket(name, path string) error {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return Refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(trunc(path, 120)))
+		return views.Refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(hostlog.Trunc(path, 120)))
 	}
 	if len(path) > hostlog.MaxPathLen {
-		return Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), hostlog.MaxPathLen)
+		return views.Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), hostlog.MaxPathLen)
 	}
 	for _, other := range st.CtrlOrder {
 		if other != name && st.Controllers[other].Control == path {
-			return Refusedf("controller %s: control socket %s is controller %s's", name, path, other)
+			return views.Refusedf("controller %s: control socket %s is controller %s's", name, path, other)
 		}
 	}
 	for _, rn := range st.RouteOrder {
 		rec := st.Routes[rn].selected().Record
 		if path == rec.Forward || path == rec.Reverse || path == rec.Upstream {
-			return Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
+			return views.Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
 		}
 	}
 	return nil
@@ -268,7 +269,7 @@ func (st *state) addController(c *controller) {
 func (st *state) controller(name string) (*controller, error) {
 	c, ok := st.Controllers[name]
 	if !ok {
-		return nil, Refusedf("no controller named %s", name)
+		return nil, views.Refusedf("no controller named %s", name)
 	}
 	return c, nil
 }
@@ -277,16 +278,16 @@ func (st *state) controller(name string) (*controller, error) {
 func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant, error) {
 	g, err := msg.VerifyGrant(signed, pub)
 	if err != nil {
-		return g, Refusedf("%v", err)
+		return g, views.Refusedf("%v", err)
 	}
 	if err := hostlog.ValidName("grant id", g.ID); err != nil {
 		return g, refusedInput(err)
 	}
 	if _, ok := st.Grants[g.ID]; ok {
-		return g, Refusedf("grant %s already exists", g.ID)
+		return g, views.Refusedf("grant %s already exists", g.ID)
 	}
 	if _, ok := st.Controllers[g.Controller]; !ok {
-		return g, Refusedf("grant %s: no controller named %s", g.ID, g.Controller)
+		return g, views.Refusedf("grant %s: no controller named %s", g.ID, g.Controller)
 	}
 	if err := hostlog.ValidName("application", g.Application); err != nil {
 		return g, refusedInput(err)
@@ -295,13 +296,13 @@ func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant
 		return g, refusedInput(err)
 	}
 	if g.PerDay == 0 {
-		return g, Refusedf("grant %s: per-day count must be at least 1", g.ID)
+		return g, views.Refusedf("grant %s: per-day count must be at least 1", g.ID)
 	}
 	if g.RefusalPrice > g.Price {
-		return g, Refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
+		return g, views.Refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
 	}
 	if g.NotAfter <= g.NotBefore {
-		return g, Refusedf("grant %s: not-after is not after not-before", g.ID)
+		return g, views.Refusedf("grant %s: not-after is not after not-before", g.ID)
 	}
 	return g, nil
 }
@@ -319,7 +320,7 @@ func (st *state) addGrant(g msg.Grant, signed []byte) {
 func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
 	rec, err := msg.VerifyRoute(signed, pub)
 	if err != nil {
-		return rec, nil, Refusedf("%v", err)
+		return rec, nil, views.Refusedf("%v", err)
 	}
 	id := msg.RouteID(signed)
 	if err := hostlog.ValidName("route", rec.Route); err != nil {
@@ -329,51 +330,51 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 		return rec, nil, refusedInput(err)
 	}
 	if _, ok := st.Controllers[rec.Controller]; !ok {
-		return rec, nil, Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
+		return rec, nil, views.Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
 	}
 	for _, name := range st.RouteOrder {
 		for _, rv := range st.Routes[name].Revs {
 			if string(rv.ID) == string(id) {
-				return rec, nil, Refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
+				return rec, nil, views.Refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
 			}
 		}
 	}
 	r := st.Routes[rec.Route]
 	if r == nil {
 		if len(rec.Replaces) != 0 {
-			return rec, nil, Refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
+			return rec, nil, views.Refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
 		}
 		if n := st.notRemoved(); n >= msg.MaxSelectedRoutes {
-			return rec, nil, Refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
+			return rec, nil, views.Refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
 		}
 		if rec.Revision != 1 {
-			return rec, nil, Refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
+			return rec, nil, views.Refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
 		}
 	} else {
 		if r.State == hostlog.RouteRemoved {
-			return rec, nil, Refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
+			return rec, nil, views.Refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
 		}
 		sel := r.selected()
 		if string(rec.Replaces) != string(sel.ID) {
 			for i, rv := range r.Revs {
 				if string(rv.ID) == string(rec.Replaces) {
-					return rec, nil, Refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.Revs))
+					return rec, nil, views.Refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.Revs))
 				}
 			}
-			return rec, nil, Refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.ID[:8])
+			return rec, nil, views.Refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.ID[:8])
 		}
 		if len(r.Revs) >= msg.MaxRouteRevisions {
-			return rec, nil, Refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.Revs), msg.MaxRouteRevisions)
+			return rec, nil, views.Refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.Revs), msg.MaxRouteRevisions)
 		}
 		if rec.Revision != uint64(len(r.Revs))+1 {
-			return rec, nil, Refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.Revs)+1)
+			return rec, nil, views.Refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.Revs)+1)
 		}
 	}
 	if other, ok := st.forwards[rec.Forward]; ok && other != rec.Route {
-		return rec, nil, Refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
+		return rec, nil, views.Refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
 	}
 	if owner := st.controlSocketOwner(rec.Forward); owner != "" {
-		return rec, nil, Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
+		return rec, nil, views.Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
 	}
 	return rec, id, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -96,9 +97,9 @@ func InitWith(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	})
 	switch {
 	case errors.Is(err, os.ErrExist):
-		return nil, Refusedf("store %s already exists", dir)
+		return nil, views.Refusedf("store %s already exists", dir)
 	case errors.Is(err, durable.ErrBuildUnderWay):
-		return nil, Refusedf("store %s: %v", dir, err)
+		return nil, views.Refusedf("store %s: %v", dir, err)
 	case err != nil:
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}

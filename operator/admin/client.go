@@ -12,6 +12,7 @@ import (
 
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -86,9 +87,9 @@ func (a *socketClient) DoWithin(d time.Duration, req Request) (Reply, error) {
 		if err := env.Decode(&ref); err != nil {
 			return Reply{}, err
 		}
-		reason := strings.TrimPrefix(ref.Reason, operator.ErrRefused.Error()+": ")
+		reason := strings.TrimPrefix(ref.Reason, views.ErrRefused.Error()+": ")
 		if ref.Code == CodeRefusedInput {
-			return Reply{}, fmt.Errorf("%w: %s", operator.ErrRefused, reason)
+			return Reply{}, fmt.Errorf("%w: %s", views.ErrRefused, reason)
 		}
 		return Reply{}, fmt.Errorf("the daemon: %s", reason)
 	default:

@@ -14,6 +14,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 // Exit codes of steward-operator.
@@ -115,7 +116,7 @@ func (c *CLI) Main(args []string) int {
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
-	case errors.Is(err, errUsage), errors.Is(err, operator.ErrRefused), errors.Is(err, audit.ErrRefused):
+	case errors.Is(err, errUsage), errors.Is(err, views.ErrRefused), errors.Is(err, audit.ErrRefused):
 		fmt.Fprintf(c.Stderr, "steward-operator %s: %s\n", name, oneLine(err))
 		return ExitRefused
 	default:
@@ -250,7 +251,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: %s exceeds the bound of %d bytes", operator.ErrRefused, path, limit)
+		return nil, fmt.Errorf("%w: %s exceeds the bound of %d bytes", views.ErrRefused, path, limit)
 	}
 	return b, nil
 }

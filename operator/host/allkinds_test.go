@@ -10,9 +10,9 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -87,7 +87,7 @@ func TestAllKindsJournal(t *testing.T) {
 // ask-expired, refused).
 func allKindsApprovals(t *testing.T, w *hosttest.World, clk *peertest.Clock, do func(admin.Request)) {
 	t.Helper()
-	do(admin.Request{Op: admin.OpAgentSet, Agent: &operator.AgentSpec{Controller: "ctl", Agent: "alice", Approval: hosttest.HumansOnly()}})
+	do(admin.Request{Op: admin.OpAgentSet, Agent: &views.AgentSpec{Controller: "ctl", Agent: "alice", Approval: hosttest.HumansOnly()}})
 	alice := "alice"
 	w.Peer.Principal.Store(&alice)
 	cl := w.Dial(t)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -82,10 +83,10 @@ func definiteAttempt(t *testing.T, dir, store, attempt string) {
 	if _, err := s.FundPurse("dev", 100); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "app", PerDay: 1000, NotAfter: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := s.IssueGrant(views.GrantSpec{Controller: "dev", Application: "app", PerDay: 1000, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	rt := operator.RouteRequest{Controller: "dev", Upstream: filepath.Join(dir, "app.sock"), Forward: filepath.Join(dir, "fwd.sock"),
+	rt := views.RouteRequest{Controller: "dev", Upstream: filepath.Join(dir, "app.sock"), Forward: filepath.Join(dir, "fwd.sock"),
 		Reverse: filepath.Join(dir, "rev.sock"), Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 5000}}
 	if _, err := s.RegisterRoute("r1", "app", rt); err != nil {
 		t.Fatal(err)
