@@ -239,10 +239,10 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	}
 	adm.a.State = msg.StateDeliveryRequested
 	s.mu.Unlock()
-	seq, err := s.append(hostlog.KindReserveV2, rec)
+	at, err := s.append(hostlog.KindReserveV2, rec)
 	if err == nil {
 		s.mu.Lock()
-		adm.a.ReserveSeq = seq
+		adm.a.ReserveAt = at
 		s.mu.Unlock()
 	}
 	if err != nil {
@@ -286,12 +286,12 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 	if k := s.st.askByAttempt[id]; k != nil && a.State == msg.StateAwaitingApproval {
 		res.Ask = k.ticket(s.clockLocked().UnixMilli())
 	}
-	seq := a.OutcomeSeq
+	at := a.EndAt
 	s.mu.Unlock()
-	if seq == 0 {
+	if at.Seq == 0 {
 		return res, nil
 	}
-	out, err := s.endRecord(seq, id)
+	out, err := s.endRecord(at, id)
 	if err != nil {
 		return msg.InspectResult{}, err
 	}

@@ -193,7 +193,7 @@ func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, err
 	if a.Verdict == msg.VerdictDeny {
 		state = msg.AskDenied
 	}
-	s.st.decideAsk(k, seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
+	s.st.decideAsk(k, seq.Seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
 	s.mu.Unlock()
@@ -274,7 +274,7 @@ func (s *Store) expire(k *ask) error {
 		s.mu.Unlock()
 		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.ID, err)
 	}
-	s.st.decideAsk(k, seq, msg.AskExpired, k.OnTimeout, hostlog.AnsweredByExpiry, "", "", "", k.ExpiresAt)
+	s.st.decideAsk(k, seq.Seq, msg.AskExpired, k.OnTimeout, hostlog.AnsweredByExpiry, "", "", "", k.ExpiresAt)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
 	s.mu.Unlock()

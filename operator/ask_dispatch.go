@@ -258,8 +258,8 @@ func (s *Store) commitAskRefused(k *ask, reason string) ([]byte, error) {
 				Agent: k.Agent, Conversation: k.Conversation}
 		},
 		undo: func() { a.collecting = false },
-		apply: func(jseq uint64) {
-			a.State, a.Detail, a.OutcomeSeq, a.Charge, a.collecting = msg.StateRefused, reason, jseq, 0, false
+		apply: func(at journal.Place) {
+			a.State, a.Detail, a.EndAt, a.Charge, a.collecting = msg.StateRefused, reason, at, 0, false
 		},
 	})
 }

@@ -188,7 +188,7 @@ func (s *Store) raise(k *ask) error {
 		s.st.Attempts[k.Attempt] = at
 	}
 	at.State, at.Ask = msg.StateAwaitingApproval, k.ID
-	s.st.addAsk(k, seq)
+	s.st.addAsk(k, seq.Seq)
 	v := k.view()
 	s.mu.Unlock()
 	s.logAsk("raised", v, "price", v.Price, "expiresAt", time.UnixMilli(v.ExpiresAt).UTC().Format(time.RFC3339))

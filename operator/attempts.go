@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
@@ -48,7 +49,7 @@ func (s *Store) allAttempts(state msg.State) ([]views.AttemptView, error) {
 		out = append(out, views.AttemptView{Attempt: a.ID, Controller: a.Controller, State: a.State, Reserved: a.Charge, Detail: a.inspectDetail(), Agent: a.Agent})
 	}
 	sort.Slice(out, func(i, j int) bool {
-		return s.st.Attempts[out[i].Attempt].ReserveSeq < s.st.Attempts[out[j].Attempt].ReserveSeq
+		return s.st.Attempts[out[i].Attempt].ReserveAt.Seq < s.st.Attempts[out[j].Attempt].ReserveAt.Seq
 	})
 	return out, nil
 }
@@ -63,7 +64,7 @@ func (s *Store) AttemptInspect(id string) (views.AttemptView, error) {
 		return views.AttemptView{}, views.Refusedf("attempt %s: the host has no reservation for it", hostlog.Trunc(id, hostlog.MaxAttemptID))
 	}
 	v := views.AttemptView{Attempt: a.ID, Controller: a.Controller, Reserved: a.Charge, Agent: a.Agent}
-	seq := a.ReserveSeq
+	reserved := a.ReserveAt
 	s.mu.Unlock()
 	ir, err := s.Inspect(v.Controller, id)
 	if err != nil {
@@ -72,8 +73,8 @@ func (s *Store) AttemptInspect(id string) (views.AttemptView, error) {
 	v.State, v.Detail, v.Status = ir.State, ir.Detail, ir.Status
 	// An attempt refused after admission reserved nothing: it has no
 	// reserve record, and its receipt says what it was for.
-	if seq != 0 {
-		rr, err := s.readReserve(id, seq)
+	if reserved.Seq != 0 {
+		rr, err := s.readReserve(id, reserved)
 		if err != nil {
 			return views.AttemptView{}, err
 		}
@@ -90,7 +91,7 @@ func (s *Store) AttemptInspect(id string) (views.AttemptView, error) {
 		}
 		charged := rc.Charge
 		v.Outcome, v.Charged, v.Reason, v.ResolvedBy = rc.Outcome, &charged, rc.Reason, rc.ResolvedBy
-		if seq == 0 {
+		if reserved.Seq == 0 {
 			v.Application, v.Operation, v.Kind = rc.Application, rc.Operation, rc.Kind
 		}
 		if rc.Outcome == "" {
@@ -170,9 +171,9 @@ func (s *Store) SettleAttempt(req views.ResolveRequest) (views.AttemptView, erro
 	}
 	defer s.endResolve(a)
 	s.mu.Lock()
-	seq := a.ReserveSeq
+	reserved := a.ReserveAt
 	s.mu.Unlock()
-	rr, err := s.readReserve(a.ID, seq)
+	rr, err := s.readReserve(a.ID, reserved)
 	if err != nil {
 		return views.AttemptView{}, err
 	}
@@ -224,8 +225,8 @@ func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req views.Resol
 				s.st.agentHold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 			}
 		},
-		apply: func(jseq uint64) {
-			a.State, a.OutcomeSeq, a.Detail = state, jseq, resolvedLine(state, req.By, req.Reason)
+		apply: func(at journal.Place) {
+			a.State, a.EndAt, a.Detail = state, at, resolvedLine(state, req.By, req.Reason)
 		},
 		appendFailed: func(err error) error {
 			return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.ID, err)

@@ -13,7 +13,7 @@ func (rp *replayer) Reserve(r journal.Record, b *hostlog.Reserve) error {
 	if err := rp.reserve(b); err != nil {
 		return err
 	}
-	rp.st.Attempts[b.Attempt].ReserveSeq = r.Seq
+	rp.st.Attempts[b.Attempt].ReserveAt = r.Place
 	return nil
 }
 
@@ -63,7 +63,7 @@ func (rp *replayer) Resolve(r journal.Record, b *hostlog.Resolve) error {
 	if b.Seq <= st.DurableSeq || st.Pending[b.Seq] != nil {
 		return fmt.Errorf("receipt %d appears twice", b.Seq)
 	}
-	a.State, a.OutcomeSeq, a.Detail = b.State, r.Seq, resolvedLine(b.State, b.By, b.Reason)
+	a.State, a.EndAt, a.Detail = b.State, r.Place, resolvedLine(b.State, b.By, b.Reason)
 	st.markDurable(b.Seq, msg.ReceiptHash(b.Receipt))
 	st.seeLedger(b.Ledger)
 	return nil

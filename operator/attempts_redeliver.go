@@ -69,9 +69,9 @@ func (s *Store) Redeliver(req views.ResolveRequest) (views.AttemptView, error) {
 func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedDispatch, []byte, error) {
 	var rt msg.RouteRecord
 	s.mu.Lock()
-	seq := a.ReserveSeq
+	reserved := a.ReserveAt
 	s.mu.Unlock()
-	rr, err := s.readReserve(a.ID, seq)
+	rr, err := s.readReserve(a.ID, reserved)
 	if err != nil {
 		return rt, nil, nil, nil, err
 	}

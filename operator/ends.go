@@ -3,6 +3,7 @@ package operator
 import (
 	"crypto/sha256"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -76,8 +77,8 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 			return hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.Ledger}
 		},
 		undo: func() { p.Charged += release },
-		apply: func(jseq uint64) {
-			adm.a.State, adm.a.OutcomeSeq, adm.a.Detail = msg.StateDefinite, jseq, ""
+		apply: func(at journal.Place) {
+			adm.a.State, adm.a.EndAt, adm.a.Detail = msg.StateDefinite, at, ""
 			s.st.agentSettle(adm.a, release)
 		},
 	})
@@ -113,7 +114,7 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 			// caller logs it); inspect's detail reaches the agent.
 			adm.a.State, adm.a.Detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
 		},
-		apply: func(jseq uint64) { adm.a.OutcomeSeq = jseq },
+		apply: func(at journal.Place) { adm.a.EndAt = at },
 	})
 }
 
@@ -143,8 +144,8 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 				Agent: d.agent, Conversation: d.conversation}
 		},
 		undo: func() { delete(s.st.Attempts, adm.a.ID) },
-		apply: func(jseq uint64) {
-			adm.a.State, adm.a.Detail, adm.a.OutcomeSeq = msg.StateRefused, reason, jseq
+		apply: func(at journal.Place) {
+			adm.a.State, adm.a.Detail, adm.a.EndAt = msg.StateRefused, reason, at
 		},
 	})
 }

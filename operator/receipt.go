@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -33,8 +34,8 @@ type receiptEnd struct {
 	// signed, or its record not appended.
 	undo func()
 	// apply records the end in the state once its record is in the
-	// journal at jseq.
-	apply func(jseq uint64)
+	// journal at at.
+	apply func(at journal.Place)
 	// appendFailed, when set, words the error of a failed append.
 	appendFailed func(error) error
 }
@@ -70,7 +71,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 	st.SignedSeq, st.SignedHead = r.Seq, head
 	rec := e.record(signed, r.Seq)
 	s.mu.Unlock()
-	jseq, err := s.j.AppendLinked(e.kind, rec, s.receiptTurn.Unlock)
+	at, err := s.j.AppendLinkedAt(e.kind, rec, s.receiptTurn.Unlock)
 	s.mu.Lock()
 	if err != nil {
 		e.undo()
@@ -80,7 +81,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 		}
 		return nil, err
 	}
-	e.apply(jseq)
+	e.apply(at)
 	st.markDurable(r.Seq, head)
 	s.mu.Unlock()
 	s.daemon.ReceiptDurable()

@@ -158,7 +158,7 @@ func (rp *replayer) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 	a.State, a.Detail = msg.StateNotSent, b.Detail
 	rp.st.seeLedger(b.Ledger)
 	if b.Receipt != nil {
-		a.OutcomeSeq = r.Seq
+		a.EndAt = r.Place
 		return rp.receipt(b.Seq, b.Receipt)
 	}
 	return nil
@@ -197,7 +197,7 @@ func (rp *replayer) OutcomeV2(r journal.Record, b *hostlog.OutcomeV2) error {
 		c.Purse.Charged -= a.Charge - b.Charge
 	}
 	st.agentSettle(a, a.Charge-b.Charge)
-	a.State, a.OutcomeSeq, a.Detail = msg.StateDefinite, r.Seq, ""
+	a.State, a.EndAt, a.Detail = msg.StateDefinite, r.Place, ""
 	st.seeLedger(b.Ledger)
 	return rp.receipt(b.Seq, b.Receipt)
 }
@@ -213,7 +213,7 @@ func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
 	}
-	a := &attempt{ID: b.Attempt, Controller: b.Controller, State: msg.StateRefused, Detail: b.Reason, OutcomeSeq: r.Seq,
+	a := &attempt{ID: b.Attempt, Controller: b.Controller, State: msg.StateRefused, Detail: b.Reason, EndAt: r.Place,
 		Agent: b.Agent, Conversation: b.Conversation}
 	if prior != nil {
 		a.Ask, a.AnsweredBy = prior.Ask, prior.AnsweredBy

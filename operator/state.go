@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
@@ -137,14 +138,17 @@ type attempt struct {
 	Charge      uint64
 	Day         int64
 	State       msg.State // or stateAdmitting before anything is durable
-	OutcomeSeq  uint64    // journal seq of the outcome record, when definite, or of the resolve record
-	Detail      string
-	// ReserveSeq is the journal seq of the attempt's reserve record, which
+	// EndAt is where the record that ended the attempt with a receipt
+	// is (an outcome, not-sent, refused or resolve record), zero while it
+	// has none.
+	EndAt  journal.Place
+	Detail string
+	// ReserveAt is where the attempt's reserve record is, which
 	// holds the request bytes a redelivery sends (read back from the
 	// journal, never kept in memory). resolving marks an operator's
 	// resolution under way; resolution is the line a redelivery adds to
 	// inspect (see attempts.go).
-	ReserveSeq uint64
+	ReserveAt  journal.Place
 	resolving  bool
 	Resolution string
 	// RedeliveredBy is the account of the last redeliver record ("uid:N"):

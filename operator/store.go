@@ -261,12 +261,13 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// append writes one record, refusing on a read-only store.
-func (s *Store) append(kind string, body any) (uint64, error) {
+// append writes one record, refusing on a read-only store, and returns
+// where it is.
+func (s *Store) append(kind string, body any) (journal.Place, error) {
 	if s.readOnly {
-		return 0, fmt.Errorf("store %s is open read-only", s.dir)
+		return journal.Place{}, fmt.Errorf("store %s is open read-only", s.dir)
 	}
-	return s.j.Append(kind, body)
+	return s.j.AppendAt(kind, body)
 }
 
 // release returns an attempt's reservation to its purse and its daily count.
