@@ -48,7 +48,10 @@ type admission struct {
 func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.st.Attempts[d.attempt]; dup {
+	if a, err := s.st.attemptOf(d.attempt); err != nil {
+		s.log.Error("steward-operator: the history index", "attempt", d.attempt, "err", err)
+		return nil, &msg.Refusal{Code: msg.CodeInternal, Reason: "the host could not read its history; nothing was reserved or sent"}
+	} else if a != nil {
 		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.attempt)}
 	}
 	return s.admitLocked(ctrlName, d, nil)
@@ -243,6 +246,9 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	if err == nil {
 		s.mu.Lock()
 		adm.a.ReserveAt = at
+		if adm.a.First == 0 {
+			adm.a.First = at.Seq
+		}
 		s.mu.Unlock()
 	}
 	if err != nil {
@@ -277,8 +283,12 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 // nothing of other controllers' attempts.
 func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 	s.mu.Lock()
-	a, ok := s.st.Attempts[id]
-	if !ok || a.Controller != ctrl || a.State == stateAdmitting {
+	a, err := s.st.attemptOf(id)
+	if err != nil {
+		s.mu.Unlock()
+		return msg.InspectResult{}, err
+	}
+	if a == nil || a.Controller != ctrl || a.State == stateAdmitting {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
 	}

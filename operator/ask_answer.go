@@ -43,10 +43,10 @@ func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 		return msg.AskView{}, err
 	}
 	s.mu.Lock()
-	k := s.st.Asks[id]
+	k, err := s.st.askOf(id)
 	if k == nil {
 		s.mu.Unlock()
-		return msg.AskView{}, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)}
+		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
 	if why := k.answeredRefusal(); why != "" {
 		v := k.view()
@@ -87,7 +87,12 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		return refused(msg.CodeJournal, "the host could not journal the ask's expiry; the ask is unchanged")
 	}
 	s.mu.Lock()
-	k := s.st.Asks[ad.Ask]
+	k, err := s.st.askOf(ad.Ask)
+	if err != nil {
+		s.mu.Unlock()
+		s.log.Error("steward-operator: the history index", "ask", ad.Ask, "err", err)
+		return refused(msg.CodeInternal, "the host could not read its history; the ask is unchanged")
+	}
 	if k == nil || k.Controller != controller {
 		s.mu.Unlock()
 		return refused(msg.CodeApprovals, "no ask "+hostlog.QuoteLine(ad.Ask, 40))

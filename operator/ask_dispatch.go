@@ -167,7 +167,12 @@ func (s *Store) endAsked(k *ask, ref *msg.Refusal, receiptWhy string) msg.Dispat
 // until this one ends it. Otherwise the refusal naming the attempt's state.
 func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusal) {
 	s.mu.Lock()
-	a := s.st.Attempts[id]
+	a, err := s.st.attemptOf(id) // an ended one is refused by its state
+	if err != nil {
+		s.mu.Unlock()
+		s.log.Error("steward-operator: the history index", "attempt", id, "err", err)
+		return nil, nil, &msg.Refusal{Code: msg.CodeInternal, Reason: "the host could not read its history; nothing was done: collect again"}
+	}
 	ref := collectRefusal(a, ctrl, id)
 	var askID string
 	if ref == nil {

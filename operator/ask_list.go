@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -13,20 +14,27 @@ import (
 // AskList lists the pending asks, oldest first, or with all every ask;
 // at most msg.MaxAsksListed (all: the latest ones). Expiry is applied
 // first.
-func (s *Store) AskList(all bool) []msg.AskView {
+func (s *Store) AskList(all bool) ([]msg.AskView, error) {
 	s.expireForRead("")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []msg.AskView
-	if all {
-		ids := s.st.AskOrder[max(0, len(s.st.AskOrder)-msg.MaxAsksListed):]
-		out = make([]msg.AskView, 0, len(ids))
-		for _, id := range ids {
-			out = append(out, s.st.Asks[id].view())
-		}
-		return out
+	if !all {
+		return s.st.pendingViews(func(*ask) bool { return true }), nil
 	}
-	return s.st.pendingViews(func(*ask) bool { return true })
+	ks, err := s.st.pastAsks(msg.MaxAsksListed)
+	if err != nil {
+		return nil, err
+	}
+	ks = slices.DeleteFunc(ks, func(k *ask) bool { return s.st.Asks[k.ID] != nil })
+	for _, id := range s.st.AskOrder {
+		ks = append(ks, s.st.Asks[id])
+	}
+	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Seq < ks[j].Seq })
+	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
+	for _, k := range ks[max(0, len(ks)-msg.MaxAsksListed):] {
+		out = append(out, k.view())
+	}
+	return out, nil
 }
 
 // pendingViews is the pending asks that keep, oldest first, at most
@@ -56,9 +64,9 @@ func (s *Store) AskShow(id string) (msg.AskView, error) {
 	s.expireForRead(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := s.st.Asks[id]
+	k, err := s.st.askOf(id)
 	if k == nil {
-		return msg.AskView{}, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)}
+		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
 	return k.view(), nil
 }
@@ -105,10 +113,18 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 	}
 	for {
 		s.mu.Lock()
-		evs := s.st.AskEvents
-		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
-		if n := min(len(evs)-i, msg.MaxAsksListed); n > 0 {
-			out := append([]views.AskEvent(nil), evs[i:i+n]...)
+		out, err := s.st.pastEvents(after, msg.MaxAsksListed)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, after, err
+		}
+		evs, from := s.st.AskEvents, after
+		if len(out) != 0 {
+			from = out[len(out)-1].Seq
+		}
+		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > from })
+		out = append(out, evs[i:i+min(len(evs)-i, msg.MaxAsksListed-len(out))]...)
+		if n := len(out); n > 0 {
 			s.mu.Unlock()
 			return out, out[n-1].Seq, nil
 		}

@@ -58,11 +58,11 @@ func askAttempt(a *ask) *attempt {
 // approval with nothing held.
 func (rp *replayer) Ask(r journal.Record, b *hostlog.Ask) error {
 	st := rp.st
-	if _, dup := st.Asks[b.Ask]; dup {
-		return fmt.Errorf("ask %s raised twice", b.Ask)
+	if seen, err := st.askSeenBefore(b.Ask, r.Seq); err != nil || seen {
+		return lookupOr(err, fmt.Errorf("ask %s raised twice", b.Ask))
 	}
-	if _, dup := st.Attempts[b.Attempt]; dup {
-		return fmt.Errorf("ask %s: attempt %s was recorded before its ask", b.Ask, b.Attempt)
+	if seen, err := st.seenBefore(b.Attempt, r.Seq); err != nil || seen {
+		return lookupOr(err, fmt.Errorf("ask %s: attempt %s was recorded before its ask", b.Ask, b.Attempt))
 	}
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
@@ -71,7 +71,9 @@ func (rp *replayer) Ask(r journal.Record, b *hostlog.Ask) error {
 	if err != nil {
 		return err
 	}
-	st.Attempts[a.Attempt] = askAttempt(a)
+	at := askAttempt(a)
+	at.First = r.Seq
+	st.Attempts[a.Attempt] = at
 	st.addAsk(a, r.Seq)
 	return nil
 }
@@ -130,13 +132,17 @@ func (st *state) attemptAnswered(a *ask) {
 	}
 }
 
-// askedAttempt is the attempt a reserve or refused record ends or goes on
-// with: a new one, or the one awaiting approval an ask record made, whose
-// ask (and answerer) it keeps. Any other attempt with the id is a
-// journal no host writes.
-func (st *state) askedAttempt(id, what string, dupErr error) (prior *attempt, err error) {
+// askedAttempt is the attempt a reserve or refused record (at seq) ends
+// or goes on with: a new one, or the one awaiting approval an ask record
+// made, whose ask (and answerer) it keeps. Any other attempt with the id,
+// live or in the history index from another record, is a journal no host
+// writes.
+func (st *state) askedAttempt(id string, seq uint64, what string, dupErr error) (prior *attempt, err error) {
 	prior, dup := st.Attempts[id]
 	if !dup {
+		if seen, err := st.seenBefore(id, seq); err != nil || seen {
+			return nil, lookupOr(err, dupErr)
+		}
 		return nil, nil
 	}
 	if prior.State != msg.StateAwaitingApproval {

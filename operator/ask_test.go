@@ -340,14 +340,17 @@ func TestAskExpiry(t *testing.T) {
 	}
 	_, err = a.s.AnswerAsk(kd.ID, human(msg.VerdictApprove, 1001, ""))
 	wantAskRefusal(t, err, fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to deny", kd.ID, rfc3339(kd.ExpiresAt)))
-	if l := a.s.AskList(false); len(l) != 1 || l[0].ID != ka.ID {
+	if l, err := a.s.AskList(false); err != nil || len(l) != 1 || l[0].ID != ka.ID {
 		t.Fatalf("pending %+v", l)
 	}
 	a.clk.Add(time.Minute)
-	if l := a.s.AskList(false); len(l) != 0 {
+	if l, err := a.s.AskList(false); err != nil || len(l) != 0 {
 		t.Fatalf("pending after both expiries %+v", l)
 	}
-	all := a.s.AskList(true)
+	all, err := a.s.AskList(true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(all) != 2 || all[1].State != msg.AskExpired || all[1].OnTimeout != msg.VerdictApprove {
 		t.Fatalf("all %+v", all)
 	}

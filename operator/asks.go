@@ -26,6 +26,7 @@ import (
 // record holds it, and its resolution.
 type ask struct {
 	ID           string
+	Seq          uint64 // its ask record's
 	Attempt      string
 	Controller   string
 	Route        string // the route the call came on, whose reverse channel a verdict is pushed on
@@ -97,6 +98,7 @@ func newAskState() askState {
 
 // addAsk records a newly raised ask and its event (journal seq).
 func (st *state) addAsk(a *ask, seq uint64) {
+	a.Seq = seq
 	st.Asks[a.ID] = a
 	st.AskOrder = append(st.AskOrder, a.ID)
 	st.askByAttempt[a.Attempt] = a
@@ -188,6 +190,9 @@ func (s *Store) raise(k *ask) error {
 		s.st.Attempts[k.Attempt] = at
 	}
 	at.State, at.Ask = msg.StateAwaitingApproval, k.ID
+	if at.First == 0 {
+		at.First = seq.Seq
+	}
 	s.st.addAsk(k, seq.Seq)
 	v := k.view()
 	s.mu.Unlock()

@@ -21,47 +21,56 @@ const (
 )
 
 // Attempts lists the attempts the host has reserved, in journal order;
-// with state, only those in it; at most the latest MaxListedAttempts, and
-// how many earlier ones were left off.
+// with state, only those in it; at most the latest MaxListedAttempts (of
+// those the history index holds, the latest MaxListedAttempts looked at),
+// and how many earlier ones were left off.
 func (s *Store) Attempts(state msg.State) ([]views.AttemptView, int, error) {
-	all, err := s.allAttempts(state)
+	if state != "" {
+		if err := views.KnownHostState(state); err != nil {
+			return nil, 0, err
+		}
+	}
+	keep := func(a *attempt) bool { return a.State != stateAdmitting && (state == "" || a.State == state) }
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []*attempt
+	for _, a := range s.st.Attempts {
+		if keep(a) {
+			all = append(all, a)
+		}
+	}
+	total := len(all)
+	for st, n := range s.st.Forgotten {
+		if state == "" || st == state {
+			total += int(n)
+		}
+	}
+	past, err := s.st.pastAttempts(views.MaxListedAttempts)
 	if err != nil {
 		return nil, 0, err
 	}
-	left := max(0, len(all)-views.MaxListedAttempts)
-	return all[left:], left, nil
-}
-
-// allAttempts is every attempt Attempts would list, in journal order.
-func (s *Store) allAttempts(state msg.State) ([]views.AttemptView, error) {
-	if state != "" {
-		if err := views.KnownHostState(state); err != nil {
-			return nil, err
+	for _, a := range past {
+		if keep(a) && s.st.Attempts[a.ID] == nil {
+			all = append(all, a)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []views.AttemptView{}
-	for _, a := range s.st.Attempts {
-		if a.State == stateAdmitting || state != "" && a.State != state {
-			continue
-		}
+	sort.Slice(all, func(i, j int) bool { return all[i].First < all[j].First })
+	all = all[max(0, len(all)-views.MaxListedAttempts):]
+	out := make([]views.AttemptView, 0, len(all))
+	for _, a := range all {
 		out = append(out, views.AttemptView{Attempt: a.ID, Controller: a.Controller, State: a.State, Reserved: a.Charge, Detail: a.inspectDetail(), Agent: a.Agent})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return s.st.Attempts[out[i].Attempt].ReserveAt.Seq < s.st.Attempts[out[j].Attempt].ReserveAt.Seq
-	})
-	return out, nil
+	return out, max(0, total-len(out)), nil
 }
 
 // AttemptInspect shows one attempt: what Inspect answers its controller,
 // with the reservation's application, operation and kind, and the receipt.
 func (s *Store) AttemptInspect(id string) (views.AttemptView, error) {
 	s.mu.Lock()
-	a, ok := s.st.Attempts[id]
-	if !ok || a.State == stateAdmitting {
+	a, err := s.st.attemptOf(id)
+	if a == nil || a.State == stateAdmitting {
 		s.mu.Unlock()
-		return views.AttemptView{}, views.Refusedf("attempt %s: the host has no reservation for it", hostlog.Trunc(id, hostlog.MaxAttemptID))
+		return views.AttemptView{}, lookupOr(err, views.Refusedf("attempt %s: the host has no reservation for it", hostlog.Trunc(id, hostlog.MaxAttemptID)))
 	}
 	v := views.AttemptView{Attempt: a.ID, Controller: a.Controller, Reserved: a.Charge, Agent: a.Agent}
 	reserved := a.ReserveAt
@@ -134,9 +143,11 @@ func (s *Store) beginResolve(req views.ResolveRequest) (*attempt, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, ok := s.st.Attempts[req.Attempt]
+	a, err := s.st.attemptOf(req.Attempt) // an ended one is refused by its state
 	switch {
-	case !ok || a.State == stateAdmitting:
+	case err != nil:
+		return nil, err
+	case a == nil || a.State == stateAdmitting:
 		return nil, views.Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
 	case a.resolving:
 		return nil, views.Refusedf("attempt %s: another resolution of it is under way", req.Attempt)

@@ -10,7 +10,7 @@ import (
 
 // reserveV1 applies a first-version reservation (no request bytes).
 func (rp *replayer) Reserve(r journal.Record, b *hostlog.Reserve) error {
-	if err := rp.reserve(b); err != nil {
+	if err := rp.reserve(r.Seq, b); err != nil {
 		return err
 	}
 	rp.st.Attempts[b.Attempt].ReserveAt = r.Place
@@ -66,5 +66,5 @@ func (rp *replayer) Resolve(r journal.Record, b *hostlog.Resolve) error {
 	a.State, a.EndAt, a.Detail = b.State, r.Place, resolvedLine(b.State, b.By, b.Reason)
 	st.markDurable(b.Seq, msg.ReceiptHash(b.Receipt))
 	st.seeLedger(b.Ledger)
-	return nil
+	return st.sweep(a)
 }

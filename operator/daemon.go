@@ -137,6 +137,9 @@ type Options struct {
 	// Daemon is the running host serving the store; nil for a store a
 	// command opened, which listens on nothing and has no payer.
 	Daemon Daemon
+	// SnapshotEvery is how many records the store's history makes a
+	// snapshot after (package journal/history's default when 0).
+	SnapshotEvery uint64
 }
 
 // errNoHost is the payer of a store no host serves.

@@ -146,6 +146,9 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 		undo: func() { delete(s.st.Attempts, adm.a.ID) },
 		apply: func(at journal.Place) {
 			adm.a.State, adm.a.Detail, adm.a.EndAt = msg.StateRefused, reason, at
+			if adm.a.First == 0 {
+				adm.a.First = at.Seq
+			}
 		},
 	})
 }

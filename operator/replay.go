@@ -9,14 +9,9 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// replay rebuilds the state from every record of the journal. It runs
-// in Open, before the Store is shared, so it takes no lock.
-func (s *Store) replay() error {
-	rp := &replayer{st: s.st, pub: s.pub}
-	if err := s.j.Iterate(1, rp.record); err != nil {
-		return err
-	}
-	st := s.st
+// settle finishes a state replayed at open: the receipt chain must have
+// no gap, and the last receipt signed is the last durable one.
+func (st *state) settle() error {
 	if len(st.Pending) != 0 {
 		return fmt.Errorf("host journal: %w", hostlog.Faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.DurableSeq+1, len(st.Pending)))
 	}
@@ -32,6 +27,13 @@ type replayer struct {
 	pub *wire.HybridPublicKey
 }
 
+// Apply applies one record (a history.State: package journal/history
+// gives it every record of the journal after the state's mark, once).
+func (rp *replayer) Apply(r journal.Record) error { return rp.record(r) }
+
+// Encode is the state as a snapshot holds it.
+func (rp *replayer) Encode() ([]byte, error) { return encodeState(rp.st) }
+
 // record applies one journal record, naming it in any error.
 func (rp *replayer) record(r journal.Record) error {
 	// Every record's time is a time recorded: the clock never goes back
@@ -39,6 +41,9 @@ func (rp *replayer) record(r journal.Record) error {
 	rp.st.Latest = max(rp.st.Latest, r.At)
 	if err := hostlog.Visit(rp, r); err != nil {
 		return recordError(r.Seq, r.Kind, err)
+	}
+	if len(rp.st.AskEvents) != 0 {
+		return rp.st.sweepEvents()
 	}
 	return nil
 }
@@ -111,9 +116,9 @@ func (rp *replayer) GrantRevoke(_ journal.Record, b *hostlog.GrantRevoke) error 
 }
 
 // reserve applies a reservation of either version.
-func (rp *replayer) reserve(b *hostlog.Reserve) error {
+func (rp *replayer) reserve(seq uint64, b *hostlog.Reserve) error {
 	st := rp.st
-	prior, err := st.askedAttempt(b.Attempt, "reserved", fmt.Errorf("attempt %s reserved twice", b.Attempt))
+	prior, err := st.askedAttempt(b.Attempt, seq, "reserved", fmt.Errorf("attempt %s reserved twice", b.Attempt))
 	if err != nil {
 		return err
 	}
@@ -135,10 +140,10 @@ func (rp *replayer) reserve(b *hostlog.Reserve) error {
 	// outcome is uncertain: sending may have begun before a crash.
 	a := &attempt{
 		ID: b.Attempt, Controller: b.Controller, Application: b.Application, Grant: b.Grant, Charge: b.Charge,
-		Day: b.Day, State: msg.StateUncertain, Detail: "the host stopped before recording an outcome",
+		Day: b.Day, State: msg.StateUncertain, Detail: "the host stopped before recording an outcome", First: seq,
 	}
 	if prior != nil {
-		a.Ask, a.AnsweredBy = prior.Ask, prior.AnsweredBy
+		a.Ask, a.AnsweredBy, a.First = prior.Ask, prior.AnsweredBy, prior.First
 	}
 	st.Attempts[b.Attempt] = a
 	return nil
@@ -159,9 +164,9 @@ func (rp *replayer) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 	rp.st.seeLedger(b.Ledger)
 	if b.Receipt != nil {
 		a.EndAt = r.Place
-		return rp.receipt(b.Seq, b.Receipt)
+		return rp.end(a, b.Seq, b.Receipt)
 	}
-	return nil
+	return rp.st.sweep(a)
 }
 
 func (rp *replayer) Uncertain(_ journal.Record, b *hostlog.Uncertain) error {
@@ -199,14 +204,14 @@ func (rp *replayer) OutcomeV2(r journal.Record, b *hostlog.OutcomeV2) error {
 	st.agentSettle(a, a.Charge-b.Charge)
 	a.State, a.EndAt, a.Detail = msg.StateDefinite, r.Place, ""
 	st.seeLedger(b.Ledger)
-	return rp.receipt(b.Seq, b.Receipt)
+	return rp.end(a, b.Seq, b.Receipt)
 }
 
 // refused records an admitted attempt refused before anything was
 // reserved: its id is taken (never dispatched again), nothing charged.
 func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 	st := rp.st
-	prior, err := st.askedAttempt(b.Attempt, "refused", fmt.Errorf("attempt %s refused after it was recorded", b.Attempt))
+	prior, err := st.askedAttempt(b.Attempt, r.Seq, "refused", fmt.Errorf("attempt %s refused after it was recorded", b.Attempt))
 	if err != nil {
 		return err
 	}
@@ -214,13 +219,22 @@ func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 		return err
 	}
 	a := &attempt{ID: b.Attempt, Controller: b.Controller, State: msg.StateRefused, Detail: b.Reason, EndAt: r.Place,
-		Agent: b.Agent, Conversation: b.Conversation}
+		Agent: b.Agent, Conversation: b.Conversation, First: r.Seq}
 	if prior != nil {
-		a.Ask, a.AnsweredBy = prior.Ask, prior.AnsweredBy
+		a.Ask, a.AnsweredBy, a.First = prior.Ask, prior.AnsweredBy, prior.First
 	}
 	st.Attempts[b.Attempt] = a
 	st.seeLedger(b.Ledger)
-	return rp.receipt(b.Seq, b.Receipt)
+	return rp.end(a, b.Seq, b.Receipt)
+}
+
+// end marks an ending record's receipt durable and sweeps its attempt
+// into the history.
+func (rp *replayer) end(a *attempt, seq uint64, signed []byte) error {
+	if err := rp.receipt(seq, signed); err != nil {
+		return err
+	}
+	return rp.st.sweep(a)
 }
 
 // receipt marks receipt seq durable, refusing one seen before.

@@ -3,7 +3,7 @@ package operator
 import (
 	"fmt"
 
-	"github.com/fxamacker/cbor/v2"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -18,28 +18,6 @@ import (
 // latter. So the encoding of a replayed state, decoded and rebuilt, is
 // that state again (TestSnapshotIsReplay holds the two together).
 
-// StateFormat names the encoding of the state in a snapshot: a change of
-// what a state field means, or of the fields, is a new version.
-const StateFormat = "steward-host-state-v1"
-
-// snapshotLimits bound a snapshot's decoding: larger than a journal
-// record's (a snapshot holds every live attempt and ask at once), still
-// finite.
-var snapshotDec = func() cbor.DecMode {
-	m, err := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		IndefLength:       cbor.IndefLengthForbidden,
-		MaxNestedLevels:   16,
-		MaxArrayElements:  1 << 24,
-		MaxMapPairs:       1 << 24,
-	}.DecMode()
-	if err != nil {
-		panic("operator: snapshot decoding options: " + err.Error())
-	}
-	return m
-}()
-
 // encodeState is st as a snapshot holds it (deterministic CBOR).
 func encodeState(st *state) ([]byte, error) { return wire.Marshal(st) }
 
@@ -47,7 +25,7 @@ func encodeState(st *state) ([]byte, error) { return wire.Marshal(st) }
 // fields decoded strictly, the derived ones made from them.
 func decodeState(b []byte) (*state, error) {
 	st := newState()
-	if err := snapshotDec.Unmarshal(b, st); err != nil {
+	if err := hosthist.Decode(b, st); err != nil {
 		return nil, fmt.Errorf("host state: %w", err)
 	}
 	if err := st.rebuild(); err != nil {
@@ -67,6 +45,9 @@ func (st *state) rebuild() error {
 	}
 	if st.AdvisorAnswers == nil {
 		st.AdvisorAnswers = fresh.AdvisorAnswers
+	}
+	if st.Forgotten == nil {
+		st.Forgotten = fresh.Forgotten
 	}
 	for name, c := range st.Controllers {
 		if err := c.parseKeys(); err != nil {

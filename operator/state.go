@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
@@ -44,6 +45,13 @@ type state struct {
 	Checkpoint  uint64            // receipt seq of the last durable checkpoint
 
 	askState // the asks and their events (asks.go)
+
+	// hist is the store's history index, which what ended leaves the
+	// state for (history.go); nil for a store opened read-only while the
+	// host runs, whose state then keeps what it replays. Forgotten counts
+	// the attempts that left the state so, by state.
+	hist      *hosthist.Index
+	Forgotten map[msg.State]uint64
 }
 
 func newState() *state {
@@ -59,6 +67,7 @@ func newState() *state {
 		DurableHead: make([]byte, 32),
 		Pending:     map[uint64][]byte{},
 		askState:    newAskState(),
+		Forgotten:   map[msg.State]uint64{},
 	}
 }
 
@@ -138,6 +147,11 @@ type attempt struct {
 	Charge      uint64
 	Day         int64
 	State       msg.State // or stateAdmitting before anything is durable
+	// First is the seq of the attempt's first record (its ask, reserve or
+	// refused record): attempts are listed in its order, and a replay
+	// that finds the attempt in the history index from this very record
+	// is replaying it again, not meeting a duplicate (history.go).
+	First uint64
 	// EndAt is where the record that ended the attempt with a receipt
 	// is (an outcome, not-sent, refused or resolve record), zero while it
 	// has none.

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/history"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
@@ -31,6 +34,7 @@ type Store struct {
 	pub      *wire.HybridPublicKey
 	hostRing *wire.Keyring // the Ed25519 half, for receipts and frames
 	j        *journal.Journal
+	hist     hosthist.Opened // the journal's keeper and the history index
 	readOnly bool
 
 	// The store's locks, in the order they are taken (a lock is never
@@ -128,6 +132,9 @@ func buildStore(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	if err := j.Close(); err != nil {
 		return nil, err
 	}
+	if err := hosthist.Init(dir); err != nil {
+		return nil, err
+	}
 	return key.Public(), nil
 }
 
@@ -141,31 +148,48 @@ func OpenWith(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(filepath.Join(dir, hostlog.JournalDir), hostlog.Options(key.Public()))
-	if err != nil {
-		return nil, err
-	}
-	s := newStore(dir, key.Public(), j, o)
-	s.key = key
-	if err := s.replay(); err != nil {
-		j.Close()
-		return nil, err
-	}
-	return s, nil
+	return openStore(dir, key.Public(), key, o)
 }
 
 // OpenReadOnly opens the store for inspection: it takes no lock and never
 // writes, so it works while the daemon runs. It needs only operator.pub,
 // which must match the journal's binding.
 func OpenReadOnly(dir string) (*Store, error) {
-	j, pub, err := hostlog.OpenReadOnly(dir)
+	pub, err := hostlog.ReadPub(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(dir, pub, j, Options{})
-	s.readOnly = true
-	if err := s.replay(); err != nil {
-		j.Close()
+	return openStore(dir, pub, nil, Options{})
+}
+
+// openStore opens the store's journal through its history (package
+// hosthist: the newest usable snapshot and the records after it) and
+// takes the state so replayed; read-only when key is nil.
+func openStore(dir string, pub *wire.HybridPublicKey, key *wire.HybridSigningKey, o Options) (*Store, error) {
+	s := newStore(dir, pub, nil, o)
+	s.key, s.readOnly = key, key == nil
+	h, err := hosthist.Open(hosthist.Options{
+		Dir: dir, Pub: pub, Key: key, Every: o.SnapshotEvery, Logger: s.log,
+		New: func(x *hosthist.Index) history.State {
+			st := newState()
+			st.hist = x
+			return &replayer{st: st, pub: pub}
+		},
+		Decode: func(x *hosthist.Index, b []byte) (history.State, error) {
+			st, err := decodeState(b)
+			if err != nil {
+				return nil, err
+			}
+			st.hist = x
+			return &replayer{st: st, pub: pub}, nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.hist, s.j, s.st = h, h.Journal(), h.State.(*replayer).st
+	if err := s.st.settle(); err != nil {
+		h.Close()
 		return nil, err
 	}
 	return s, nil
@@ -228,8 +252,22 @@ func (s *Store) Dir() string { return s.dir }
 // PublicKey returns the operator's public hybrid key.
 func (s *Store) PublicKey() *wire.HybridPublicKey { return s.pub }
 
-// Close closes the journal.
-func (s *Store) Close() error { return s.j.Close() }
+// Close makes a last snapshot (a store opened for writing, when anything
+// was recorded since the last one), closes the journal and the history
+// index.
+func (s *Store) Close() error { return s.hist.Close() }
+
+// KeepHistory makes the store's snapshots while ctx lasts (package
+// journal/history: one every Options.SnapshotEvery records, checked each
+// tick), dropping from the state what each covers; the running host runs
+// it. It returns when ctx is done or the snapshots stop (the error).
+func (s *Store) KeepHistory(ctx context.Context, tick time.Duration) error {
+	return s.hist.Keeper.Run(ctx, tick, func(m journal.Mark) {
+		s.mu.Lock()
+		s.st.forget(m.Seq)
+		s.mu.Unlock()
+	})
+}
 
 // SigningKey is the operator key's Ed25519 half, which signs the running
 // host's frames as it signs receipts; nil on a read-only store.

@@ -32,6 +32,13 @@ func (k *Keeper) Due() bool {
 	return m.Seq >= k.snapAt+k.o.Every
 }
 
+// lastSnapshot is the mark seq of the last snapshot written or loaded.
+func (k *Keeper) lastSnapshot() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.snapAt
+}
+
 // Err is why the keeper stopped making snapshots (ErrStopped and the
 // record the replica refused), nil while it makes them.
 func (k *Keeper) Err() error {
@@ -162,12 +169,14 @@ func (k *Keeper) Run(ctx context.Context, tick time.Duration, done func(journal.
 	}
 }
 
-// Close makes a last snapshot when anything was recorded since the last
-// one (so the next start replays nothing), then closes the journal. The
-// index is the owner's to close. A failed last snapshot is logged; Close
-// returns the journal's error.
+// Close makes a last snapshot when a tenth of Options.Every records or
+// more were recorded since the last one (so a clean stop leaves the next
+// start at most that to replay, and a command that recorded one change
+// pays no snapshot), then closes the journal. The index is the owner's to
+// close. A failed last snapshot is logged; Close returns the journal's
+// error.
 func (k *Keeper) Close() error {
-	if !k.o.ReadOnly {
+	if !k.o.ReadOnly && k.j.Mark().Seq >= k.lastSnapshot()+max(1, k.o.Every/10) {
 		if _, _, err := k.Snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 			k.log.Error("history: no snapshot at close", "err", err)
 		}

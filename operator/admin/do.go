@@ -137,7 +137,11 @@ func doApprovals(s *operator.Store, req Request) (Reply, error) {
 	var rep ApprovalsReply
 	switch req.Op {
 	case OpApprovalsList:
-		rep.Asks = s.AskList(ar.All)
+		asks, err := s.AskList(ar.All)
+		if err != nil {
+			return Reply{}, err
+		}
+		rep.Asks = asks
 	case OpApprovalsShow:
 		v, err := s.AskShow(ar.Ask)
 		if err != nil {

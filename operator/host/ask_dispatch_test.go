@@ -273,8 +273,8 @@ func TestAskSurvivesKill(t *testing.T) {
 	}
 	var id string
 	w.WithStore(t, func(s *operator.Store) {
-		l := s.AskList(false)
-		if len(l) != 1 || l[0].Attempt != "a1" {
+		l, err := s.AskList(false)
+		if err != nil || len(l) != 1 || l[0].Attempt != "a1" {
 			t.Fatalf("asks after the kill %+v", l)
 		}
 		id = l[0].ID
