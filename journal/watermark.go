@@ -127,17 +127,23 @@ func (wf *watermarkFile) close() error {
 	return err
 }
 
-// readWatermark reads dir's watermark, rereading it up to watermarkReads
-// times while its checksum fails. false: there is none that decodes.
+// readWatermark reads dir's watermark. false: there is none that
+// decodes.
 func readWatermark(dir string) (watermark, bool) {
 	f, err := os.OpenFile(filepath.Join(dir, watermarkName), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return watermark{}, false
 	}
 	defer f.Close()
+	return decodeRereading(func(b []byte) (int, error) { return unix.Pread(int(f.Fd()), b, 0) })
+}
+
+// decodeRereading reads a watermark with read, again while its checksum
+// fails, up to watermarkReads times.
+func decodeRereading(read func([]byte) (int, error)) (watermark, bool) {
 	var b [watermarkSize + 1]byte
 	for range watermarkReads {
-		n, err := unix.Pread(int(f.Fd()), b[:], 0)
+		n, err := read(b[:])
 		if err != nil {
 			return watermark{}, false
 		}

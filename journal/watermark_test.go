@@ -1,9 +1,11 @@
 package journal
 
 import (
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,6 +163,47 @@ func TestLiveReadStopsAtWatermark(t *testing.T) {
 	}
 }
 
+// TestLiveReadFromMark: a read-only Open from a mark while the owner runs
+// reads from the mark to the watermark, handing OnRecord just those.
+func TestLiveReadFromMark(t *testing.T) {
+	dir := smallLog(t)
+	j := mustOpen(t, dir, testOptions())
+	defer mustClose(t, j)
+	want := collect(t, j, 3)
+	// The mark at seq 2, as Journal.Mark said after it: its record ends
+	// where record 3 starts.
+	m := j.Mark()
+	m.Seq, m.End = 2, want[0].Place.Offset
+	m.Head = sha256Of(t, dir, m.End)
+	halfWrittenBatch(t, j)
+	var got []Record
+	r := mustOpen(t, dir, Options{ReadOnly: true, From: &m, OnRecord: func(r Record) error { got = append(got, r); return nil }})
+	defer mustClose(t, r)
+	if r.LastSeq() != j.LastSeq() || len(r.Recoveries()) != 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("live read from a mark: seq %d, recoveries %v, %d records handed; want seq %d, none, %d",
+			r.LastSeq(), r.Recoveries(), len(got), j.LastSeq(), len(want))
+	}
+}
+
+// sha256Of returns the payload hash of the record in dir's first segment
+// whose frame ends at end.
+func sha256Of(t *testing.T, dir string, end int64) []byte {
+	t.Helper()
+	path := filepath.Join(dir, segName(1))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames(t, path) {
+		if f.off+f.len == end {
+			sum := sha256.Sum256(b[f.off+headerSize : end])
+			return sum[:]
+		}
+	}
+	t.Fatalf("no frame ends at %d", end)
+	return nil
+}
+
 func writeWatermark(t *testing.T, dir string, w watermark) {
 	t.Helper()
 	b := w.encode()
@@ -313,4 +356,59 @@ func TestReaderRacesOwnerStart(t *testing.T) {
 		}
 	}
 	mustClose(t, mustOpen(t, dir, testOptions()))
+}
+
+// TestWatermarkRereads: a read that overlaps the owner's rewrite sees a
+// torn watermark; it is read again, up to watermarkReads times.
+func TestWatermarkRereads(t *testing.T) {
+	w := watermark{Seq: 9, Segment: 1, End: 900}
+	good := w.encode()
+	torn := good
+	torn[10] ^= 0xff
+	for _, tornReads := range []int{watermarkReads - 1, watermarkReads} {
+		reads := 0
+		got, ok := decodeRereading(func(b []byte) (int, error) {
+			reads++
+			if reads <= tornReads {
+				return copy(b, torn[:]), nil
+			}
+			return copy(b, good[:]), nil
+		})
+		if want := tornReads < watermarkReads; ok != want || ok && got != w {
+			t.Fatalf("%d torn reads: %+v, %v; want ok %v", tornReads, got, ok, want)
+		}
+	}
+}
+
+// TestMarkWindowBound: the frame of a mark's record is looked for first in
+// the markWindow bytes before its end, then up to the largest frame: marks
+// at records whose frames are markWindow-1, markWindow and markWindow+1
+// bytes all open.
+func TestMarkWindowBound(t *testing.T) {
+	dir := journalDir(t)
+	opts := testOptions()
+	opts.SegmentSize = 256 << 10
+	j := mustOpen(t, dir, opts)
+	var marks []Mark
+	for _, frame := range []int{markWindow - 1, markWindow, markWindow + 1} {
+		mustAppend(t, j, "tick", tick{N: 1})
+		mustAppend(t, j, "blob", bodyForFrame(t, j, "blob", frame))
+		m := j.Mark()
+		fr := frames(t, filepath.Join(dir, segName(m.Segment)))
+		if got := fr[len(fr)-1]; got.off+got.len != m.End || got.len != int64(frame) {
+			t.Fatalf("the mark's record has a %d-byte frame, want %d", got.len, frame)
+		}
+		marks = append(marks, m)
+	}
+	mustAppend(t, j, "tick", tick{N: 2})
+	mustClose(t, j)
+	for _, m := range marks {
+		o := opts
+		o.From = &m
+		k := mustOpen(t, dir, o)
+		if k.LastSeq() != 8 {
+			t.Fatalf("from the mark at seq %d: seq %d, want 8", m.Seq, k.LastSeq())
+		}
+		mustClose(t, k)
+	}
 }
