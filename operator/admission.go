@@ -45,14 +45,14 @@ type admission struct {
 // A call the agent's limits record marks for approval (an invoke) is
 // admitted the same way but holds nothing: its admission's approval is
 // set, and the dispatch raises an ask for it (ask_dispatch.go).
-func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Refusal) {
+func (s *Store) admit(ctrlName string, d *hostlog.CheckedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a, err := s.st.attemptOf(d.attempt); err != nil {
-		s.log.Error("steward-operator: the history index", "attempt", d.attempt, "err", err)
+	if a, err := s.st.attemptOf(d.Attempt); err != nil {
+		s.log.Error("steward-operator: the history index", "attempt", d.Attempt, "err", err)
 		return nil, &msg.Refusal{Code: msg.CodeInternal, Reason: "the host could not read its history; nothing was reserved or sent"}
 	} else if a != nil {
-		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.attempt)}
+		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.Attempt)}
 	}
 	return s.admitLocked(ctrlName, d, nil)
 }
@@ -60,7 +60,7 @@ func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Ref
 // admitLocked is admit with s.mu held, past the duplicate check. prior is
 // the attempt awaiting approval that a collect admits again (its ask was
 // approved), which the admission takes over; nil for a new dispatch.
-func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt) (*admission, *msg.Refusal) {
+func (s *Store) admitLocked(ctrlName string, d *hostlog.CheckedDispatch, prior *attempt) (*admission, *msg.Refusal) {
 	st := s.st
 	now := s.clockLocked()
 	c, ok := st.Controllers[ctrlName]
@@ -73,7 +73,7 @@ func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt)
 		return nil, ref
 	}
 	charge := chosen.Grant.DiscoveryPrice
-	if d.kind == msg.KindInvoke {
+	if d.Kind == msg.KindInvoke {
 		charge = chosen.Grant.Price
 	}
 	// The day counted is never earlier than the grant's latest one: see use.
@@ -86,38 +86,38 @@ func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt)
 		return nil, ref
 	}
 	var al *agentLimits // the one look-up of the agent's record: its patterns and its approval policy
-	if d.agent != "" {
-		al = st.Agents[agentKey{ctrlName, d.agent}]
+	if d.Agent != "" {
+		al = st.Agents[agentKey{ctrlName, d.Agent}]
 	}
 	adm := &admission{ctrl: c, g: chosen, grant: chosen.Grant, charge: charge, day: day, agentOps: al.operations()}
-	if prior == nil && al != nil && d.kind == msg.KindInvoke && al.Limits.Approval.Marks(d.application, d.operation) {
+	if prior == nil && al != nil && d.Kind == msg.KindInvoke && al.Limits.Approval.Marks(d.Application, d.Operation) {
 		adm.approval, adm.limitsRevision = al.Limits.Approval, al.Limits.Revision
-		adm.a = &attempt{ID: d.attempt, Controller: ctrlName, Application: d.application, State: stateAdmitting,
-			Agent: d.agent, Conversation: d.conversation}
-		st.Attempts[d.attempt] = adm.a
+		adm.a = &attempt{ID: d.Attempt, Controller: ctrlName, Application: d.Application, State: stateAdmitting,
+			Agent: d.Agent, Conversation: d.Conversation}
+		st.Attempts[d.Attempt] = adm.a
 		return adm, nil
 	}
 	c.Purse.Holds += charge
 	chosen.use(day)
-	st.agentHold(ctrlName, d.agent, d.conversation, day, charge)
+	st.agentHold(ctrlName, d.Agent, d.Conversation, day, charge)
 	adm.a = prior
 	if adm.a == nil {
-		adm.a = &attempt{ID: d.attempt, Controller: ctrlName, State: stateAdmitting, Agent: d.agent, Conversation: d.conversation}
-		st.Attempts[d.attempt] = adm.a
+		adm.a = &attempt{ID: d.Attempt, Controller: ctrlName, State: stateAdmitting, Agent: d.Agent, Conversation: d.Conversation}
+		st.Attempts[d.Attempt] = adm.a
 	}
-	adm.a.Application, adm.a.Grant, adm.a.Charge, adm.a.Day = d.application, chosen.Grant.ID, charge, day
+	adm.a.Application, adm.a.Grant, adm.a.Charge, adm.a.Day = d.Application, chosen.Grant.ID, charge, day
 	return adm, nil
 }
 
 // chooseGrant picks the first grant of controller c in force that covers
 // d, or refuses: an expired or revoked grant that covers it is named as
 // such (the agent learns which limit refused, not the grant).
-func (s *Store) chooseGrant(c *controller, d *checkedDispatch, nowMs int64) (*grant, *msg.Refusal) {
+func (s *Store) chooseGrant(c *controller, d *hostlog.CheckedDispatch, nowMs int64) (*grant, *msg.Refusal) {
 	st := s.st
 	var revoked, expired *grant
 	for _, id := range st.GrantOrder {
 		g := st.Grants[id]
-		if g.Grant.Controller != c.Name || !g.Grant.Covers(d.application, d.operation) {
+		if g.Grant.Controller != c.Name || !g.Grant.Covers(d.Application, d.Operation) {
 			continue
 		}
 		switch {
@@ -149,7 +149,7 @@ func (s *Store) chooseGrant(c *controller, d *checkedDispatch, nowMs int64) (*gr
 // charge on day. held and counted are what the call already holds of them:
 // nothing at admission; checked again, its own hold and daily count.
 // Nil when they allow it.
-func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint64, day int64, held, counted uint64) *msg.Refusal {
+func (s *Store) limits(c *controller, g *grant, d *hostlog.CheckedDispatch, charge uint64, day int64, held, counted uint64) *msg.Refusal {
 	p := &c.Purse
 	if p.Frozen {
 		s.logRefusal(d, "the purse is frozen", "controller", c.Name)
@@ -184,16 +184,16 @@ const stoppedBeforeSending = "; the call was admitted, then stopped before it wa
 // route deactivated or removed, or the dispatch's deadline passing, stops
 // the call. The admission still holds its charge and its daily count
 // (unless the day turned since), which the purse and count checks allow for.
-func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
+func (s *Store) recheck(adm *admission, d *hostlog.CheckedDispatch) *msg.Refusal {
 	now := s.clockLocked()
 	if ref := s.deadlineRefusal(d, "during the consent wait"); ref != nil {
 		return ref
 	}
 	g := adm.g
 	var ref *msg.Refusal
-	switch why := s.st.notActiveReason(d.route); {
+	switch why := s.st.notActiveReason(d.Route); {
 	case why != "":
-		s.logRefusal(d, "the route was deactivated or removed during the consent wait", "route", d.route)
+		s.logRefusal(d, "the route was deactivated or removed during the consent wait", "route", d.Route)
 		ref = &msg.Refusal{Code: msg.CodeUnavailable, Reason: strings.TrimSuffix(why, nothingReservedOrSent)}
 	case g.Revoked:
 		s.logRefusal(d, "the grant was revoked during the consent wait", "grant", g.Grant.ID)
@@ -224,7 +224,7 @@ func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 // refusal the admission still holds its place, and the caller ends it with
 // commitRefused; when it returns neither a refusal nor an error, delivery
 // may begin.
-func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte) (*msg.Refusal, error) {
+func (s *Store) commitReserve(adm *admission, d *hostlog.CheckedDispatch, consent []byte) (*msg.Refusal, error) {
 	s.mu.Lock()
 	if ref := s.recheck(adm, d); ref != nil {
 		s.mu.Unlock()
@@ -235,10 +235,10 @@ func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte
 	p.Charged += adm.charge
 	s.st.Ledger++
 	rec := hostlog.ReserveV2{
-		Reserve: hostlog.Reserve{Attempt: d.attempt, Controller: adm.ctrl.Name, Grant: adm.grant.ID, Application: d.application,
-			Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
+		Reserve: hostlog.Reserve{Attempt: d.Attempt, Controller: adm.ctrl.Name, Grant: adm.grant.ID, Application: d.Application,
+			Operation: d.Operation, Kind: d.Kind, RequestSHA256: d.SHA[:], Charge: adm.charge,
 			Consent: consent, Day: adm.day, Ledger: s.st.Ledger},
-		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body, Agent: d.agent, Conversation: d.conversation,
+		Method: d.Req.Method, Path: d.Req.Path, Body: d.Req.Body, Agent: d.Agent, Conversation: d.Conversation,
 	}
 	adm.a.State = msg.StateDeliveryRequested
 	s.mu.Unlock()

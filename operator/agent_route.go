@@ -63,8 +63,8 @@ func (e *principalMismatch) receiptReason() string {
 // the consent's principal is another (msg.Consent.Principal must equal
 // msg.Dispatch.Agent). A dispatch naming no agent (a controller before
 // agents) is checked by the grant and the payer alone.
-func checkPrincipal(d *checkedDispatch, c msg.Consent, signed []byte) error {
-	if d.agent == "" || c.Principal == d.agent {
+func checkPrincipal(d *hostlog.CheckedDispatch, c msg.Consent, signed []byte) error {
+	if d.Agent == "" || c.Principal == d.Agent {
 		return nil
 	}
 	return &principalMismatch{principal: c.Principal, consent: signed}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -189,23 +190,23 @@ func patternsAllow(ps []string, app, op string) bool {
 // call's own hold is not counted against it, and the rate is not taken
 // twice). Nil when the dispatch names no agent, the agent has no limits
 // record, or they allow it.
-func (s *Store) agentRefusal(c *controller, d *checkedDispatch, charge uint64, day, nowMs int64, own bool) *msg.Refusal {
-	k := agentKey{c.Name, d.agent}
+func (s *Store) agentRefusal(c *controller, d *hostlog.CheckedDispatch, charge uint64, day, nowMs int64, own bool) *msg.Refusal {
+	k := agentKey{c.Name, d.Agent}
 	al := s.st.Agents[k]
-	if d.agent == "" || al == nil {
+	if d.Agent == "" || al == nil {
 		return nil
 	}
 	l := &al.Limits
 	refusal := func(why, reason string, args ...any) *msg.Refusal {
-		s.logRefusal(d, why, append([]any{"controller", c.Name, "agent", d.agent, "revision", l.Revision}, args...)...)
+		s.logRefusal(d, why, append([]any{"controller", c.Name, "agent", d.Agent, "revision", l.Revision}, args...)...)
 		return &msg.Refusal{Code: msg.CodeAgentLimit, Reason: reason}
 	}
 	refill := nextUTCDay(day)
-	if !agentAllows(l, d.application, d.operation) {
+	if !agentAllows(l, d.Application, d.Operation) {
 		return refusal("the agent's limits do not allow the call",
 			"the operator's limits for this agent do not allow "+callDesc(d)+": calls resume once the operator allows it")
 	}
-	n := s.st.countsOn(k, day, d.conversation, own, charge)
+	n := s.st.countsOn(k, day, d.Conversation, own, charge)
 	convs := int(l.ConversationsPerDay)
 	if convs == 0 {
 		convs = msg.DefaultConversationsPerDay
@@ -217,12 +218,12 @@ func (s *Store) agentRefusal(c *controller, d *checkedDispatch, charge uint64, d
 	case l.CreditsPerDay != nil && charge > 0 && n.credits+charge > *l.CreditsPerDay:
 		return refusal("the agent's daily credit limit is reached", "the daily credit limit for this agent is reached: it refills at "+refill,
 			"credits", n.credits, "charge", charge, "creditsPerDay", *l.CreditsPerDay)
-	case d.conversation != "" && !n.convKnown && n.convs >= convs:
+	case d.Conversation != "" && !n.convKnown && n.convs >= convs:
 		return refusal("the agent's daily conversation count is reached", "the daily limit of conversations for this agent is reached: a new conversation can start at "+refill,
 			"conversations", n.convs, "conversationsPerDay", convs)
-	case d.conversation != "" && l.CreditsPerConversation != nil && charge > 0 && n.conv.Credits+charge > *l.CreditsPerConversation:
+	case d.Conversation != "" && l.CreditsPerConversation != nil && charge > 0 && n.conv.Credits+charge > *l.CreditsPerConversation:
 		return refusal("the conversation's daily credit limit is reached", "the credit limit of this conversation for this agent is reached: it refills at "+refill,
-			"conversation", d.conversation, "credits", n.conv.Credits, "charge", charge, "creditsPerConversation", *l.CreditsPerConversation)
+			"conversation", d.Conversation, "credits", n.conv.Credits, "charge", charge, "creditsPerConversation", *l.CreditsPerConversation)
 	}
 	if l.RatePerMinute == nil || own {
 		return nil
@@ -264,11 +265,11 @@ func nextUTCDay(day int64) string {
 
 // agentOps is a copy of the operation patterns of d's agent, for a
 // listing filtered by them (nil: not filtered by the agent).
-func (s *Store) agentOps(ctrl string, d *checkedDispatch) []string {
-	if d.agent == "" {
+func (s *Store) agentOps(ctrl string, d *hostlog.CheckedDispatch) []string {
+	if d.Agent == "" {
 		return nil
 	}
-	return s.st.Agents[agentKey{ctrl, d.agent}].operations()
+	return s.st.Agents[agentKey{ctrl, d.Agent}].operations()
 }
 
 // operations is a copy of al's operation patterns; nil for no record.

@@ -31,26 +31,26 @@ const nothingReservedSentOrCharged = "; nothing was reserved, sent or charged"
 // raiseAsk journals the ask of admitted call c, which holds nothing, and
 // answers its ticket. A journal failure forgets the attempt: nothing was
 // reserved or sent.
-func (s *Store) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
+func (s *Store) raiseAsk(c *hostlog.CheckedDispatch, adm *admission) msg.DispatchResult {
 	now := s.clock().UnixMilli()
 	p := adm.approval
 	// checkDispatch parsed this body already: it is an invoke's, canonical.
-	ib, _ := oracleops.ParseInvokeBody(c.req.Body)
+	ib, _ := oracleops.ParseInvokeBody(c.Req.Body)
 	k := &ask{
-		Attempt: c.attempt, Controller: adm.ctrl.Name, Route: c.route, Agent: c.agent, Conversation: c.conversation,
-		Application: c.application, Operation: c.operation, Kind: c.kind, RequestSHA: bytes.Clone(c.sha[:]),
-		Method: c.req.Method, Path: c.req.Path, Body: c.req.Body, Arguments: ib.Arguments, Price: adm.charge,
-		Justification: c.justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
+		Attempt: c.Attempt, Controller: adm.ctrl.Name, Route: c.Route, Agent: c.Agent, Conversation: c.Conversation,
+		Application: c.Application, Operation: c.Operation, Kind: c.Kind, RequestSHA: bytes.Clone(c.SHA[:]),
+		Method: c.Req.Method, Path: c.Req.Path, Body: c.Req.Body, Arguments: ib.Arguments, Price: adm.charge,
+		Justification: c.Justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
 		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision,
 	}
 	if err := s.raise(k); err != nil {
 		if !errors.Is(err, journal.ErrFailed) {
-			s.forgetAttempt(c.attempt)
+			s.forgetAttempt(c.Attempt)
 		}
-		return askFailed(c.attempt, err, s.log)
+		return askFailed(c.Attempt, err, s.log)
 	}
 	failpoint.Hit(FailAfterAsk)
-	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
+	return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
 }
 
 // askFailed answers a dispatch whose ask record could not be appended.
@@ -124,9 +124,9 @@ func (s *Store) goOnApproved(ctx context.Context, at ForwardSocket, k *ask, dead
 	if why != "" {
 		return s.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: why}, "refused after approval, when admitted again: "+strings.TrimSuffix(why, nothingReservedOrSent))
 	}
-	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: k.Attempt, Method: k.Method, Path: k.Path, Body: k.Body,
+	c, err := hostlog.CheckDispatch(&rt, &msg.Dispatch{Attempt: k.Attempt, Method: k.Method, Path: k.Path, Body: k.Body,
 		Agent: k.Agent, Deadline: deadline, Justification: k.Justification})
-	if err == nil && !bytes.Equal(c.sha[:], k.RequestSHA) {
+	if err == nil && !bytes.Equal(c.SHA[:], k.RequestSHA) {
 		err = errors.New("the request is no longer the one asked")
 	}
 	if err != nil {
@@ -236,10 +236,10 @@ func (s *Store) forgetAttempt(id string) {
 
 // admitAgain admits the claimed attempt of an approved ask again, as a
 // dispatch is admitted now; the admission holds its charge and counts.
-func (s *Store) admitAgain(ctrl string, c *checkedDispatch) (*admission, *msg.Refusal) {
+func (s *Store) admitAgain(ctrl string, c *hostlog.CheckedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.admitLocked(ctrl, c, s.st.Attempts[c.attempt])
+	return s.admitLocked(ctrl, c, s.st.Attempts[c.Attempt])
 }
 
 // commitAskRefused ends ask k's attempt, which holds nothing, with a

@@ -38,10 +38,10 @@ func (s *Store) Redeliver(req views.ResolveRequest) (views.AttemptView, error) {
 	failpoint.Hit(FailAfterRedeliverRecord)
 
 	var dl Delivery
-	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
-		dl = s.deliverFiltered(&rt, c.list, adm.listFilter(), time.Time{}) // no deadline: the operator's explicit decision
+	if c.Kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
+		dl = s.deliverFiltered(&rt, c.List, adm.listFilter(), time.Time{}) // no deadline: the operator's explicit decision
 	} else {
-		dl = s.daemon.Deliver(&rt, c.req, time.Time{})
+		dl = s.daemon.Deliver(&rt, c.Req, time.Time{})
 	}
 	if !dl.Sent || dl.Err != "" {
 		why := dl.Err
@@ -66,7 +66,7 @@ func (s *Store) Redeliver(req views.ResolveRequest) (views.AttemptView, error) {
 // the checked dispatch of its kept request (which must still be the one
 // canonical request under that route, with the reserved hash), and an
 // admission holding the reservation as it stands, for commitOutcome.
-func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedDispatch, []byte, error) {
+func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *hostlog.CheckedDispatch, []byte, error) {
 	var rt msg.RouteRecord
 	s.mu.Lock()
 	reserved := a.ReserveAt
@@ -86,8 +86,8 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *checkedD
 		return rt, nil, nil, nil, views.Refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.ID, rr.Application, rr.Controller)
 	}
 	rt = st.Routes[name].selected().Record
-	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: a.ID, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
-	if err == nil && !bytes.Equal(c.sha[:], rr.RequestSHA256) {
+	c, err := hostlog.CheckDispatch(&rt, &msg.Dispatch{Attempt: a.ID, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
+	if err == nil && !bytes.Equal(c.SHA[:], rr.RequestSHA256) {
 		err = fmt.Errorf("it does not hash to the reserved request")
 	}
 	if err != nil {

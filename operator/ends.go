@@ -44,11 +44,11 @@ func priceApplied(charge uint64, which string) string { return msg.PriceFor(char
 // end's own fields and the chain's are filled in. It names the ask the
 // attempt went through and who answered it, when it had one. Called with
 // s.mu held.
-func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
+func receiptOf(adm *admission, d *hostlog.CheckedDispatch, consent []byte) msg.Receipt {
 	return msg.Receipt{
-		Attempt: d.attempt, Controller: adm.ctrl.Name, Application: d.application, Operation: d.operation,
-		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent, ResolvedBy: adm.resolvedBy,
-		Agent: d.agent, Conversation: d.conversation, Ask: adm.a.Ask, AnsweredBy: adm.a.AnsweredBy,
+		Attempt: d.Attempt, Controller: adm.ctrl.Name, Application: d.Application, Operation: d.Operation,
+		Kind: d.Kind, RequestSHA256: d.SHA[:], Consent: consent, ResolvedBy: adm.resolvedBy,
+		Agent: d.Agent, Conversation: d.Conversation, Ask: adm.a.Ask, AnsweredBy: adm.a.AnsweredBy,
 	}
 }
 
@@ -58,7 +58,7 @@ func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
 // (chained to the last one) and journals it with the answer in one
 // outcome.v2 record. On an error nothing is released: the reservation
 // stands, as the journal says, and the caller marks the attempt uncertain.
-func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte, status int, body []byte) ([]byte, error) {
+func (s *Store) commitOutcome(adm *admission, d *hostlog.CheckedDispatch, consent []byte, status int, body []byte) ([]byte, error) {
 	respSum := sha256.Sum256(body)
 	charge, price := adm.settlement(status)
 	release := adm.charge - charge
@@ -74,7 +74,7 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.Ledger}
+			return hostlog.OutcomeV2{Attempt: d.Attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.Ledger}
 		},
 		undo: func() { p.Charged += release },
 		apply: func(at journal.Place) {
@@ -89,7 +89,7 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 // its receipt (not-sent, charge 0, Reason the delivery's detail, which
 // names no host path). On an error the reservation stands: the attempt is
 // uncertain, as the journal says.
-func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte, detail string) ([]byte, error) {
+func (s *Store) commitNotSent(adm *admission, d *hostlog.CheckedDispatch, consent []byte, detail string) ([]byte, error) {
 	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindNotSentV2,
@@ -127,7 +127,7 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 // forgotten as before: nothing was reserved, so nothing is charged either
 // way; whether the refusal's record is on disk is another matter (see
 // Store.refuseAdmitted).
-func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte, reason string) ([]byte, error) {
+func (s *Store) commitRefused(adm *admission, d *hostlog.CheckedDispatch, consent []byte, reason string) ([]byte, error) {
 	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindRefused,
@@ -141,7 +141,7 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 		},
 		record: func(signed []byte, seq uint64) any {
 			return hostlog.Refused{Attempt: adm.a.ID, Controller: adm.ctrl.Name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.Ledger,
-				Agent: d.agent, Conversation: d.conversation}
+				Agent: d.Agent, Conversation: d.Conversation}
 		},
 		undo: func() { delete(s.st.Attempts, adm.a.ID) },
 		apply: func(at journal.Place) {

@@ -3,6 +3,7 @@ package hosthist
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stewardrt/steward/journal/index"
 	"github.com/stewardrt/steward/wire"
@@ -140,7 +141,7 @@ func (h *Index) latest(order, bucket string, n int, next func() any) error {
 	if err != nil {
 		return indexError(err)
 	}
-	for _, e := range ids {
+	for _, e := range slices.Backward(ids) { // Last is greatest first
 		ok, err := h.get(bucket, string(e.Value), next())
 		if err != nil {
 			return err

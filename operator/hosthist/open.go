@@ -95,10 +95,8 @@ func (o Opened) Journal() *journal.Journal { return o.Keeper.Journal() }
 // Close closes the keeper (a last snapshot) and then the index.
 func (o Opened) Close() error {
 	err := o.Keeper.Close()
-	if o.Index != nil && o.Index.x != nil {
-		if cerr := o.Index.x.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
+	if cerr := o.Index.Close(); cerr != nil && err == nil {
+		err = cerr
 	}
 	return err
 }
@@ -144,9 +142,7 @@ func Open(o Options) (Opened, error) {
 		o.Logger.Warn("steward-operator: a snapshot was refused", "snapshot", filepath.Join(ho.Snapshots, r.Name), "reason", r.Reason)
 	}
 	if err != nil {
-		if x != nil && x.x != nil {
-			x.x.Close()
-		}
+		x.Close()
 		return Opened{}, err
 	}
 	o.Logger.Debug("steward-operator: state loaded", "snapshot", op.Snapshot, "replayed", op.Replayed, "wrote", op.Wrote)
@@ -243,4 +239,23 @@ func Init(dir string) error {
 		return err
 	}
 	return x.Close()
+}
+
+// OpenIndex opens the history index of the store in dir for writing, as
+// Open does (a damaged one is an error here, not set aside): for a tool
+// or a test that replays a journal into it itself.
+func OpenIndex(dir string) (*Index, error) {
+	x, err := index.Open(filepath.Join(dir, IndexFile), index.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &Index{x: x}, nil
+}
+
+// Close closes the index (a nil or held one: nothing to close).
+func (h *Index) Close() error {
+	if h == nil || h.x == nil {
+		return nil
+	}
+	return h.x.Close()
 }
