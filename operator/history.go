@@ -135,14 +135,16 @@ func (st *state) dropAsk(k *ask) {
 
 // forget drops from the live state what ended at or before record seq,
 // which a snapshot at seq covers and the index holds, synced: the
-// attempts that ended (but those a collect or a resolution still holds),
-// their decided asks and the ask events. s.mu is held.
+// attempts that ended (but one whose resolution's command is still under
+// way: it reads the attempt once more), their decided asks and the ask
+// events. A collect's claim (collecting) outlives the attempt's end on
+// the approved path, and holds nothing once it has ended. s.mu is held.
 func (st *state) forget(seq uint64) {
 	if !st.hist.Takes() {
 		return
 	}
 	for id, a := range st.Attempts {
-		if !a.ended() || a.EndAt.Seq == 0 || a.EndAt.Seq > seq || a.collecting || a.resolving {
+		if !a.ended() || a.EndAt.Seq == 0 || a.EndAt.Seq > seq || a.resolving {
 			continue
 		}
 		delete(st.Attempts, id)

@@ -257,16 +257,48 @@ func (s *Store) PublicKey() *wire.HybridPublicKey { return s.pub }
 // index.
 func (s *Store) Close() error { return s.hist.Close() }
 
+// Snapshot makes a snapshot of the state now (when anything was
+// recorded since the last one) and drops from the state what it covers;
+// it returns the snapshot's file name, "" when none was due.
+func (s *Store) Snapshot() (string, error) {
+	m, name, err := s.hist.Keeper.Snapshot()
+	if err == nil && name != "" {
+		s.forget(m)
+	}
+	return name, err
+}
+
+func (s *Store) forget(m journal.Mark) {
+	s.mu.Lock()
+	s.st.forget(m.Seq)
+	s.mu.Unlock()
+}
+
+// Held is what the state holds in memory: attempts, asks and ask events
+// (what ended leaves it at each snapshot).
+func (s *Store) Held() (attempts, asks, events int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.st.Attempts), len(s.st.Asks), len(s.st.AskEvents)
+}
+
+// Loaded says what the open loaded: the snapshot ("" after a full
+// replay), how many records were replayed after it, and the snapshots
+// refused, each with why.
+func (s *Store) Loaded() (snapshot string, replayed uint64, refused []string) {
+	op := s.hist.Opened
+	for _, r := range op.Rejected {
+		refused = append(refused, r.Name+": "+r.Reason)
+	}
+	return op.Snapshot, op.Replayed, refused
+}
+
 // KeepHistory makes the store's snapshots while ctx lasts (package
 // journal/history: one every Options.SnapshotEvery records, checked each
 // tick), dropping from the state what each covers; the running host runs
 // it. It returns when ctx is done or the snapshots stop (the error).
 func (s *Store) KeepHistory(ctx context.Context, tick time.Duration) error {
-	return s.hist.Keeper.Run(ctx, tick, func(m journal.Mark) {
-		s.mu.Lock()
-		s.st.forget(m.Seq)
-		s.mu.Unlock()
-	})
+	return s.hist.Keeper.Run(ctx, tick, s.forget)
 }
 
 // SigningKey is the operator key's Ed25519 half, which signs the running

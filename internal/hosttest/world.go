@@ -35,6 +35,9 @@ type World struct {
 	// Approvals and Approvers are the approvals socket and its group
 	// when set (ServeOptions.ApprovalsSocket, ApproversGroup).
 	Approvals, Approvers string
+	// SnapshotEvery is the host's snapshot interval when set
+	// (ServeOptions.SnapshotEvery).
+	SnapshotEvery uint64
 }
 
 // Opts shape a World.
@@ -104,7 +107,7 @@ func (w *World) Serve(t testing.TB) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	opts := host.ServeOptions{Ready: func() { close(ready) }, Now: w.Now, Logger: w.Log, Started: func(h *host.Host) { w.Host = h },
-		ApprovalsSocket: w.Approvals, ApproversGroup: w.Approvers}
+		ApprovalsSocket: w.Approvals, ApproversGroup: w.Approvers, SnapshotEvery: w.SnapshotEvery}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}

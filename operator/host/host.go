@@ -120,7 +120,8 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
-	log.Info("steward-operator: serving", "store", dir, "routes", h.routes.count())
+	snap, replayed, _ := s.Loaded()
+	log.Info("steward-operator: serving", "store", dir, "routes", h.routes.count(), "snapshot", snap, "replayed", replayed)
 	if opts.Started != nil {
 		opts.Started(h)
 	}
