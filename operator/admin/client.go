@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strconv"
@@ -74,6 +75,9 @@ func (a *socketClient) DoWithin(d time.Duration, req Request) (Reply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	env, err := a.cl.Call(ctx, TypeAdmin, req)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return Reply{}, fmt.Errorf("the host closed the admin connection before answering %s (it may have stopped): whether it took effect is unknown until the host runs again", req.Op)
+	}
 	if err != nil {
 		return Reply{}, err
 	}

@@ -110,6 +110,12 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		return doAttempt(s, req)
 	case OpApprovalsList, OpApprovalsShow, OpApprovalsRespond, OpApprovalsEvents:
 		return doApprovals(s, req)
+	case OpHistorySnapshot:
+		name, err := s.Snapshot()
+		if err != nil {
+			return rep, err
+		}
+		rep.Snapshot = name
 	case OpAgentSet:
 		if req.Agent == nil {
 			return rep, views.Refusedf("agent set without limits")

@@ -112,6 +112,8 @@ type Reply struct {
 	ControlListened bool `cbor:"controlListened,omitempty"`
 	// Approvals is an approvals operation's answer (approvals.go).
 	Approvals *ApprovalsReply `cbor:"approvals,omitempty"`
+	// Snapshot is the file a history snapshot wrote.
+	Snapshot string `cbor:"snapshot,omitempty"`
 }
 
 // The operations of route states: Request.Name is the route, Request.By
@@ -126,6 +128,11 @@ const (
 var routeOpState = map[string]hostlog.RouteState{
 	OpRouteActivate: hostlog.RouteActive, OpRouteDeactivate: hostlog.RouteInactive, OpRouteRemove: hostlog.RouteRemoved,
 }
+
+// OpHistorySnapshot makes a snapshot of the store's state now (`history
+// snapshot`): Reply.Snapshot names it, "" when nothing was recorded since
+// the last one.
+const OpHistorySnapshot = "history-snapshot"
 
 // OpAgentSet is the operation of `agent set`: Request.Agent.
 const OpAgentSet = "agent-set"

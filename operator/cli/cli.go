@@ -80,6 +80,7 @@ func commands() map[string]command {
 		"agent list": {"agent list --store DIR [--json]", (*CLI).cmdAgentList},
 
 		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
+		"history snapshot":   {"history snapshot --store DIR", (*CLI).cmdHistorySnapshot},
 	}
 	for n, c := range approvalsCommands() {
 		cmds[n] = c
@@ -131,7 +132,8 @@ func (c *CLI) usage(cmds map[string]command) {
 		"grant issue", "grant revoke", "grant list", "route register", "route activate", "route deactivate", "route remove",
 		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
-		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch"} {
+		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch",
+		"history snapshot"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }

@@ -3,17 +3,13 @@ package host_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/journal/journaltest"
 	"github.com/stewardrt/steward/operator"
-	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -61,12 +57,7 @@ func TestHistoryWhileServing(t *testing.T) {
 	}
 	w.Stop()
 
-	full := journaltest.CopyDir(t, w.Store)
-	for _, p := range []string{hosthist.SnapshotDir, filepath.Dir(hosthist.IndexFile)} {
-		if err := os.RemoveAll(filepath.Join(full, p)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	full := withoutHistory(t, w.Store)
 	w.WithStore(t, func(s *operator.Store) {
 		snap, replayed, refused := s.Loaded()
 		if snap == "" || replayed >= 40 || len(refused) != 0 {

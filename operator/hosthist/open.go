@@ -171,6 +171,9 @@ func verifier(pub *wire.HybridPublicKey) func(snapshot.Snapshot, []byte, []byte)
 func openIndex(o Options) (*Index, error) {
 	path := filepath.Join(o.Dir, IndexFile)
 	if o.Key == nil {
+		if heldExclusive(path) {
+			return &Index{readOnly: true}, nil // the host runs
+		}
 		x, err := index.Open(path, index.Options{ReadOnly: true, LockTimeout: readerLockWait, Logger: o.Logger})
 		switch {
 		case err == nil:
