@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,6 +47,7 @@ func TestMain(m *testing.M) {
 // childServe is the appliance in a child process: it serves until SIGTERM
 // and prints the ready line on stdout.
 func childServe() int {
+	every, _ := strconv.ParseUint(os.Getenv("STEWARD_APPLIANCE_SNAPSHOT_EVERY"), 10, 64)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	err := Serve(ctx, Config{
@@ -53,6 +57,7 @@ func childServe() int {
 		Ready:  os.Stdout,
 		// Small segments: opening scans the preallocated tail.
 		JournalSegmentSize: testSegmentSize,
+		SnapshotEvery:      every,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -134,6 +139,32 @@ func startApp(t testing.TB, cfg Config) *app {
 		s.Close()
 	})
 	return a
+}
+
+// close stops the in-process appliance now (its cleanup then does
+// nothing more).
+func (a *app) close() {
+	a.t.Helper()
+	a.client.CloseIdleConnections()
+	if err := a.srv.Close(); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// snapshotNames lists the snapshot files of state, oldest first.
+func snapshotNames(t testing.TB, state string) []string {
+	t.Helper()
+	es, err := os.ReadDir(snapshotDir(state))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".snap") && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
 
 // do sends one request and returns the status and body.
