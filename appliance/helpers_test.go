@@ -215,6 +215,20 @@ func (a *app) invoke(requestID, operationID, args string) (int, []byte) {
 	return a.send(req)
 }
 
+// invokeBody sends inv as the host does.
+func (a *app) invokeBody(inv oracleops.InvokeBody) (int, []byte) {
+	a.t.Helper()
+	r, err := oracleops.BuildInvoke(DefaultPrefix, inv)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req, err := r.HTTP(context.Background(), "http://appliance")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return a.send(req)
+}
+
 // records is the number of records in the in-process appliance's journal.
 func (a *app) records() uint64 { return a.srv.journal.LastSeq() }
 

@@ -152,8 +152,10 @@ func (l *ledger) recorded(id string) (*answer, error) {
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("journal %s: record %d: %w", l.j.Dir(), r.Seq, err)
-	case a.RequestID != id || !bytes.Equal(a.BodySHA256, e.sum[:]):
-		return nil, damaged("record %d answers requestId %q with another body hash", r.Seq, a.RequestID)
+	case a.RequestID != id:
+		return nil, damaged("its place is record %d, the answer to requestId %q", r.Seq, a.RequestID)
+	case !bytes.Equal(a.BodySHA256, e.sum[:]):
+		return nil, damaged("record %d answers it with another body hash than the entry's", r.Seq)
 	}
 	return &answer{seq: r.Seq, bodySHA: e.sum, status: a.Status, response: a.Response}, nil
 }

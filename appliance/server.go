@@ -113,6 +113,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	return s.serveUntil(ctx)
+}
+
+// serveUntil is Serve's wait on a started server: until ctx is done or
+// the server, its journal or its history index fails.
+func (s *Server) serveUntil(ctx context.Context) error {
+	cfg := s.cfg
 	select {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "reason", context.Cause(ctx))

@@ -189,7 +189,7 @@ func decodeReplayState(s snapshot.Snapshot, x *index.Index, where string, fault 
 		case err != nil:
 			return nil, st.indexFault(err)
 		case ok && !bytes.Equal(o, w.Origin):
-			return nil, fmt.Errorf("appliance state: of the journal whose bind record hashes to %x, but the history index is of the one hashing to %x", w.Origin[:8], o[:min(8, len(o))])
+			return nil, fmt.Errorf("appliance state: of another journal (its bind record hashes to %x, the history index's journal's to %x)", w.Origin[:8], o[:min(8, len(o))])
 		}
 	}
 	return st, nil
