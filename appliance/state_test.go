@@ -163,5 +163,3 @@ func TestSetAsideBound(t *testing.T) {
 		t.Fatalf("the index was not left in place: %v", err)
 	}
 }
-
-
