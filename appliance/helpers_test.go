@@ -260,7 +260,7 @@ type child struct {
 // startProc re-executes the test binary with env added and args, and
 // collects its first stdout line; the process is killed at cleanup if the
 // test has not waited for it.
-func startProc(t *testing.T, env []string, args ...string) *child {
+func startProc(t testing.TB, env []string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -269,7 +269,7 @@ func startProc(t *testing.T, env []string, args ...string) *child {
 
 // startCmd starts cmd and collects its first stdout line; the process is
 // killed at cleanup if the test has not waited for it.
-func startCmd(t *testing.T, cmd *exec.Cmd) *child {
+func startCmd(t testing.TB, cmd *exec.Cmd) *child {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -295,7 +295,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *child {
 }
 
 // waitReady waits, bounded, for the ready line naming sock.
-func (c *child) waitReady(t *testing.T, sock string) {
+func (c *child) waitReady(t testing.TB, sock string) {
 	t.Helper()
 	select {
 	case l := <-c.ready:
@@ -309,7 +309,7 @@ func (c *child) waitReady(t *testing.T, sock string) {
 
 // startChild starts the appliance in a new process on sock and state and
 // waits (bounded) for its ready line. extraEnv arms failpoints.
-func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
+func startChild(t testing.TB, sock, state string, extraEnv ...string) *child {
 	t.Helper()
 	env := append([]string{childEnv + "=serve", "STEWARD_APPLIANCE_SOCKET=" + sock, "STEWARD_APPLIANCE_STATE=" + state}, extraEnv...)
 	c := startProc(t, env, "-test.run=^$")
@@ -318,7 +318,7 @@ func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (c *child) stop(t *testing.T) {
+func (c *child) stop(t testing.TB) {
 	t.Helper()
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	if err := c.cmd.Wait(); err != nil {
