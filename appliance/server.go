@@ -106,8 +106,10 @@ type Server struct {
 }
 
 // Serve runs the appliance until ctx is done, then shuts it down: the
-// socket stops accepting and is removed, running requests finish, the
-// journal is closed.
+// socket stops accepting and is removed, running requests finish, a last
+// snapshot is made and the journal and the history index are closed. It
+// also returns, with an error, when the journal or the index fails: a
+// restart reopens them (and rebuilds an index found damaged).
 func Serve(ctx context.Context, cfg Config) error {
 	s, err := Start(cfg)
 	if err != nil {
