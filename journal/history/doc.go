@@ -62,7 +62,7 @@
 // (encoded from the replica, never from the live state, so in-flight
 // holds and claims are never in one) and returns the mark. Run does so
 // every Options.Every records, checked at each tick; Close does so once
-// more when a tenth of an interval or more was recorded since the last.
+// more when anything was recorded since the last.
 // A failed snapshot write (a full disk) is returned and logged, and the
 // next one is due at the next tick: the journal stays the truth and no call waits for
 // a snapshot. A record the replica refuses is a fault of the owner's

@@ -102,7 +102,7 @@ func (k *Keeper) catchUp(seq uint64) error {
 	switch {
 	case err == nil, errors.Is(err, errPast):
 	case errors.As(err, &refused):
-		k.failed = fmt.Errorf("%w: the replica refused %v", ErrStopped, refused.err)
+		k.failed = fmt.Errorf("%w: the replica refused %w", ErrStopped, refused.err)
 		k.log.Error("history: snapshots stopped", "err", k.failed)
 		return k.failed
 	default:
@@ -169,14 +169,12 @@ func (k *Keeper) Run(ctx context.Context, tick time.Duration, done func(journal.
 	}
 }
 
-// Close makes a last snapshot when a tenth of Options.Every records or
-// more were recorded since the last one (so a clean stop leaves the next
-// start at most that to replay, and a command that recorded one change
-// pays no snapshot), then closes the journal. The index is the owner's to
-// close. A failed last snapshot is logged; Close returns the journal's
-// error.
+// Close makes a last snapshot when anything was recorded since the last
+// one (so that the next start replays nothing), then closes the journal.
+// The index is the owner's to close. A failed last snapshot is logged;
+// Close returns the journal's error.
 func (k *Keeper) Close() error {
-	if !k.o.ReadOnly && k.j.Mark().Seq >= k.lastSnapshot()+max(1, k.o.Every/10) {
+	if !k.o.ReadOnly && k.j.Mark().Seq > k.lastSnapshot() {
 		if _, _, err := k.Snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 			k.log.Error("history: no snapshot at close", "err", err)
 		}
