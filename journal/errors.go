@@ -58,7 +58,40 @@ var (
 	// durable part of its segment whose bytes are not its record is a
 	// *CorruptError instead.
 	ErrBadPlace = errors.New("journal: not the place of a durable record")
+
+	// ErrArchived is matched by the error of ReadAt, Iterate and Open for
+	// records that Archive moved out of the live directory: the error
+	// names the archive that holds them (see Journal.Base). An Open from
+	// a mark before the base matches ErrMarkMismatch too.
+	ErrArchived = errors.New("journal: archived")
+
+	// ErrNothingToArchive is returned by Archive when no whole segment
+	// precedes the mark's (the mark is in the log's first segment, or at
+	// its base): nothing is written.
+	ErrNothingToArchive = errors.New("journal: nothing to archive")
+
+	// ErrArchiveDirInUse is returned by Archive when the archive
+	// directory holds files that are not the archive it would make (an
+	// archive goes into a new or empty directory; an interrupted
+	// Archive's own archive is taken up again). Nothing is written.
+	ErrArchiveDirInUse = errors.New("journal: archive directory in use")
 )
+
+// archivedError is ErrArchived's error, which names the archive; at an
+// Open from a mark before the base it is the mark's mismatch too.
+type archivedError struct {
+	msg  string
+	mark bool
+}
+
+func (e *archivedError) Error() string { return e.msg }
+
+func (e *archivedError) Unwrap() []error {
+	if e.mark {
+		return []error{ErrArchived, ErrMarkMismatch}
+	}
+	return []error{ErrArchived}
+}
 
 // markMismatch is the error of a From mark that does not match the log.
 func markMismatch(dir string, m *Mark, reason string) error {

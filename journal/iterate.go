@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,12 +17,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Iterate calls fn for every durable record from seq from (1 when from is 0)
+// Iterate calls fn for every durable record from seq from (when from is
+// 0, the first the live directory holds: 1, or the one after its Base)
 // to the last record durable when Iterate was called (on a read-only
 // journal, the last one Open found), in order, each with its Place. It reads the
 // segments from disk (no history is kept in memory), checking each frame's
 // checksum, sequence and hash link again; a mismatch is a *CorruptError. An
-// error from fn stops the iteration and is returned as is.
+// error from fn stops the iteration and is returned as is. A from that
+// Archive moved out of the live directory is an error matching
+// ErrArchived, naming its archive (read it with OpenArchive).
 func (j *Journal) Iterate(from uint64, fn func(Record) error) error {
 	j.mu.Lock()
 	if j.closed {
@@ -29,9 +34,13 @@ func (j *Journal) Iterate(from uint64, fn func(Record) error) error {
 	}
 	last := j.lastSeq
 	segs := append([]segment(nil), j.segs...)
-	j.mu.Unlock()
 	if from == 0 {
-		from = 1
+		from = j.firstSeq()
+	}
+	err := j.archivedLocked(from)
+	j.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	if from > last {
 		return nil
@@ -47,10 +56,24 @@ func (j *Journal) Iterate(from uint64, fn func(Record) error) error {
 			limit = min(limit, segs[i+1].first)
 		}
 		if err := it.segment(segs[i], limit); err != nil {
+			if aerr := j.archivedSince(max(from, segs[i].first), err); aerr != nil {
+				return aerr
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// archivedSince is the ErrArchived error for seq when err is a segment
+// that is gone because an Archive removed it meanwhile, else nil.
+func (j *Journal) archivedSince(seq uint64, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.archivedLocked(seq)
 }
 
 type iterator struct {

@@ -105,6 +105,15 @@ type Journal struct {
 	evidence []string
 	tmps     []string
 	handed   handed // what OnRecord was given, across the attempts of a read-only load
+	baseTmp  bool   // a base.tmp an interrupted Archive left (removed at a read-write Open)
+	fromBase bool   // Options.From is the base's own point: the load went on from the base
+
+	// The base (nil: the log starts at record 1) and the segments it
+	// archived that are still here; guarded by mu. archiveMu makes
+	// Archive calls one at a time.
+	base      *baseBody
+	leftover  []string
+	archiveMu sync.Mutex
 
 	// Owned by the flushing leader (and by Open and Close).
 	seg      *os.File

@@ -16,6 +16,7 @@ type listing struct {
 	segs     []segment // by first seq
 	evidence []string
 	tmps     []string
+	baseTmp  bool // a base being written when Archive was killed
 }
 
 func listDir(dir string) (listing, error) {
@@ -35,6 +36,8 @@ func listDir(dir string) (listing, error) {
 			ls.tmps = append(ls.tmps, name)
 		case strings.Contains(name, segSuffix+tornInfix):
 			ls.evidence = append(ls.evidence, name)
+		case name == baseFileName+tmpSuffix:
+			ls.baseTmp = true
 		}
 	}
 	sort.Slice(ls.segs, func(a, b int) bool { return ls.segs[a].first < ls.segs[b].first })
@@ -55,6 +58,9 @@ type loaded struct {
 	torn     *tornTail
 	evidence []string
 	tmps     []string
+	base     *baseBody // nil: the log starts at record 1
+	leftover []string  // segments the base archived that are still here
+	baseTmp  bool
 	seg      *os.File // the last segment, open read-write (read-write journals)
 	segPath  string
 }
@@ -101,8 +107,11 @@ func (j *Journal) loadPlan(p loadPlan) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{evidence: ls.evidence, tmps: ls.tmps, ch: newChain()}
+	l := &loaded{evidence: ls.evidence, tmps: ls.tmps, ch: newChain(), baseTmp: ls.baseTmp}
 	segs, start := ls.segs, 0
+	if segs, err = j.startAtBase(l, &p, segs); err != nil {
+		return nil, err
+	}
 	if p.from != nil {
 		if start, err = j.skipToMark(p.from, segs); err != nil {
 			return nil, err
@@ -169,7 +178,7 @@ func (j *Journal) loadSegment(l *loaded, p loadPlan, segs []segment, i int, atMa
 	}
 	if atMark {
 		s.from = p.from.End
-		err = verifyMarkFrame(j.dir, f, seg.name, p.from)
+		err = verifyMarkFrame(f, seg.name, p.from, func(reason string) error { return markMismatch(j.dir, p.from, reason) })
 	}
 	var t *tornTail
 	if err == nil {
@@ -225,6 +234,7 @@ func (j *Journal) adopt(l *loaded) {
 			Bytes: int64(len(t.data)), Reason: t.reason, State: RecoveryUnrepaired})
 	}
 	j.torn, j.evidence, j.tmps = l.torn, l.evidence, l.tmps
+	j.base, j.leftover, j.baseTmp = l.base, l.leftover, l.baseTmp
 	j.seg, j.segPath = l.seg, l.segPath
 	j.segs = l.segs
 	ch := &l.ch

@@ -117,19 +117,21 @@ const markWindow = 64 << 10
 // is where a frame ends and the mark is a point of this log. Frames have
 // no back links, so it is found by its length field, checksum and hash.
 // A bind or rebind record there is checked against the mark's binding.
-func verifyMarkFrame(dir string, f *os.File, name string, m *Mark) error {
+// mismatch makes the error of a reason the mark does not match (Open's
+// and Archive's say different things about what to do next).
+func verifyMarkFrame(f *os.File, name string, m *Mark, mismatch func(reason string) error) error {
 	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("journal: stat %s: %w", f.Name(), err)
 	}
 	if st.Size() < m.End {
-		return markMismatch(dir, m, fmt.Sprintf("segment %s is %d bytes, shorter than the mark's end %d", name, st.Size(), m.End))
+		return mismatch(fmt.Sprintf("segment %s is %d bytes, shorter than the mark's end %d", name, st.Size(), m.End))
 	}
 	// Every segment is made the segment size, or the size of the one
 	// record it holds when that is larger: a mark naming another size
 	// would rotate (and preallocate) unlike the log.
 	if size := st.Size(); size != m.SegmentSize && !(size > m.SegmentSize && m.Seq == m.Segment && m.End == size) {
-		return markMismatch(dir, m, fmt.Sprintf("segment %s is %d bytes, not the mark's segment size %d", name, size, m.SegmentSize))
+		return mismatch(fmt.Sprintf("segment %s is %d bytes, not the mark's segment size %d", name, size, m.SegmentSize))
 	}
 	for window := min(m.End, markWindow); ; window = min(m.End, headerSize+MaxRecordBytes) {
 		buf := make([]byte, window)
@@ -138,17 +140,17 @@ func verifyMarkFrame(dir string, f *os.File, name string, m *Mark) error {
 		}
 		at, rec, reason := frameEndingAt(buf, m)
 		if reason != "" {
-			return markMismatch(dir, m, fmt.Sprintf("segment %s: %s", name, reason))
+			return mismatch(fmt.Sprintf("segment %s: %s", name, reason))
 		}
 		if at >= 0 {
 			start := m.End - window + int64(at)
 			if (start == 0) != (m.Seq == m.Segment) {
-				return markMismatch(dir, m, fmt.Sprintf("record %d starts at offset %d of segment %s, which is named for seq %d", m.Seq, start, name, m.Segment))
+				return mismatch(fmt.Sprintf("record %d starts at offset %d of segment %s, which is named for seq %d", m.Seq, start, name, m.Segment))
 			}
-			return m.checkRecord(dir, &rec)
+			return m.checkRecord(&rec, mismatch)
 		}
 		if window == min(m.End, headerSize+MaxRecordBytes) {
-			return markMismatch(dir, m, fmt.Sprintf("no record with the mark's head ends at offset %d of segment %s", m.End, name))
+			return mismatch(fmt.Sprintf("no record with the mark's head ends at offset %d of segment %s", m.End, name))
 		}
 	}
 }
@@ -184,7 +186,7 @@ func frameEndingAt(buf []byte, m *Mark) (int, Record, string) {
 
 // checkRecord checks the mark's binding against its record when that is
 // the bind record or a rebind, the records that say what it is.
-func (m *Mark) checkRecord(dir string, r *Record) error {
+func (m *Mark) checkRecord(r *Record, mismatch func(reason string) error) error {
 	var reason string
 	switch r.Kind {
 	case kindBind:
@@ -211,7 +213,7 @@ func (m *Mark) checkRecord(dir string, r *Record) error {
 		}
 	}
 	if reason != "" {
-		return markMismatch(dir, m, reason)
+		return mismatch(reason)
 	}
 	return nil
 }

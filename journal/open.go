@@ -176,7 +176,20 @@ func (j *Journal) repair() error {
 		}
 		j.log.Warn("journal: removed unfinished segment file left by a crash", "dir", j.dir, "file", t)
 	}
-	if len(j.tmps) > 0 {
+	if j.baseTmp {
+		// A crash while Archive wrote the base: the old base (or none)
+		// is in force, and the archive, if complete, is taken up again
+		// by the next Archive.
+		if err := os.Remove(filepath.Join(j.dir, baseFileName+tmpSuffix)); err != nil {
+			return fmt.Errorf("journal: remove unfinished base: %w", err)
+		}
+		j.log.Warn("journal: removed an unfinished base file left by a crash inside Archive", "dir", j.dir)
+	}
+	if len(j.leftover) > 0 {
+		j.log.Warn("journal: segments already archived are still here (an Archive was stopped before it removed them); Archive again to remove them",
+			"dir", j.dir, "segments", j.leftover)
+	}
+	if len(j.tmps) > 0 || j.baseTmp {
 		if err := syncDir(j.dir); err != nil {
 			return err
 		}
@@ -264,7 +277,7 @@ func (j *Journal) bindingError(problem string) error {
 	switch {
 	case problem == "":
 		return nil
-	case j.opts.From != nil:
+	case j.opts.From != nil && !j.fromBase:
 		return markMismatch(j.dir, j.opts.From, "by the mark, the log "+problem)
 	}
 	return fmt.Errorf("journal: %s %s: %w", j.dir, problem, ErrBindingMismatch)

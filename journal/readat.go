@@ -32,7 +32,8 @@ var readAtBufs = sync.Pool{New: func() any { b := make([]byte, readAtChunk); ret
 // does not hold, an offset outside the segment's durable part) is an error
 // matching ErrBadPlace. A place inside the durable part whose bytes are not
 // record p.Seq (a wrong offset, a damaged segment) is a *CorruptError
-// naming the segment and offset.
+// naming the segment and offset. A record Archive moved out of the live
+// directory is an error matching ErrArchived that names its archive.
 func (j *Journal) ReadAt(p Place) (Record, error) {
 	path, limit, err := j.placeBounds(p)
 	if err != nil {
@@ -42,6 +43,9 @@ func (j *Journal) ReadAt(p Place) (Record, error) {
 	// cleanup cost more system calls than the read.
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if aerr := j.archivedSince(p.Seq, err); aerr != nil {
+			return Record{}, aerr
+		}
 		return Record{}, fmt.Errorf("journal: open segment %s: %w", path, err)
 	}
 	defer unix.Close(fd)
@@ -91,6 +95,9 @@ func (j *Journal) placeBounds(p Place) (string, int64, error) {
 	bad := func(format string, args ...any) (string, int64, error) {
 		return "", 0, fmt.Errorf("journal: %s: place %d/%s@%d: %s: %w", j.dir, p.Seq, segName(p.Segment), p.Offset,
 			fmt.Sprintf(format, args...), ErrBadPlace)
+	}
+	if err := j.archivedLocked(p.Seq); err != nil && p.Seq > 0 {
+		return "", 0, err
 	}
 	if p.Seq == 0 || p.Seq > j.lastSeq {
 		return bad("seq %d is not 1 to the last durable record (seq %d)", p.Seq, j.lastSeq)

@@ -24,6 +24,9 @@ type Summary struct {
 	Recoveries []Recovery       `json:"recoveries"`
 	ReadOnly   bool             `json:"read_only"`
 	Failure    string           `json:"failure,omitempty"` // the I/O failure that poisoned the journal
+	// Base is where the live directory starts after Archive (nil: at
+	// record 1); FirstSeq and Records count from it.
+	Base *BaseSummary `json:"base,omitempty"`
 
 	// SegmentSize is the segment size in force (see Journal.SegmentSize).
 	SegmentSize int64 `json:"segment_size"`
@@ -61,10 +64,12 @@ func (j *Journal) Summary() Summary {
 		SegmentSize: j.segmentSize,
 	}
 	if j.lastSeq > 0 {
-		s.FirstSeq = 1
+		s.FirstSeq = j.firstSeq()
+		s.Records = j.lastSeq - s.FirstSeq + 1
 		s.Binding = hex.EncodeToString(j.binding[:])
 		s.Config = json.RawMessage(append([]byte(nil), j.config...))
 	}
+	s.Base = j.baseSummary()
 	if j.err != nil {
 		s.Failure = j.err.Error()
 	}
