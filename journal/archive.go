@@ -157,11 +157,11 @@ func (j *Journal) archiveMismatch(m *Mark) func(string) error {
 // wholly before it.
 func (j *Journal) planArchive(dir string, m *Mark, base *baseBody, segs []segment, lastSeq uint64) (*archivePlan, error) {
 	mismatch := j.archiveMismatch(m)
-	if reason := m.inconsistency(); reason != "" {
-		return nil, mismatch(reason)
-	}
 	if m.Seq > lastSeq {
 		return nil, mismatch(fmt.Sprintf("seq %d is past the durable end of the log (seq %d)", m.Seq, lastSeq))
+	}
+	if reason := m.inconsistency(); reason != "" {
+		return nil, mismatch(reason)
 	}
 	if m.Owner != j.owner || m.Format != j.format {
 		return nil, mismatch(fmt.Sprintf("it names owner %q and format %q, the log %q and %q", m.Owner, m.Format, j.owner, j.format))

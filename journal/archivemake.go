@@ -90,7 +90,8 @@ func (j *Journal) makeArchive(p *archivePlan) (Archived, error) {
 	}
 	failpointHit(FailArchiveCopied)
 	// rename(2) replaces an empty directory and fails on any other.
-	if err := os.Rename(partial, p.dir); err != nil {
+	// (os.Rename refuses an existing directory; rename(2) does not.)
+	if err := unix.Rename(partial, p.dir); err != nil {
 		return Archived{}, fmt.Errorf("journal: rename %s into place: %v: %w", partial, err, ErrArchiveDirInUse)
 	}
 	if err := syncDir(filepath.Dir(p.dir)); err != nil {
@@ -132,7 +133,7 @@ func existingArchive(p *archivePlan) (*Archived, error) {
 		return nil, nil
 	}
 	if _, err := os.Lstat(filepath.Join(p.dir, manifestFileName)); err != nil {
-		return inUse("already holds %d files (%s first) and no archive manifest", len(entries), entries[0].Name())
+		return inUse("is not empty (it holds %s) and has no archive manifest", entries[0].Name())
 	}
 	a, err := OpenArchive(p.dir)
 	if err != nil {
