@@ -4,6 +4,19 @@
 // first, then act, then reply: Append returns only after the record is on
 // disk.
 //
+// # Use
+//
+//	j, err := journal.Open(dir, journal.Options{Owner: "steward-operator", Format: format, Config: cfg})
+//	p, err := j.AppendAt("attempt.end", body) // durable when it returns
+//	r, err := j.ReadAt(p)                     // that record again, at once
+//	m := j.Mark()                             // a snapshot's point: Options.From at the next start
+//	a, err := j.Archive(archiveDir, m)        // the segments before m leave the live directory
+//	err = j.Close()
+//
+// Each is described below: the directory and the records, the binding,
+// group commit and failures, opening (from a mark), places, reading a live
+// journal, and archiving.
+//
 // # Directory
 //
 // A journal directory is mode 0700, owned by the process account and never a
@@ -17,6 +30,9 @@
 //	0000000000004712.seg.tmp      a segment being created (removed at Open)
 //	durable                       the owner's watermark: the durable end, for
 //	                              readers of the live journal
+//	base                          after Archive: the log here starts after
+//	                              the seq it names (see Archiving and the base)
+//	base.tmp                      a base being written (removed at Open)
 //
 // A segment is created under a temporary name, preallocated with fallocate
 // (mode 0) to the segment size (DefaultSegmentSize unless the bind record
@@ -228,4 +244,71 @@
 // meanwhile and the read is done again up to its watermark (records
 // OnRecord was given are not given again). Iterate on a read-only journal
 // reads what Open found, not more.
+//
+// # Archiving and the base
+//
+// The owner's account moves the segments wholly before a mark its
+// snapshot names out of the live directory, into an archive of their own,
+// so that the live directory does not grow with every record ever written
+// (DESIGN.md section 13, "Retention with evidence"):
+//
+//	a, err := j.Archive("/var/lib/steward/archive/journal-0001", snap.Mark)
+//	switch {
+//	case errors.Is(err, journal.ErrNothingToArchive): // the mark is in the first segment
+//	case err != nil:
+//		return err // nothing removed; Archive again completes an interrupted one
+//	}
+//	ar, err := journal.OpenArchive(a.Dir) // read-only, verified whole
+//	err = ar.Iterate(0, func(r journal.Record) error { ... })
+//	b, _ := j.Base() // b.Head == ar.Archived().Head: one chain
+//
+// An archive is a new directory holding the segments (each cut to the
+// end of its last record, mode 0400) and "manifest": the deterministic
+// CBOR of {version "steward-journal-archive-v1", from, to, segments}
+// followed by its SHA-256 (the manifest's digest), where from and to are
+// the chain state before its first record and after its last (seq, head,
+// owner, format, config in force, rebinds, segment size) and each
+// segment has its name, seqs, bytes and SHA-256. The live directory's
+// "base" is the same kind of file, {version "steward-journal-base-v1",
+// at, archives}: at is the chain state after the last archived record,
+// archives every archive of records 1 to at.seq, oldest first, with its
+// name (the directory's base name, which ErrArchived names), its path
+// when it was made, its seqs and its manifest's digest.
+//
+// Archive takes the segments from the live log's first through the last
+// one wholly before the mark (the mark's own segment too when the mark is
+// its last record and a later one exists; never the one appended to),
+// after checking that the mark is a durable point of the log (its frame,
+// as Open with From checks it). A mark in the first segment, or at the
+// base, is ErrNothingToArchive and writes nothing. Then, in this order, it
+// verifies those segments as Open verifies a log, from the base (or
+// record 1), and that the first segment kept chains on them; copies them
+// and writes the manifest into "<dir>.partial", each fsync'd, and fsyncs
+// that directory; renames it to dir (which must not exist or be empty)
+// and fsyncs dir's parent; verifies the archive with OpenArchive; writes
+// the new base as base.tmp, fsyncs it, renames it over base and fsyncs
+// the live directory; and only then removes the archived segments and
+// fsyncs the directory again. A crash before the base's rename leaves the
+// old journal whole (and a partial or complete archive that is not yet
+// the journal's); one after it, the new journal, whose Open reads none of
+// the archived segments left behind (Base().Leftover). Archive called
+// again completes either: it removes the leftovers once the base's
+// archive verifies (else it keeps them and says so), clears
+// "<dir>.partial", and takes up a complete archive in dir that holds
+// exactly the records it would copy. FailArchiveCopied,
+// FailArchiveRenamed, FailArchiveBaseTmp, FailArchiveBased and
+// FailArchiveRemoving name the steps, for crash tests
+// (STEWARD_FAILPOINT, as package internal/failpoint reads it).
+//
+// With a base, Open verifies the live log from the base's chain state
+// instead of from record 1 (a first segment other than at.seq+1, or a
+// first record that does not chain on its head, is a *CorruptError), and a
+// damaged base refuses the open. ReadAt and Iterate of a seq at or before
+// the base fail with ErrArchived, naming the archive that holds it;
+// Iterate(0) starts after the base. An Open from a mark at the base goes
+// on from the base; one before it fails with ErrArchived and
+// ErrMarkMismatch. An Open with OnRecord and no From, a replay from
+// record 1, is refused with ErrArchived: the owner's state can no longer
+// be rebuilt from the live log alone, only from a snapshot at or after the
+// base.
 package journal
