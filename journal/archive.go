@@ -171,7 +171,7 @@ func (j *Journal) planArchive(dir string, m *Mark, base *baseBody, segs []segmen
 		p.from = base.At
 		switch {
 		case m.Seq < base.At.Seq:
-			return nil, &archivedError{msg: fmt.Sprintf("journal: %s: archive before the mark at seq %d: it is archived in %s already (the log here starts at seq %d)",
+			return nil, &ArchivedError{Seq: m.Seq, Archive: base.archiveFor(m.Seq).Name, msg: fmt.Sprintf("journal: %s: archive before the mark at seq %d: it is archived in %s already (the log here starts at seq %d)",
 				j.dir, m.Seq, base.archiveFor(m.Seq).Name, base.At.Seq+1)}
 		case m.Seq == base.At.Seq && !bytes.Equal(m.Head, base.At.Head):
 			return nil, mismatch("it is at the base, but its head is not the base's")

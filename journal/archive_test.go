@@ -149,6 +149,11 @@ func checkArchivedReads(t *testing.T, j *Journal, all []Record, name string) {
 			t.Fatalf("seq %d, after the base: ReadAt: %v", r.Seq, err)
 		}
 	}
+	_, err := j.ReadAt(all[0].Place)
+	var ae *ArchivedError
+	if !errors.As(err, &ae) || ae.Seq != 1 || ae.Archive != name {
+		t.Fatalf("ReadAt(seq 1): %#v, want an *ArchivedError of seq 1 in %s", err, name)
+	}
 	want := "journal: " + j.Dir() + ": seq 1 is archived in " + name
 	if _, err := j.ReadAt(all[0].Place); !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("ReadAt(seq 1): %q, want it to start %q", err, want)

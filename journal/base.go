@@ -99,7 +99,7 @@ func (j *Journal) archivedLocked(seq uint64) error {
 		return nil
 	}
 	a := j.base.archiveFor(seq)
-	return &archivedError{msg: fmt.Sprintf("journal: %s: seq %d is archived in %s (seq %d to %d; the log here starts at seq %d)",
+	return &ArchivedError{Seq: seq, Archive: a.Name, msg: fmt.Sprintf("journal: %s: seq %d is archived in %s (seq %d to %d; the log here starts at seq %d)",
 		j.dir, seq, a.Name, a.First, a.Last, j.base.At.Seq+1)}
 }
 
@@ -132,7 +132,7 @@ func (j *Journal) startAtBase(l *loaded, p *loadPlan, segs []segment) ([]segment
 		p.from, j.fromBase = nil, true
 	case m == nil && j.opts.OnRecord != nil:
 		first := b.Archives[0]
-		return nil, &archivedError{msg: fmt.Sprintf("journal: %s: records 1 to %d are archived in %s and the archives after it: a replay from record 1 (OnRecord without From) needs them; open from a mark at seq %d or later",
+		return nil, &ArchivedError{Seq: 1, Archive: first.Name, msg: fmt.Sprintf("journal: %s: records 1 to %d are archived in %s and the archives after it: a replay from record 1 (OnRecord without From) needs them; open from a mark at seq %d or later",
 			j.dir, b.At.Seq, first.Name, b.At.Seq)}
 	}
 	l.ch = b.At.chain()
@@ -143,7 +143,7 @@ func (j *Journal) startAtBase(l *loaded, p *loadPlan, segs []segment) ([]segment
 // must be the base's own point; one before it is archived.
 func (j *Journal) fromAtBase(m *Mark, b *baseBody) error {
 	if m.Seq < b.At.Seq {
-		return &archivedError{mark: true, msg: fmt.Sprintf("journal: %s: the mark at seq %d does not match: it is archived in %s (the log here starts at seq %d; open from a later mark)",
+		return &ArchivedError{Seq: m.Seq, Archive: b.archiveFor(m.Seq).Name, mark: true, msg: fmt.Sprintf("journal: %s: the mark at seq %d does not match: it is archived in %s (the log here starts at seq %d; open from a later mark)",
 			j.dir, m.Seq, b.archiveFor(m.Seq).Name, b.At.Seq+1)}
 	}
 	var reason string

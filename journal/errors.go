@@ -77,16 +77,23 @@ var (
 	ErrArchiveDirInUse = errors.New("journal: archive directory in use")
 )
 
-// archivedError is ErrArchived's error, which names the archive; at an
-// Open from a mark before the base it is the mark's mismatch too.
-type archivedError struct {
-	msg  string
-	mark bool
+// ArchivedError is the error (matching ErrArchived) of a read of a
+// record Archive moved out of the live directory: Archive is the name of
+// the archive that holds record Seq (its directory's base name), so that
+// an owner can refuse a request for it in a line of its own. At an Open
+// from a mark before the base it matches ErrMarkMismatch too.
+type ArchivedError struct {
+	Seq     uint64
+	Archive string
+	msg     string
+	mark    bool
 }
 
-func (e *archivedError) Error() string { return e.msg }
+func (e *ArchivedError) Error() string { return e.msg }
 
-func (e *archivedError) Unwrap() []error {
+// Unwrap makes errors.Is(err, ErrArchived) true, and ErrMarkMismatch for
+// a From mark.
+func (e *ArchivedError) Unwrap() []error {
 	if e.mark {
 		return []error{ErrArchived, ErrMarkMismatch}
 	}

@@ -261,11 +261,42 @@ func (s *Store) Close() error { return s.hist.Close() }
 // recorded since the last one) and drops from the state what it covers;
 // it returns the snapshot's file name, "" when none was due.
 func (s *Store) Snapshot() (string, error) {
+	_, name, err := s.SnapshotMark()
+	return name, err
+}
+
+// SnapshotMark is Snapshot returning also the mark of the snapshot now
+// the newest (the last one's when none was due; the zero Mark when there
+// is none): what `history archive` may archive up to.
+func (s *Store) SnapshotMark() (journal.Mark, string, error) {
 	m, name, err := s.hist.Keeper.Snapshot()
 	if err == nil && name != "" {
 		s.forget(m)
 	}
-	return name, err
+	return m, name, err
+}
+
+// Archive moves the journal's segments wholly before mark m into the new
+// archive directory to (journal.Archive). m must be a snapshot's, at or
+// before the newest one's, so that the next start loads a snapshot the
+// archive leaves whole; the command has exported and verified the
+// receipts of what it archives first (`history archive`). What the journal
+// refuses (nothing to archive, the directory in use, a mark not of the
+// log) is a refusal.
+func (s *Store) Archive(to string, m journal.Mark) (journal.Archived, error) {
+	if s.readOnly {
+		return journal.Archived{}, views.Refusedf("history archive: the store is open read-only")
+	}
+	if last := s.hist.Keeper.LastMark(); last.Seq == 0 || m.Seq > last.Seq {
+		return journal.Archived{}, views.Refusedf("history archive: the mark at record %d is past the newest snapshot's (record %d): archive up to a snapshot's mark", m.Seq, last.Seq)
+	}
+	a, err := s.j.Archive(to, m)
+	for _, e := range []error{journal.ErrNothingToArchive, journal.ErrArchiveDirInUse, journal.ErrMarkMismatch, journal.ErrArchived} {
+		if errors.Is(err, e) {
+			return a, views.Refusedf("history archive: %v", err)
+		}
+	}
+	return a, err
 }
 
 func (s *Store) forget(m journal.Mark) {

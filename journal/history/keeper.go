@@ -99,9 +99,10 @@ type Keeper struct {
 	// so that snapshots are made one at a time, in mark order.
 	mu      sync.Mutex
 	replica State
-	at      uint64 // the replica's mark: the last record applied to it
-	snapAt  uint64 // the mark of the last snapshot written or loaded
-	failed  error  // a record the replica refused: no more snapshots
+	at      uint64       // the replica's mark: the last record applied to it
+	snapAt  uint64       // the mark of the last snapshot written or loaded
+	last    journal.Mark // that mark whole (zero when there was none)
+	failed  error        // a record the replica refused: no more snapshots
 	closed  bool
 }
 
@@ -121,7 +122,7 @@ func Open(o Options) (*Keeper, Opened, error) {
 	if err != nil {
 		return nil, op, err
 	}
-	k := &Keeper{o: o, j: op.Journal, log: o.Logger, snapAt: op.From.Seq}
+	k := &Keeper{o: o, j: op.Journal, log: o.Logger, snapAt: op.From.Seq, last: op.From}
 	if err := k.start(&op); err != nil {
 		op.Journal.Close()
 		return nil, Opened{Rejected: op.Rejected, Cleaned: op.Cleaned}, err

@@ -32,6 +32,14 @@ func (k *Keeper) Due() bool {
 	return m.Seq >= k.snapAt+k.o.Every
 }
 
+// LastMark is the mark of the last snapshot written or loaded: the zero
+// Mark when there is none (a full replay, and none made since).
+func (k *Keeper) LastMark() journal.Mark {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.last
+}
+
 // lastSnapshot is the mark seq of the last snapshot written or loaded.
 func (k *Keeper) lastSnapshot() uint64 {
 	k.mu.Lock()
@@ -50,7 +58,8 @@ func (k *Keeper) Err() error {
 // Snapshot brings the replica up to the journal's last durable record,
 // syncs the index with that mark and writes the snapshot, returning its
 // mark and file name. With nothing recorded since the last snapshot it
-// writes none and returns the last snapshot's mark seq and "". On error no
+// writes none and returns the last snapshot's mark and "" (the zero Mark
+// when there is none). On error no
 // snapshot was written (the journal and the earlier snapshots are as they
 // were); after ErrStopped none ever will be.
 func (k *Keeper) Snapshot() (journal.Mark, string, error) {
@@ -66,7 +75,7 @@ func (k *Keeper) Snapshot() (journal.Mark, string, error) {
 	}
 	m := k.j.Mark()
 	if m.Seq <= k.snapAt {
-		return journal.Mark{Seq: k.snapAt}, "", nil
+		return k.last, "", nil
 	}
 	if err := k.catchUp(m.Seq); err != nil {
 		return journal.Mark{}, "", err
@@ -135,7 +144,7 @@ func (k *Keeper) write(m journal.Mark, b []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	k.snapAt = m.Seq
+	k.snapAt, k.last = m.Seq, m
 	k.log.Debug("history: snapshot written", "snapshot", w.Name, "seq", m.Seq, "bytes", len(b), "removed", len(w.Removed))
 	return w.Name, nil
 }

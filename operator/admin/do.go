@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/stewardrt/steward/operator"
@@ -111,11 +112,23 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 	case OpApprovalsList, OpApprovalsShow, OpApprovalsRespond, OpApprovalsEvents:
 		return doApprovals(s, req)
 	case OpHistorySnapshot:
-		name, err := s.Snapshot()
+		m, name, err := s.SnapshotMark()
 		if err != nil {
 			return rep, err
 		}
 		rep.Snapshot = name
+		if m.Seq != 0 {
+			rep.Mark = &m
+		}
+	case OpHistoryArchive:
+		if req.Mark == nil || !filepath.IsAbs(req.Name) {
+			return rep, views.Refusedf("history archive without a snapshot's mark and an absolute archive directory")
+		}
+		a, err := s.Archive(req.Name, *req.Mark)
+		if err != nil {
+			return rep, err
+		}
+		rep.Archived = &a
 	case OpAgentSet:
 		if req.Agent == nil {
 			return rep, views.Refusedf("agent set without limits")

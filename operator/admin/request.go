@@ -3,6 +3,7 @@ package admin
 import (
 	"path/filepath"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
 )
@@ -74,6 +75,8 @@ type Request struct {
 	Control string `cbor:"control,omitempty"`
 	// Approvals is an approvals operation's request (approvals.go).
 	Approvals *ApprovalsRequest `cbor:"approvals,omitempty"`
+	// Mark is the snapshot's mark a history archive goes up to.
+	Mark *journal.Mark `cbor:"mark,omitempty"`
 }
 
 // Grant is an views.GrantSpec with times in unix ms (for CBOR).
@@ -112,8 +115,12 @@ type Reply struct {
 	ControlListened bool `cbor:"controlListened,omitempty"`
 	// Approvals is an approvals operation's answer (approvals.go).
 	Approvals *ApprovalsReply `cbor:"approvals,omitempty"`
-	// Snapshot is the file a history snapshot wrote.
-	Snapshot string `cbor:"snapshot,omitempty"`
+	// Snapshot is the file a history snapshot wrote; Mark the newest
+	// snapshot's mark (also when none was written), nil when there is none.
+	Snapshot string        `cbor:"snapshot,omitempty"`
+	Mark     *journal.Mark `cbor:"mark,omitempty"`
+	// Archived is what a history archive moved out of the journal.
+	Archived *journal.Archived `cbor:"archived,omitempty"`
 }
 
 // The operations of route states: Request.Name is the route, Request.By
@@ -133,6 +140,12 @@ var routeOpState = map[string]hostlog.RouteState{
 // snapshot`): Reply.Snapshot names it, "" when nothing was recorded since
 // the last one.
 const OpHistorySnapshot = "history-snapshot"
+
+// OpHistoryArchive moves the journal's segments before Request.Mark, a
+// snapshot's, into the new archive directory Request.Name (absolute)
+// (`history archive`, which exported and verified their receipts first):
+// Reply.Archived says what moved.
+const OpHistoryArchive = "history-archive"
 
 // OpAgentSet is the operation of `agent set`: Request.Agent.
 const OpAgentSet = "agent-set"

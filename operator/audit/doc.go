@@ -6,6 +6,11 @@
 //	rep, err := audit.VerifyStore(storeDir, 1) // signatures, chain, checkpoints, consents, purses
 //	b, err := audit.ExportStore(storeDir)
 //	rep, err = audit.VerifyFileKeys(b, audit.FileKeys{Host: pub, Dispatch: dk, Controller: "ctl"})
+//	rep, err = audit.VerifyStoreArchives(storeDir, 1, []string{archive1, archive2}) // an archived journal
+//	b, rep, err = audit.ExportVerified(storeDir, mark.Seq) // what `history archive` exports first
+//
+// A journal `history archive` archived is read from its archives, then its
+// live directory (archives.go): rep.Checked() says what came from where.
 //
 // # What it owns and what it may touch
 //

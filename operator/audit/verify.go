@@ -38,6 +38,12 @@ type ReceiptReport struct {
 	// Agents groups the receipts by the agent they name (agents.go).
 	Agents   []AgentReport `json:"agents,omitempty"`
 	Findings []string      `json:"findings,omitempty"`
+	// Records is the last journal record read, and Archives the archives
+	// records 1 to the journal's base were read from (none: the whole
+	// journal was live); Checked says it in a line. A file's report has
+	// neither.
+	Records  uint64        `json:"records,omitempty"`
+	Archives []ArchiveRead `json:"archives,omitempty"`
 }
 
 // CheckpointView is one verified checkpoint: the receipt it covers, that
@@ -148,8 +154,19 @@ func verifyChain(rs []chainReceipt, cps []chainCheckpoint, host *wire.HybridPubl
 // A reservation's consent that does not hold, and a reservation the
 // journal gives no outcome (its charge held without a receipt), are
 // findings: the report lists every one and the error names the first.
+//
+// A journal `history archive` archived is read from its archives first,
+// where its base says they are (VerifyStoreArchives names them), and the
+// report says what was read where (Archives, Checked).
 func VerifyStore(dir string, from uint64) (ReceiptReport, error) {
-	_, rep, err := auditStore(dir, from)
+	return VerifyStoreArchives(dir, from, nil)
+}
+
+// VerifyStoreArchives is VerifyStore reading the journal's archives from
+// archives (one directory for each archive its base names, oldest first;
+// nil: where the base says each was made).
+func VerifyStoreArchives(dir string, from uint64, archives []string) (ReceiptReport, error) {
+	_, rep, err := auditStoreWith(dir, from, archives)
 	if err == nil {
 		err = findingsError(rep.Findings)
 	}
@@ -168,18 +185,21 @@ func findingsError(fs []string) error {
 	return faultf("%d findings, the first: %s", len(fs), fs[0])
 }
 
-// auditStore is VerifyStore, returning also the evidence it gathered.
-func auditStore(dir string, from uint64) (*journalAudit, ReceiptReport, error) {
+// auditStoreWith is VerifyStoreArchives, returning also the evidence it
+// gathered.
+func auditStoreWith(dir string, from uint64, archives []string) (*journalAudit, ReceiptReport, error) {
 	j, pub, err := hostlog.OpenReadOnly(dir)
 	if err != nil {
 		return nil, ReceiptReport{}, err
 	}
 	defer j.Close()
 	a := newJournalAudit(pub)
-	if err := j.Iterate(1, a.record); err != nil {
+	read, err := readJournal(j, archives, a.record)
+	if err != nil {
 		return nil, ReceiptReport{}, err
 	}
 	rep, err := verifyChain(a.receipts, a.checkpoints, pub, from)
+	rep.Archives, rep.Records = read, j.LastSeq()
 	if err != nil {
 		return nil, rep, err
 	}
@@ -203,23 +223,11 @@ func auditStore(dir string, from uint64) (*journalAudit, ReceiptReport, error) {
 // receipts' and checkpoints' own signatures, and a prefix of the chain is
 // as well signed as the chain.
 func ExportStore(dir string) ([]byte, error) {
-	a, _, err := auditStore(dir, 1)
+	a, _, err := auditStoreWith(dir, 1, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := findingsError(a.findings); err != nil {
-		return nil, err
-	}
-	rs := a.receipts
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].r.Seq < rs[j].r.Seq }) // chain order
-	f := msg.ReceiptsFile{HostKey: a.pub.MarshalCOSEKey()}
-	for _, c := range rs {
-		f.Receipts = append(f.Receipts, c.signed)
-	}
-	for _, cp := range a.checkpoints {
-		f.Checkpoints = append(f.Checkpoints, cp.signed)
-	}
-	return msg.MarshalReceiptsFile(f)
+	return exportFile(a)
 }
 
 // FileKeys are what an exported receipts file is checked against. None

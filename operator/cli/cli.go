@@ -67,7 +67,7 @@ func commands() map[string]command {
 		"route list":       {"route list --store DIR [--json]", (*CLI).cmdRouteList},
 		"route show":       {"route show ROUTE --store DIR [--json]", (*CLI).cmdRouteShow},
 		"bundle build":     {"bundle build CONTROLLER --out FILE --store DIR [--host-uid UID]", (*CLI).cmdBundleBuild},
-		"receipts verify":  {"receipts verify (--store DIR [--from SEQ] | --file FILE --host-key FILE [--controller-keys FILE [--controller NAME]]) [--json]", (*CLI).cmdReceiptsVerify},
+		"receipts verify":  {"receipts verify (--store DIR [--from SEQ] [--archive DIR]... | --file FILE --host-key FILE [--controller-keys FILE [--controller NAME]]) [--json]", (*CLI).cmdReceiptsVerify},
 		"receipts export":  {"receipts export --store DIR --out FILE", (*CLI).cmdReceiptsExport},
 		"journal inspect":  {"journal inspect --store DIR [--json]", (*CLI).cmdJournalInspect},
 		"attempts list":    {"attempts list --store DIR [--state S] [--json]", (*CLI).cmdAttemptsList},
@@ -81,6 +81,7 @@ func commands() map[string]command {
 
 		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
 		"history snapshot":   {"history snapshot --store DIR", (*CLI).cmdHistorySnapshot},
+		"history archive":    {"history archive --store DIR --to ARCHIVEDIR", (*CLI).cmdHistoryArchive},
 	}
 	for n, c := range approvalsCommands() {
 		cmds[n] = c
@@ -133,7 +134,7 @@ func (c *CLI) usage(cmds map[string]command) {
 		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
 		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch",
-		"history snapshot"} {
+		"history snapshot", "history archive"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }
@@ -194,6 +195,11 @@ func (c *CLI) printJSON(v any) error {
 
 // admin runs one administrative request, directly or through the daemon.
 func (c *CLI) admin(store string, req admin.Request) (admin.Reply, error) {
+	return c.adminWithin(store, 30*time.Second, req)
+}
+
+// adminWithin is admin waiting up to d for the running host's answer.
+func (c *CLI) adminWithin(store string, d time.Duration, req admin.Request) (admin.Reply, error) {
 	if err := needStore(store); err != nil {
 		return admin.Reply{}, err
 	}
@@ -204,7 +210,7 @@ func (c *CLI) admin(store string, req admin.Request) (admin.Reply, error) {
 		return admin.Reply{}, err
 	}
 	defer a.Close()
-	return a.Do(req)
+	return a.DoWithin(d, req)
 }
 
 // readOnly opens the store for a read-only command.

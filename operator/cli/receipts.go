@@ -24,6 +24,8 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 	hostKey := fs.String("host-key", "", "with --file, required: the host public key `FILE` (operator.pub) its receipts must be signed with")
 	ctlKeys := fs.String("controller-keys", "", "with --file: check consents against this controller's public keys `FILE` (controller.pub)")
 	ctlName := fs.String("controller", "", "with --controller-keys: the controller `NAME` whose keys they are (default: the one the file names)")
+	var archives listFlag
+	fs.Var(&archives, "archive", "an archive `DIR` of the journal (`history archive`), one for each its base names, oldest first (default: where each was made)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
@@ -31,6 +33,9 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 	var rep audit.ReceiptReport
 	var err error
 	if *file != "" {
+		if len(archives) > 0 {
+			return fmt.Errorf("%w: --archive is for a store: a receipts file holds its receipts whole", errUsage)
+		}
 		rep, err = verifyFileCommand(*file, *hostKey, *ctlKeys, *ctlName)
 	} else {
 		if *hostKey != "" || *ctlKeys != "" || *ctlName != "" {
@@ -41,7 +46,7 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 			return oerr
 		}
 		defer s.Close()
-		rep, err = audit.VerifyStore(*store, *from)
+		rep, err = audit.VerifyStoreArchives(*store, *from, archives)
 	}
 	if err != nil && len(rep.Findings) == 0 {
 		return err
@@ -107,6 +112,9 @@ func readDispatchKey(path string) (*wire.PublicKey, error) {
 // checkpoints cover it, the purses, whose consents were checked, and
 // every finding.
 func (c *CLI) printReceiptReport(rep audit.ReceiptReport) {
+	if rep.Records > 0 {
+		fmt.Fprintln(c.Stdout, rep.Checked())
+	}
 	fmt.Fprintf(c.Stdout, "%d receipts verified, chain head %s; %d checkpoints cover receipts 1..%d; %d not yet covered\n",
 		rep.Receipts, rep.Head, rep.Checkpoints, rep.CoveredThrough, rep.Uncovered)
 	if rep.LastSeq > 0 {

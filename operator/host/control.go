@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
@@ -75,6 +77,10 @@ func (h *Host) answerInspect(controller string, req *wire.Envelope) (string, any
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "inspect: " + err.Error()}
 	}
 	res, err := h.s.Inspect(controller, in.Attempt)
+	if errors.Is(err, journal.ErrArchived) {
+		// Its records are archived: the reason names the archive only.
+		return msg.TypeRefused, msg.Refusal{Code: msg.CodeArchived, Reason: strings.TrimPrefix(err.Error(), views.ErrRefused.Error()+": ")}
+	}
 	if err != nil {
 		// The error names the journal's files: they go to the log, not
 		// to the controller and its agents.

@@ -58,6 +58,10 @@ const (
 	// CodeAgentLimit: an operator's limit for this agent refused the call
 	// (an operation it may not call, a daily, conversation or rate limit).
 	CodeAgentLimit = "agent-limit"
+	// CodeArchived: the attempt's records were archived out of the host's
+	// journal (`steward-operator history archive`); the reason names the
+	// archive that holds them.
+	CodeArchived = "archived"
 )
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
