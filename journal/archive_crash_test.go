@@ -197,3 +197,29 @@ func TestArchiveWhileAppending(t *testing.T) {
 		t.Fatalf("reopened at %d, the last acknowledged %d", j.LastSeq(), last)
 	}
 }
+
+// A reader of the live journal that listed the segments just before the
+// owner archived them finds one gone when it opens it: it reads again
+// (as it does when the watermark is not borne out) and opens, from the
+// new base.
+func TestArchiveUnderReader(t *testing.T) {
+	dir, opts, marks := markedLog(t)
+	j := mustOpen(t, dir, opts)
+	defer mustClose(t, j)
+	archived := false
+	t.Cleanup(func() { readOnlyHook = nil })
+	readOnlyHook = func(point string, _ bool) {
+		if point == "listed" && !archived {
+			archived = true
+			mustArchive(t, j, filepath.Join(t.TempDir(), "a"), marks[25])
+		}
+	}
+	r, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a read-only open while the owner archived: %v", err)
+	}
+	defer mustClose(t, r)
+	if !archived || r.LastSeq() != 41 || r.Summary().FirstSeq != 22 {
+		t.Fatalf("archived %v; the reader read to %d from %d", archived, r.LastSeq(), r.Summary().FirstSeq)
+	}
+}

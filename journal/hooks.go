@@ -34,8 +34,10 @@ var (
 	// n by a full disk does.
 	shortWriteHook func(want int) (n int, err error)
 
-	// readOnlyHook is called by a read-only Open at "scan" (it found no
-	// owner running and is about to scan the log in full) and at
+	// readOnlyHook is called by a read-only Open at "listed" (it listed
+	// the directory and is about to read the segments; running false), at
+	// "scan" (it found no owner running and is about to scan the log in
+	// full) and at
 	// "probed-again" (the scan is done and it probed the lock again,
 	// finding an owner when running is true), so that a test can start an
 	// owner exactly while a reader reads.

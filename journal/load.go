@@ -107,6 +107,9 @@ func (j *Journal) loadPlan(p loadPlan) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if readOnlyHook != nil && j.opts.ReadOnly {
+		readOnlyHook("listed", false)
+	}
 	l := &loaded{evidence: ls.evidence, tmps: ls.tmps, ch: newChain(), baseTmp: ls.baseTmp}
 	segs, start := ls.segs, 0
 	if segs, err = j.startAtBase(l, &p, segs); err != nil {
