@@ -105,6 +105,7 @@ type Journal struct {
 	evidence []string
 	tmps     []string
 	handed   handed // what OnRecord was given, across the attempts of a read-only load
+	live     bool   // a read-only load read it while its owner ran (see Live)
 
 	// Owned by the flushing leader (and by Open and Close).
 	seg      *os.File
@@ -120,6 +121,11 @@ type Journal struct {
 	iov        [2][]byte // pwritev vector, reused
 	wm         watermarkFile
 }
+
+// Live reports whether a read-only Open read the log while its owner ran:
+// then it holds what was durable when it was read, and the owner goes on
+// appending after it (a call's reservation may have its outcome there).
+func (j *Journal) Live() bool { return j.live }
 
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }

@@ -100,9 +100,14 @@ type Keeper struct {
 	mu      sync.Mutex
 	replica State
 	at      uint64 // the replica's mark: the last record applied to it
-	snapAt  uint64 // the mark of the last snapshot written or loaded
-	failed  error  // a record the replica refused: no more snapshots
-	closed  bool
+	// base is the replica's encoding at baseMark, the last snapshot
+	// written (or the open): what the replica is made again from when an
+	// index write fails inside an Apply and leaves it half applied.
+	base     []byte
+	baseMark journal.Mark
+	snapAt   uint64 // the mark of the last snapshot written or loaded
+	failed   error  // a record the replica refused: no more snapshots
+	closed   bool
 }
 
 // Open opens the journal from the newest snapshot it can use, or from its
@@ -270,7 +275,7 @@ func (k *Keeper) start(op *Opened) error {
 	if k.replica, err = k.o.Decode(snapshot.Snapshot{Format: k.o.Format, Version: k.o.Version, Mark: m, State: b}); err != nil {
 		return fmt.Errorf("history: the state's own encoding does not decode: %w", err)
 	}
-	k.at = m.Seq
+	k.at, k.base, k.baseMark = m.Seq, b, m
 	if k.o.ReadOnly || op.Replayed < k.o.Every || m.Seq == 0 {
 		return nil
 	}

@@ -38,6 +38,11 @@ type ReceiptReport struct {
 	// Agents groups the receipts by the agent they name (agents.go).
 	Agents   []AgentReport `json:"agents,omitempty"`
 	Findings []string      `json:"findings,omitempty"`
+	// Open lists, for a journal read while its host served
+	// (VerifyServing), the reservations with no outcome in what was read
+	// that the host then said were still being delivered, or had ended
+	// since: not findings. One it said was uncertain is a finding.
+	Open []string `json:"open,omitempty"`
 }
 
 // CheckpointView is one verified checkpoint: the receipt it covers, that
@@ -149,11 +154,44 @@ func verifyChain(rs []chainReceipt, cps []chainCheckpoint, host *wire.HybridPubl
 // journal gives no outcome (its charge held without a receipt), are
 // findings: the report lists every one and the error names the first.
 func VerifyStore(dir string, from uint64) (ReceiptReport, error) {
-	_, rep, err := auditStore(dir, from)
-	if err == nil {
-		err = findingsError(rep.Findings)
+	return VerifyServing(dir, from, nil)
+}
+
+// AttemptState is what the running host says an attempt's state is now
+// (its admin socket's attempt inspect).
+type AttemptState func(attempt string) (msg.State, error)
+
+// VerifyServing is VerifyStore for a store whose host may be serving:
+// when the journal was read while its owner ran (journal.Live) and now
+// is set, each reservation with no outcome in what was read is asked of
+// the host. Still delivery-requested, or ended since (its outcome was
+// written after the read), it is listed in Report.Open; uncertain, not
+// seen, or when the host cannot be asked, it is a finding as in
+// VerifyStore. A crash's reservation is uncertain on the host that
+// restarted; only a call in flight is delivery-requested.
+func VerifyServing(dir string, from uint64, now AttemptState) (ReceiptReport, error) {
+	a, rep, err := auditStore(dir, from)
+	if err != nil {
+		return rep, err
 	}
-	return rep, err
+	for _, res := range a.held() {
+		line := heldLine(res)
+		if a.live && now != nil {
+			st, err := now(res.rec.Attempt)
+			switch {
+			case err != nil:
+				line += "; the running host could not be asked whether it is in flight: " + err.Error()
+			case st == msg.StateDeliveryRequested:
+				rep.Open = append(rep.Open, line+"; in flight on the running host")
+				continue
+			case st != msg.StateUncertain && st != msg.StateNotSeen && st != msg.StateAwaitingApproval:
+				rep.Open = append(rep.Open, line+"; "+string(st)+" on the running host, recorded after the read")
+				continue
+			}
+		}
+		rep.Findings = append(rep.Findings, line)
+	}
+	return rep, findingsError(rep.Findings)
 }
 
 // findingsError is the error of a report with findings: a receipt fault
@@ -190,7 +228,8 @@ func auditStore(dir string, from uint64) (*journalAudit, ReceiptReport, error) {
 	rep.Consents = a.consentReports()
 	var agentFindings []string
 	rep.Agents, agentFindings = agentReports(chainOrder(a.receipts), func(c string) *wire.Keyring { return a.dispatch[c] })
-	rep.Findings = append(append(append([]string(nil), a.findings...), agentFindings...), a.heldFindings()...)
+	rep.Findings = append(append([]string(nil), a.findings...), agentFindings...)
+	a.live = j.Live()
 	return a, rep, nil
 }
 
