@@ -290,9 +290,11 @@ func (st *replayState) put(id string, e entry) error {
 }
 
 // indexFault reports an index failure to st.fault and returns it (nil
-// for nil).
+// for nil). A write that failed (index.ErrWrite: a full disk) is not a
+// fault: the index keeps the entries and the keeper makes its replica
+// again and tries the snapshot when next due.
 func (st *replayState) indexFault(err error) error {
-	if err != nil && st.fault != nil {
+	if err != nil && st.fault != nil && !errors.Is(err, index.ErrWrite) {
 		st.fault(err)
 	}
 	return err

@@ -175,7 +175,15 @@ func TestResolutionJourneys(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, stackOpts{price: 7, funded: 100})
+			// A host killed after its send races the appliance, which skips
+			// a request whose client is gone: a relay reads the answer to
+			// its end, so that the appliance has run it when the host dies.
+			relay := tc.fp == operator.FailAfterSend
+			s := newStack(t, stackOpts{price: 7, funded: 100, noApp: relay})
+			var answered <-chan struct{}
+			if relay {
+				answered = relayAppliance(t, s.appSock, filepath.Join(s.dir, "app-state"))
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			h := s.startHostProc(tc.fp)
@@ -188,6 +196,13 @@ func TestResolutionJourneys(t *testing.T) {
 			}
 			id := r.AttemptID
 			h.killed(t)
+			if relay {
+				select {
+				case <-answered:
+				case <-ctx.Done():
+					t.Fatal("the appliance never answered the request the host sent before its death")
+				}
+			}
 			ranBefore := s.applianceAnswers()
 			h = s.startHostProc("")
 

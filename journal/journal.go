@@ -105,6 +105,7 @@ type Journal struct {
 	evidence []string
 	tmps     []string
 	handed   handed // what OnRecord was given, across the attempts of a read-only load
+	live     bool   // a read-only load read it while its owner ran (see Live)
 	baseTmp  bool   // a base.tmp an interrupted Archive left (removed at a read-write Open)
 	fromBase bool   // Options.From is the base's own point: the load went on from the base
 
@@ -129,6 +130,11 @@ type Journal struct {
 	iov        [2][]byte // pwritev vector, reused
 	wm         watermarkFile
 }
+
+// Live reports whether a read-only Open read the log while its owner ran:
+// then it holds what was durable when it was read, and the owner goes on
+// appending after it (a call's reservation may have its outcome there).
+func (j *Journal) Live() bool { return j.live }
 
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }

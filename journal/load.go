@@ -291,6 +291,7 @@ func (j *Journal) loadReadOnly() (*loaded, error) {
 // there is no watermark the log bears out, leniently (a bad frame in the
 // last segment ends the read, judged nothing).
 func (j *Journal) loadLive() (*loaded, error) {
+	j.live = true
 	if w, ok := readWatermark(j.dir); ok {
 		l, err := j.loadPlan(loadPlan{from: j.opts.From, stop: &w})
 		var he *handError

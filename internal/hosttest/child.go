@@ -60,13 +60,19 @@ type Child struct {
 // killed when the test ends, if it still runs.
 func StartChild(t *testing.T, store, fp string, env ...string) *Child {
 	t.Helper()
+	return StartServe(t, store, fp, nil, env...)
+}
+
+// StartServe is StartChild with serve's flags args after --store.
+func StartServe(t *testing.T, store, fp string, args []string, env ...string) *Child {
+	t.Helper()
 	nsPath := filepath.Join(filepath.Dir(store), fmt.Sprintf("notify-%d.sock", time.Now().UnixNano()))
 	ns, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: nsPath, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Close() })
-	c := &Child{Cmd: exec.Command(os.Args[0], "serve", "--store", store), done: make(chan error, 1), notify: ns}
+	c := &Child{Cmd: exec.Command(os.Args[0], append([]string{"serve", "--store", store}, args...)...), done: make(chan error, 1), notify: ns}
 	c.Cmd.Env = append(os.Environ(), MainEnv+"=1", "NOTIFY_SOCKET="+nsPath, failpoint.Env+"="+fp)
 	c.Cmd.Env = append(c.Cmd.Env, env...)
 	c.Cmd.Stderr = &c.Stderr

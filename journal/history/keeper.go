@@ -99,11 +99,16 @@ type Keeper struct {
 	// so that snapshots are made one at a time, in mark order.
 	mu      sync.Mutex
 	replica State
-	at      uint64       // the replica's mark: the last record applied to it
-	snapAt  uint64       // the mark of the last snapshot written or loaded
-	last    journal.Mark // that mark whole (zero when there was none)
-	failed  error        // a record the replica refused: no more snapshots
-	closed  bool
+	at      uint64 // the replica's mark: the last record applied to it
+	// base is the replica's encoding at baseMark, the last snapshot
+	// written (or the open): what the replica is made again from when an
+	// index write fails inside an Apply and leaves it half applied.
+	base     []byte
+	baseMark journal.Mark
+	snapAt   uint64       // the mark of the last snapshot written or loaded
+	last     journal.Mark // that mark whole (zero when there was none)
+	failed   error        // a record the replica refused: no more snapshots
+	closed   bool
 }
 
 // Open opens the journal from the newest snapshot it can use, or from its
@@ -271,7 +276,7 @@ func (k *Keeper) start(op *Opened) error {
 	if k.replica, err = k.o.Decode(snapshot.Snapshot{Format: k.o.Format, Version: k.o.Version, Mark: m, State: b}); err != nil {
 		return fmt.Errorf("history: the state's own encoding does not decode: %w", err)
 	}
-	k.at = m.Seq
+	k.at, k.base, k.baseMark = m.Seq, b, m
 	if k.o.ReadOnly || op.Replayed < k.o.Every || m.Seq == 0 {
 		return nil
 	}

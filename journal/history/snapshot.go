@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/index"
 	"github.com/stewardrt/steward/journal/snapshot"
 )
 
@@ -102,14 +103,20 @@ func (k *Keeper) catchUp(seq uint64) error {
 			return errPast
 		}
 		if err := k.replica.Apply(r); err != nil {
+			if errors.Is(err, index.ErrWrite) {
+				return &indexWrite{fmt.Errorf("record %d (%s): %w", r.Seq, r.Kind, err)}
+			}
 			return &stateRefusal{fmt.Errorf("record %d (%s): %w", r.Seq, r.Kind, err)}
 		}
 		k.at = r.Seq
 		return nil
 	})
 	var refused *stateRefusal
+	var written *indexWrite
 	switch {
 	case err == nil, errors.Is(err, errPast):
+	case errors.As(err, &written):
+		return k.rebase(written.err)
 	case errors.As(err, &refused):
 		k.failed = fmt.Errorf("%w: the replica refused %w", ErrStopped, refused.err)
 		k.log.Error("history: snapshots stopped", "err", k.failed)
@@ -121,6 +128,27 @@ func (k *Keeper) catchUp(seq uint64) error {
 		return fmt.Errorf("history: the journal ended at record %d, before its mark %d", k.at, seq)
 	}
 	return nil
+}
+
+// indexWrite is an Apply that failed on the index's write (a full disk),
+// not on the record: the replica may hold half of the record.
+type indexWrite struct{ err error }
+
+func (e *indexWrite) Error() string { return e.err.Error() }
+
+// rebase makes the replica again from its base, the last snapshot's
+// encoding, after an index write failed inside an Apply (err); k.mu is
+// held. The next snapshot applies the records after the base again: the
+// index's puts of the same records are the same entries.
+func (k *Keeper) rebase(err error) error {
+	st, derr := k.o.Decode(snapshot.Snapshot{Format: k.o.Format, Version: k.o.Version, Mark: k.baseMark, State: k.base})
+	if derr != nil {
+		k.failed = fmt.Errorf("%w: the replica could not be made again from record %d: %w", ErrStopped, k.baseMark.Seq, derr)
+		k.log.Error("history: snapshots stopped", "err", k.failed)
+		return k.failed
+	}
+	k.replica, k.at = st, k.baseMark.Seq
+	return fmt.Errorf("history: the index could not take %w; the replica is made again from record %d and the snapshot tried when next due", err, k.baseMark.Seq)
 }
 
 // write syncs the index with mark m and writes state b as m's snapshot;
@@ -144,7 +172,7 @@ func (k *Keeper) write(m journal.Mark, b []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	k.snapAt, k.last = m.Seq, m
+	k.snapAt, k.last, k.base, k.baseMark = m.Seq, m, b, m
 	k.log.Debug("history: snapshot written", "snapshot", w.Name, "seq", m.Seq, "bytes", len(b), "removed", len(w.Removed))
 	return w.Name, nil
 }

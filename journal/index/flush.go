@@ -35,7 +35,8 @@ const fillPercent = 0.9
 // Flush writes every pending put in one bbolt transaction, without fsync:
 // after it a process crash loses nothing, a power loss may lose or damage
 // what was written since the last Sync (see the marker in the package
-// doc). A failed write stops the index for good (ErrFailed).
+// doc). A failed write (ErrWrite) keeps the batch pending for the next
+// Flush; a file found damaged stops the index for good.
 func (x *Index) Flush() error {
 	x.flushMu.Lock()
 	defer x.flushMu.Unlock()
@@ -95,6 +96,16 @@ func (x *Index) flushLocked() error {
 	}
 	x.mu.Lock()
 	x.flushing = nil
+	if err != nil && !errors.Is(err, ErrDamaged) {
+		// The marker's write or bbolt's transaction failed (a full
+		// disk): bbolt rolled the transaction back, so the file is as
+		// the last flush left it, and the batch goes back under the
+		// puts made since (which are newer), to be written by the next
+		// flush. Gets go on finding it meanwhile.
+		x.pending = batch.under(x.pending)
+		x.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrWrite, err)
+	}
 	x.mu.Unlock()
 	if err != nil {
 		return x.fail(err)
@@ -222,6 +233,20 @@ func (x *Index) checkMarker() error {
 	if err != nil {
 		return err
 	}
+	if !wholeMarker(b) {
+		// markDirty writes nothing to the index before its marker is
+		// durable, and a durable marker is whole: one that is not (its
+		// write failed on a full disk, or a crash came before its fsync)
+		// was followed by no write without fsync.
+		if x.readOnly {
+			return nil
+		}
+		if err := os.Remove(x.marker()); err != nil {
+			return fmt.Errorf("index: remove a marker never made durable: %w", err)
+		}
+		x.log.Info("index: removed a marker that was never made durable (no write followed it)", "index", x.path, "marker", fmt.Sprintf("%q", b))
+		return syncDir(filepath.Dir(x.path))
+	}
 	if was := strings.TrimSpace(string(b)); was != boot {
 		return &DamagedError{Path: x.path, Reason: fmt.Sprintf(
 			"written without fsync in boot %s, and the machine has restarted since (boot %s)", was, boot)}
@@ -235,6 +260,12 @@ func (x *Index) checkMarker() error {
 	}
 	x.log.Info("index: synced the writes a crashed owner left without fsync", "index", x.path)
 	return nil
+}
+
+// wholeMarker reports whether b is a marker as markDirty writes it: a
+// boot id (a UUID, 36 bytes) and a newline.
+func wholeMarker(b []byte) bool {
+	return len(b) == 37 && b[36] == '\n' && b[8] == '-' && b[13] == '-' && b[18] == '-' && b[23] == '-'
 }
 
 // bootID returns this boot's id.

@@ -93,7 +93,7 @@ type Index struct {
 	pending  *overlay // puts not yet flushed
 	flushing *overlay // the batch a Flush is writing, until it commits
 	closed   bool
-	failed   error // a flush failed or the file proved damaged: sticky
+	failed   error // a sync failed or the file proved damaged: sticky
 }
 
 // Entry is one key and its value, copies the caller may keep.
@@ -107,10 +107,16 @@ var (
 	ErrLocked = errors.New("index: locked by another opener")
 	// ErrClosed is returned by every method once the index is closed.
 	ErrClosed = errors.New("index: closed")
-	// ErrFailed is matched by every error after a flush failed: what the
-	// file holds past the last successful flush is unknown to this
-	// Index, so it refuses everything until it is closed and reopened.
-	ErrFailed = errors.New("index: stopped after a failed write; reopen it")
+	// ErrFailed is matched by every error after an fsync of the file, or
+	// the removal of its marker, failed: what the file holds on disk is
+	// unknown to this Index, so it refuses everything until it is closed
+	// and reopened.
+	ErrFailed = errors.New("index: stopped after a failed sync; reopen it")
+	// ErrWrite is matched by the error of a Flush (or of the Put, Sync
+	// or Close that flushed) whose write failed, a full disk say: the
+	// file is as the last flush left it, every entry of the batch is kept
+	// pending and visible to Get, and the next Flush writes it again.
+	ErrWrite = errors.New("index: a write failed; its entries are kept for the next flush")
 	// ErrDamaged is matched by every *DamagedError.
 	ErrDamaged = errors.New("index: damaged")
 	// ErrReadOnly refuses a Put or SetMeta on an index opened read-only.
@@ -309,7 +315,10 @@ func (x *Index) Path() string { return x.path }
 
 // Close syncs what is pending (a clean stop leaves nothing for the next
 // Open to doubt) and closes the file, releasing its lock. Gets under way
-// finish first. A second Close returns ErrClosed.
+// finish first. A second Close returns ErrClosed. When that last write
+// fails (ErrWrite: a full disk) the entries it held are dropped with a
+// warning, not an error: an index is derived from its owner's journal,
+// and its metadata on disk never names entries the file lacks.
 func (x *Index) Close() error {
 	x.flushMu.Lock()
 	defer x.flushMu.Unlock()
@@ -323,6 +332,16 @@ func (x *Index) Close() error {
 	var err error
 	if failed == nil {
 		err = x.syncLocked()
+	}
+	if errors.Is(err, ErrWrite) {
+		// The file holds what its last flush wrote, the metadata with the
+		// entries it covers; the owner puts the rest again from its
+		// journal at its next open.
+		x.mu.Lock()
+		n := x.pending.n
+		x.mu.Unlock()
+		x.log.Warn("index: closed with entries its last write could not take; the owner's next open puts them again", "index", x.path, "entries", n, "err", err)
+		err = nil
 	}
 	x.mu.Lock()
 	x.closed = true

@@ -10,8 +10,9 @@ import (
 // Put sets key to value in bucket. It is held in memory, visible to Get,
 // Last and Range at once, and written by the next Flush (or Sync, or
 // Close). A Put that would take the pending set past MaxPendingEntries
-// or MaxPendingBytes flushes it first, and fails if that flush does. An
-// existing key is overwritten. key and value are copied.
+// or MaxPendingBytes flushes it first, and fails if that flush does
+// (ErrWrite: the set is kept, so while writes fail it holds at most twice
+// those bounds). An existing key is overwritten. key and value are copied.
 func (x *Index) Put(bucket string, key, value []byte) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
@@ -187,4 +188,15 @@ func (o *overlay) put(bucket string, key, value []byte) {
 		o.buckets[bucket] = m
 	}
 	m[string(key)] = bytes.Clone(value)
+}
+
+// under returns o with the entries of newer put over its own: what a
+// failed flush's batch o and the puts made since hold together.
+func (o *overlay) under(newer *overlay) *overlay {
+	for bucket, m := range newer.buckets {
+		for k, v := range m {
+			o.put(bucket, []byte(k), v)
+		}
+	}
+	return o
 }

@@ -17,6 +17,7 @@ import (
 // quiet.go); each returns the first fault it finds. It is built and used by one call of
 // auditStore, so it has no lock.
 type journalAudit struct {
+	live        bool                     // the journal was read while its owner ran (journal.Live)
 	pub         *wire.HybridPublicKey    // the operator key, which signs checkpoints and agents' limits
 	hostRing    *wire.Keyring            // the host's receipt key (the operator key's Ed25519 half)
 	dispatch    map[string]*wire.Keyring // controller -> its pinned dispatch key, which signs consents
@@ -189,9 +190,9 @@ func (a *journalAudit) Uncertain(r journal.Record, b *hostlog.Uncertain) error {
 	return nil
 }
 
-// heldFindings reports every reservation with neither an outcome nor a
-// release: its charge stays taken from the purse with no receipt for it.
-func (a *journalAudit) heldFindings() []string {
+// held is every reservation with neither an outcome nor a release, in
+// journal order: its charge stays taken from the purse with no receipt.
+func (a *journalAudit) held() []*auditReserve {
 	var held []*auditReserve
 	for _, res := range a.reserves {
 		if !res.released && !res.outcome {
@@ -199,19 +200,20 @@ func (a *journalAudit) heldFindings() []string {
 		}
 	}
 	sort.Slice(held, func(i, j int) bool { return held[i].seq < held[j].seq })
-	out := make([]string, 0, len(held))
-	for _, res := range held {
-		detail := res.detail
-		if detail == "" {
-			detail = "no outcome recorded"
-		}
-		held := fmt.Sprintf("%d charged without a receipt, still held", res.rec.Charge)
-		if res.rec.Charge == 0 {
-			held = "free, with no outcome: still open"
-		}
-		out = append(out, fmt.Sprintf("reservation of attempt %s (journal record %d): %s (%s)", res.rec.Attempt, res.seq, held, trunc(detail, 120)))
+	return held
+}
+
+// heldLine is the finding of a held reservation.
+func heldLine(res *auditReserve) string {
+	detail := res.detail
+	if detail == "" {
+		detail = "no outcome recorded"
 	}
-	return out
+	held := fmt.Sprintf("%d charged without a receipt, still held", res.rec.Charge)
+	if res.rec.Charge == 0 {
+		held = "free, with no outcome: still open"
+	}
+	return fmt.Sprintf("reservation of attempt %s (journal record %d): %s (%s)", res.rec.Attempt, res.seq, held, trunc(detail, 120))
 }
 
 // consentReports says, per controller, how many receipts it has; in a

@@ -6,7 +6,7 @@
 //	rep, err := audit.VerifyStore(storeDir, 1) // signatures, chain, checkpoints, consents, purses
 //	b, err := audit.ExportStore(storeDir)
 //	rep, err = audit.VerifyFileKeys(b, audit.FileKeys{Host: pub, Dispatch: dk, Controller: "ctl"})
-//	rep, err = audit.VerifyStoreArchives(storeDir, 1, []string{archive1, archive2}) // an archived journal
+//	rep, err = audit.VerifyArchived(storeDir, 1, []string{archive1, archive2}, nil) // an archived journal
 //	b, rep, err = audit.ExportVerified(storeDir, mark.Seq) // what `history archive` exports first
 //
 // A journal `history archive` archived is read from its archives, then its

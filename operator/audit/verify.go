@@ -44,6 +44,11 @@ type ReceiptReport struct {
 	// neither.
 	Records  uint64        `json:"records,omitempty"`
 	Archives []ArchiveRead `json:"archives,omitempty"`
+	// Open lists, for a journal read while its host served
+	// (VerifyServing), the reservations with no outcome in what was read
+	// that the host then said were still being delivered, or had ended
+	// since: not findings. One it said was uncertain is a finding.
+	Open []string `json:"open,omitempty"`
 }
 
 // CheckpointView is one verified checkpoint: the receipt it covers, that
@@ -156,21 +161,54 @@ func verifyChain(rs []chainReceipt, cps []chainCheckpoint, host *wire.HybridPubl
 // findings: the report lists every one and the error names the first.
 //
 // A journal `history archive` archived is read from its archives first,
-// where its base says they are (VerifyStoreArchives names them), and the
+// where its base says they are (VerifyArchived names them), and the
 // report says what was read where (Archives, Checked).
 func VerifyStore(dir string, from uint64) (ReceiptReport, error) {
-	return VerifyStoreArchives(dir, from, nil)
+	return VerifyServing(dir, from, nil)
 }
 
-// VerifyStoreArchives is VerifyStore reading the journal's archives from
+// AttemptState is what the running host says an attempt's state is now
+// (its admin socket's attempt inspect).
+type AttemptState func(attempt string) (msg.State, error)
+
+// VerifyServing is VerifyStore for a store whose host may be serving:
+// when the journal was read while its owner ran (journal.Live) and now
+// is set, each reservation with no outcome in what was read is asked of
+// the host. Still delivery-requested, or ended since (its outcome was
+// written after the read), it is listed in Report.Open; uncertain, not
+// seen, or when the host cannot be asked, it is a finding as in
+// VerifyStore. A crash's reservation is uncertain on the host that
+// restarted; only a call in flight is delivery-requested.
+func VerifyServing(dir string, from uint64, now AttemptState) (ReceiptReport, error) {
+	return VerifyArchived(dir, from, nil, now)
+}
+
+// VerifyArchived is VerifyServing reading the journal's archives from
 // archives (one directory for each archive its base names, oldest first;
 // nil: where the base says each was made).
-func VerifyStoreArchives(dir string, from uint64, archives []string) (ReceiptReport, error) {
-	_, rep, err := auditStoreWith(dir, from, archives)
-	if err == nil {
-		err = findingsError(rep.Findings)
+func VerifyArchived(dir string, from uint64, archives []string, now AttemptState) (ReceiptReport, error) {
+	a, rep, err := auditStoreWith(dir, from, archives)
+	if err != nil {
+		return rep, err
 	}
-	return rep, err
+	for _, res := range a.held() {
+		line := heldLine(res)
+		if a.live && now != nil {
+			st, err := now(res.rec.Attempt)
+			switch {
+			case err != nil:
+				line += "; the running host could not be asked whether it is in flight: " + err.Error()
+			case st == msg.StateDeliveryRequested:
+				rep.Open = append(rep.Open, line+"; in flight on the running host")
+				continue
+			case st != msg.StateUncertain && st != msg.StateNotSeen && st != msg.StateAwaitingApproval:
+				rep.Open = append(rep.Open, line+"; "+string(st)+" on the running host, recorded after the read")
+				continue
+			}
+		}
+		rep.Findings = append(rep.Findings, line)
+	}
+	return rep, findingsError(rep.Findings)
 }
 
 // findingsError is the error of a report with findings: a receipt fault
@@ -185,7 +223,7 @@ func findingsError(fs []string) error {
 	return faultf("%d findings, the first: %s", len(fs), fs[0])
 }
 
-// auditStoreWith is VerifyStoreArchives, returning also the evidence it
+// auditStoreWith is VerifyArchived's pass over the journal, returning also the evidence it
 // gathered.
 func auditStoreWith(dir string, from uint64, archives []string) (*journalAudit, ReceiptReport, error) {
 	j, pub, err := hostlog.OpenReadOnly(dir)
@@ -210,7 +248,8 @@ func auditStoreWith(dir string, from uint64, archives []string) (*journalAudit, 
 	rep.Consents = a.consentReports()
 	var agentFindings []string
 	rep.Agents, agentFindings = agentReports(chainOrder(a.receipts), func(c string) *wire.Keyring { return a.dispatch[c] })
-	rep.Findings = append(append(append([]string(nil), a.findings...), agentFindings...), a.heldFindings()...)
+	rep.Findings = append(append([]string(nil), a.findings...), agentFindings...)
+	a.live = j.Live()
 	return a, rep, nil
 }
 

@@ -50,7 +50,7 @@ type command struct {
 func commands() map[string]command {
 	cmds := map[string]command{
 		"init":             {"init --store DIR", (*CLI).cmdInit},
-		"serve":            {"serve --store DIR [--approvals-socket PATH --approvers-group GROUP]", (*CLI).cmdServe},
+		"serve":            {"serve --store DIR [--approvals-socket PATH --approvers-group GROUP] [--snapshot-every N]", (*CLI).cmdServe},
 		"controller add":   {"controller add NAME --uid UID --keys FILE --control PATH --store DIR", (*CLI).cmdControllerAdd},
 		"controller list":  {"controller list --store DIR [--json]", (*CLI).cmdControllerList},
 		"purse fund":       {"purse fund NAME AMOUNT --store DIR", (*CLI).cmdPurseFund},

@@ -79,6 +79,7 @@ func TestCommandLine(t *testing.T) {
 		{"route", "register", "r1", "app", dir + "/route.json", "--store", store},
 		{"nonsense"},
 		{"purse", "show", "ctl"},
+		{"serve", "--store", store, "--snapshot-every", "0"},
 	} {
 		code, _, errs := hosttest.RunCLI(args...)
 		if code != cli.ExitRefused || strings.Count(strings.TrimSpace(errs), "\n") != 0 && args[0] != "nonsense" {

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
@@ -46,7 +48,7 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 			return oerr
 		}
 		defer s.Close()
-		rep, err = audit.VerifyStoreArchives(*store, *from, archives)
+		rep, err = audit.VerifyArchived(*store, *from, archives, hostAttemptState(*store))
 	}
 	if err != nil && len(rep.Findings) == 0 {
 		return err
@@ -59,6 +61,29 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 	}
 	c.printReceiptReport(rep)
 	return err
+}
+
+// hostAttemptState asks the host serving store, over its admin socket,
+// for an attempt's state: whether a reservation with no outcome in the
+// journal read is a call in flight (receipts verify on a live journal).
+func hostAttemptState(store string) audit.AttemptState {
+	return func(attempt string) (msg.State, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a, err := admin.Dial(ctx, store)
+		if err != nil {
+			return "", err
+		}
+		defer a.Close()
+		rep, err := a.Do(admin.Request{Op: admin.OpAttemptInspect, Name: attempt})
+		if err != nil {
+			return "", err
+		}
+		if rep.Attempt == nil {
+			return msg.StateNotSeen, nil
+		}
+		return rep.Attempt.State, nil
+	}
 }
 
 // verifyFileCommand reads the file and the keys named and verifies the file.
@@ -145,6 +170,12 @@ func (c *CLI) printReceiptReport(rep audit.ReceiptReport) {
 	}
 	for _, f := range rep.Findings {
 		fmt.Fprintf(c.Stdout, "finding: %s\n", f)
+	}
+	if len(rep.Open) > 0 {
+		fmt.Fprintf(c.Stdout, "%d reservations open while the host serves (calls in flight, or uncertain: steward-operator attempts list --state uncertain names those)\n", len(rep.Open))
+	}
+	for _, f := range rep.Open {
+		fmt.Fprintf(c.Stdout, "open: %s\n", f)
 	}
 }
 

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os/signal"
 	"syscall"
 
+	"github.com/stewardrt/steward/journal/history"
 	"github.com/stewardrt/steward/operator/host"
 )
 
@@ -13,8 +15,12 @@ func (c *CLI) cmdServe(args []string) error {
 	fs, store := flags("serve")
 	approvals := fs.String("approvals-socket", "", "bind the approvals socket at `PATH` for the members of --approvers-group")
 	approvers := fs.String("approvers-group", "", "the `GROUP` whose members may list and answer asks on --approvals-socket")
+	every := fs.Uint64("snapshot-every", history.DefaultEvery, "make a snapshot of the host's state after every `N` journal records")
 	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *every == 0 {
+		return fmt.Errorf("%w: --snapshot-every 0: a snapshot is made after at least one record", errUsage)
 	}
 	if err := needStore(*store); err != nil {
 		return err
@@ -23,7 +29,7 @@ func (c *CLI) cmdServe(args []string) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
 	return host.Serve(ctx, *store, host.ServeOptions{
-		Logger: log, ApprovalsSocket: *approvals, ApproversGroup: *approvers,
+		Logger: log, ApprovalsSocket: *approvals, ApproversGroup: *approvers, SnapshotEvery: *every,
 		Ready: func() {
 			if c.Ready == nil {
 				return

@@ -21,11 +21,12 @@ import (
 
 // TestCrashInsideHostSnapshot: a real host (a child process) serves 30
 // calls, makes a snapshot (`history snapshot`), serves 30 more, stops,
-// serves 30 more armed with a failpoint inside a snapshot, and is
-// SIGKILLed there by the next `history snapshot`: after the index's sync,
-// before the snapshot file's fsync, after it, before and after its
-// rename. Restarted, it starts from the newest complete snapshot (the
-// killed one only past its rename), answers every call's inspect with
+// (a clean stop snapshots), serves 30 more armed with a failpoint inside
+// a snapshot, and is SIGKILLed there by the next `history snapshot`:
+// after the index's sync, before the snapshot file's fsync, after it,
+// before and after its rename. Opened again, the store starts from the
+// newest complete snapshot (the stop's; the killed one only past its
+// rename) and reads as a full replay does; restarted, the host answers every call's inspect with
 // its recorded answer, refuses each id again, and every read of the store
 // is what a full replay of a copy without snapshots or index gives.
 func TestCrashInsideHostSnapshot(t *testing.T) {
@@ -36,9 +37,10 @@ func TestCrashInsideHostSnapshot(t *testing.T) {
 			answers := map[string][]byte{}
 			c := hosttest.StartChild(t, w.Store, "")
 			serveCalls(t, w, answers, 0, 30)
-			first := historySnapshot(t, w.Store)
+			historySnapshot(t, w.Store)
 			serveCalls(t, w, answers, 30, 30)
 			c.Stop(t)
+			first := newestSnapshot(t, w.Store) // the clean stop's
 
 			c = hosttest.StartChild(t, w.Store, fp)
 			serveCalls(t, w, answers, 60, 30)
@@ -50,16 +52,6 @@ func TestCrashInsideHostSnapshot(t *testing.T) {
 				t.Fatalf("child exit %v, want SIGKILL at %s; stderr: %s", ws, fp, c.Stderr.String())
 			}
 			t.Logf("history snapshot, the host killed under it: %s", strings.TrimSpace(stderr))
-
-			c = hosttest.StartChild(t, w.Store, "")
-			cl := w.Dial(t)
-			for id, body := range answers {
-				if in := peertest.Inspect(t, cl, id); in.State != msg.StateDefinite || !bytes.Equal(in.Body, body) {
-					t.Fatalf("after a kill at %s: %s is %s %q", fp, id, in.State, in.Body)
-				}
-			}
-			peertest.WantRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a000", "", "c1")), msg.CodeDuplicate, "never delivered twice")
-			c.Stop(t)
 
 			full := withoutHistory(t, w.Store)
 			w.WithStore(t, func(s *operator.Store) {
@@ -78,6 +70,16 @@ func TestCrashInsideHostSnapshot(t *testing.T) {
 				defer r.Close()
 				sameReads(t, s, r)
 			})
+
+			c = hosttest.StartChild(t, w.Store, "")
+			cl := w.Dial(t)
+			for id, body := range answers {
+				if in := peertest.Inspect(t, cl, id); in.State != msg.StateDefinite || !bytes.Equal(in.Body, body) {
+					t.Fatalf("after a kill at %s: %s is %s %q", fp, id, in.State, in.Body)
+				}
+			}
+			peertest.WantRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a000", "", "c1")), msg.CodeDuplicate, "never delivered twice")
+			c.Stop(t)
 		})
 	}
 }
@@ -94,6 +96,16 @@ func serveCalls(t *testing.T, w *hosttest.World, answers map[string][]byte, from
 		hosttest.WantAnswer(t, res)
 		answers[id] = res.Body
 	}
+}
+
+// newestSnapshot is the name of the newest snapshot in store.
+func newestSnapshot(t *testing.T, store string) string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(store, hosthist.SnapshotDir, "*.snap"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no snapshot in %s: %v", store, err)
+	}
+	return filepath.Base(names[len(names)-1])
 }
 
 // historySnapshot runs `history snapshot` on store and returns the
