@@ -471,3 +471,21 @@ func TestCloseOnAFullDisk(t *testing.T) {
 		t.Fatalf("the synced entry: %q %v %v", v, ok, err)
 	}
 }
+
+// The boot id from the environment (a unit with ProcSubset=pid): with or
+// without dashes, any case, in boot_id's form; anything else is none.
+func TestDashedBootID(t *testing.T) {
+	for in, want := range map[string]string{
+		"0123456789ABCDEF0123456789abcdef":     "01234567-89ab-cdef-0123-456789abcdef",
+		"01234567-89ab-cdef-0123-456789abcdef": "01234567-89ab-cdef-0123-456789abcdef",
+		"0123456789abcdef0123456789abcde":      "",
+		"0123456789abcdef0123456789abcdeg":     "",
+		"0123456789abcdef0123456789abcdef0":    "",
+		"":                                     "",
+	} {
+		got, ok := dashedBootID(in)
+		if ok != (want != "") || got != want {
+			t.Errorf("dashedBootID(%q) = %q %v, want %q", in, got, ok, want)
+		}
+	}
+}

@@ -271,8 +271,27 @@ func wholeMarker(b []byte) bool {
 // bootID returns this boot's id.
 func bootID() (string, error) {
 	b, err := os.ReadFile(bootIDPath)
-	if err != nil {
-		return "", fmt.Errorf("index: read the boot id: %w", err)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
 	}
-	return strings.TrimSpace(string(b)), nil
+	// A unit with ProcSubset=pid has no /proc/sys: systemd gives the
+	// boot id in the environment instead (the units set it from %b).
+	if id, ok := dashedBootID(os.Getenv(BootIDEnv)); ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("index: read the boot id: %w (and $%s holds none)", err, BootIDEnv)
+}
+
+// BootIDEnv names the variable that gives the boot id where /proc/sys is
+// hidden: 32 hex digits (systemd's %b) or the dashed form of boot_id.
+const BootIDEnv = "STEWARD_BOOT_ID"
+
+// dashedBootID returns v, a boot id with or without dashes, in boot_id's
+// form (8-4-4-4-12 lower-case hex digits).
+func dashedBootID(v string) (string, bool) {
+	h := strings.ToLower(strings.ReplaceAll(v, "-", ""))
+	if len(h) != 32 || strings.Trim(h, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], true
 }
