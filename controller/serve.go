@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -39,6 +40,11 @@ type Options struct {
 	// day, a consent's time, a grant's validity); nil is time.Now. Tests
 	// inject one to set the clock back.
 	Now func() time.Time
+	// SnapshotEvery is how many journal records a snapshot of the ledger
+	// is made after (history.DefaultEvery when 0): the most the live
+	// ledger holds of what ended beyond what is under way, and the most a
+	// start replays.
+	SnapshotEvery uint64
 	// FirstRequestTimeout is how long a connection on the MCP or the
 	// foreground socket has to send its first request (and a foreground
 	// connection its next one) before it is answered and closed;
@@ -59,7 +65,7 @@ const DefaultFirstRequestTimeout = wire.DefaultHandshakeTimeout
 // config names them), calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
-	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize, opts.Now)
+	c, err := open(cfgPath, opts.Logger, historyOpts{segmentSize: opts.JournalSegmentSize, every: opts.SnapshotEvery}, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -119,6 +125,14 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		lns = append(lns, advisorLn)
 	}
 
+	// The keeper makes the next snapshot in the background; after each,
+	// the ledger drops the requestIds the synced index now holds.
+	keeperDone := make(chan error, 1)
+	go func() {
+		keeperDone <- c.hist.keeper.Run(ctx, time.Second, func(m journal.Mark) { c.led.Forget(m.Seq) })
+	}()
+	defer func() { cancel(); <-keeperDone }()
+
 	var wg sync.WaitGroup
 	srv := c.newMCPServer()
 	wg.Go(func() { c.serveReverse(ctx, rev) })
@@ -144,6 +158,16 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		// What is on disk is unknown: exit non-zero, so that systemd
 		// restarts the controller and it reopens the journal from disk.
 		failed = fmt.Errorf("journal stopped for good (%s); exiting so that a restart reopens it from disk", c.j.Summary().Failure)
+		c.log.Error("steward-controller: " + failed.Error())
+		cancel()
+	case err := <-keeperDone:
+		// The keeper stopped making snapshots (its replica refused a
+		// record, or the index failed): the live ledger would keep every
+		// requestId from now on, and an index that failed answers no
+		// lookup. Exit non-zero, so that a restart reopens the index and
+		// replays the journal into it.
+		keeperDone <- err // for the deferred wait
+		failed = fmt.Errorf("history stopped for good (%v); exiting so that a restart rebuilds it from the journal", err)
 		c.log.Error("steward-controller: " + failed.Error())
 		cancel()
 	}
