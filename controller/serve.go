@@ -151,6 +151,19 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	if opts.Watchdog != nil {
 		opts.Watchdog(c.health)
 	}
+	failed := c.waitStop(ctx, keeperDone)
+	cancel()
+	closeAll()
+	wg.Wait()
+	c.log.Info("controller stopped")
+	return failed
+}
+
+// waitStop waits until ctx ends, the journal stops for good or the
+// history keeper stops, and returns why the daemon must exit non-zero
+// (nil for ctx). keeperDone is the keeper's Run; a value taken from it is
+// put back for the deferred wait on it.
+func (c *Controller) waitStop(ctx context.Context, keeperDone chan error) error {
 	var failed error
 	select {
 	case <-ctx.Done():
@@ -159,20 +172,15 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		// restarts the controller and it reopens the journal from disk.
 		failed = fmt.Errorf("journal stopped for good (%s); exiting so that a restart reopens it from disk", c.j.Summary().Failure)
 		c.log.Error("steward-controller: " + failed.Error())
-		cancel()
 	case err := <-keeperDone:
 		// The keeper stopped making snapshots (its replica refused a
 		// record, or the index failed): the live ledger would keep every
 		// requestId from now on, and an index that failed answers no
 		// lookup. Exit non-zero, so that a restart reopens the index and
 		// replays the journal into it.
-		keeperDone <- err // for the deferred wait
+		keeperDone <- err
 		failed = fmt.Errorf("history stopped for good (%v); exiting so that a restart rebuilds it from the journal", err)
 		c.log.Error("steward-controller: " + failed.Error())
-		cancel()
 	}
-	closeAll()
-	wg.Wait()
-	c.log.Info("controller stopped")
 	return failed
 }

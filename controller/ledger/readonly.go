@@ -21,8 +21,10 @@ type ReadOnly struct {
 	Journal *journal.Journal
 	Ledger  *Ledger
 	// Snapshot is the snapshot file the ledger started from ("" after a
-	// full replay), Rejected the newer ones refused, each with why.
+	// full replay) and From its mark; Rejected the newer ones refused,
+	// each with why.
 	Snapshot string
+	From     journal.Mark
 	Rejected []snapshot.Rejected
 }
 
@@ -75,7 +77,7 @@ func OpenReadOnly(dir string) (ReadOnly, error) {
 	case fatal != nil:
 		return ro, fatal
 	case err == nil:
-		ro.Snapshot = loaded.Name
+		ro.Snapshot, ro.From = loaded.Name, loaded.Mark
 		return ro, nil
 	case !errors.Is(err, snapshot.ErrNoSnapshot):
 		return ro, err
