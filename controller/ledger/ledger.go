@@ -217,7 +217,11 @@ func (l *Ledger) begin(b Begin, seq uint64, live bool) {
 	l.open[b.Attempt] = e
 	if b.RequestID != "" {
 		key := keyOf(&b)
-		e.replaced = l.byReq[key]
+		if live {
+			// Only Abort reads it, of an attempt this process began: a
+			// replayed one keeps no pointer to history.
+			e.replaced = l.byReq[key]
+		}
 		var sha [32]byte
 		copy(sha[:], b.RequestSHA256)
 		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, path: b.Path, route: b.Route, unscoped: b.ScopedRequestID == "", state: e.state}
