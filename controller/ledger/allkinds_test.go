@@ -21,7 +21,7 @@ import (
 var kindSteps = map[string]func(add func(kind string, body any)){
 	KindBegin: func(add func(string, any)) {
 		add(KindBegin, paidOn("k-begin", "r-begin", "x", 100)) // no end: uncertain
-		b := begin("k-disc", "", "list")                        // a discovery: no requestId
+		b := begin("k-disc", "", "list")                       // a discovery: no requestId
 		b.Kind = msg.KindList
 		add(KindBegin, b)
 		legacy := begin("k-legacy", "r-legacy", "x") // before agents: principal only, unscoped
