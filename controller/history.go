@@ -86,8 +86,12 @@ func historyOptions(dir string, jo journal.Options, idx *index.Index, every uint
 		Every: every, Logger: log, ReadOnly: idx == nil,
 	}
 	if idx == nil {
-		o.New = func() (history.State, error) { return ledger.New(), nil }
-		o.Decode = func(s snapshot.Snapshot) (history.State, error) { return ledger.DecodeState(s.Version, s.State, nil) }
+		// Read to be shown, not to decide calls: the requestIds that
+		// ended are not kept (ledger.Discard).
+		o.New = func() (history.State, error) { return ledger.NewIndexed(ledger.Discard), nil }
+		o.Decode = func(s snapshot.Snapshot) (history.State, error) {
+			return ledger.DecodeState(s.Version, s.State, ledger.Discard)
+		}
 		return o
 	}
 	o.Index = idx

@@ -37,7 +37,8 @@ func (e *errRefusedState) Unwrap() error { return e.err }
 
 // OpenReadOnly opens the controller journal in dir read-only (a live one
 // up to what is durable) and rebuilds its ledger, without a history
-// index, from the newest snapshot in SnapshotDir(dir) that decodes and
+// index (Discard: the requestIds that ended are not kept), from the
+// newest snapshot in SnapshotDir(dir) that decodes and
 // whose mark the journal accepts, then the records after it; a full
 // replay when none is usable. It writes nothing but the removal of a
 // temporary an interrupted snapshot write left (journal/snapshot.Load).
@@ -54,7 +55,7 @@ func OpenReadOnly(dir string) (ReadOnly, error) {
 		if fatal != nil {
 			return fatal
 		}
-		l, err := DecodeState(s.Version, s.State, nil)
+		l, err := DecodeState(s.Version, s.State, Discard)
 		if err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func OpenReadOnly(dir string) (ReadOnly, error) {
 	case !errors.Is(err, snapshot.ErrNoSnapshot):
 		return ro, err
 	}
-	l := New()
+	l := NewIndexed(Discard)
 	j, err := openApplying(dir, nil, l)
 	if err != nil {
 		return ro, err

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/stewardrt/steward/journal"
@@ -25,6 +26,21 @@ type Index interface {
 	// Put sets key to value in bucket, visible to Get at once.
 	Put(bucket string, key, value []byte) error
 }
+
+// Discard is the index of a ledger opened only to be read (the read-only
+// commands, the installer): it keeps none of the requestIds that ended,
+// so that reading a journal of a million calls holds no more than what
+// is under way, and it decides no call (Begin and Decided refuse with
+// ErrReadOnlyLedger, never "not found").
+var Discard Index = discard{}
+
+// ErrReadOnlyLedger is the error of a lookup in Discard.
+var ErrReadOnlyLedger = errors.New("ledger: opened to be read; it keeps no requestId that ended and decides no call")
+
+type discard struct{}
+
+func (discard) Put(string, []byte, []byte) error         { return nil }
+func (discard) Get(string, []byte) ([]byte, bool, error) { return nil, false, ErrReadOnlyLedger }
 
 // RequestsBucket is the index bucket of the requestIds that ended.
 const RequestsBucket = "controller-requests"

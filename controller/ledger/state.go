@@ -8,7 +8,6 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/stewardrt/steward/journal"
-	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -32,15 +31,27 @@ const (
 
 // The bounds of a decoded state. MaxStateItems bounds each of its lists
 // (open attempts, requestIds in memory, foreground requests) and the
-// principals of the day's spending: a live ledger holds what is under
-// way and what ended since the last snapshot, thousands, and Encode
-// refuses a ledger past it (the snapshot is not made, and says why)
-// rather than write one Decode would refuse. MaxStateNesting bounds the
-// CBOR nesting (the state's map, a list, an entry, its begin: 4).
+// principals of the day's spending: a replayed ledger with an index holds
+// what is under way (attempts not ended, foreground requests not
+// acknowledged), tens or hundreds, and Encode refuses a ledger past it
+// (the snapshot is not made, and the keeper says why) rather than write
+// one Decode would refuse. MaxStateNesting bounds the CBOR nesting (the
+// state's map, a list, an entry, its begin: 4).
 const (
-	MaxStateItems   = 1 << 20
+	MaxStateItems   = 1 << 16
 	MaxStateNesting = 8
 )
+
+// stateEnc is the deterministic encoding of a state (RFC 8949 core
+// deterministic, as package wire's), without wire's bound of 4096 entries
+// a list: a state's lists are bounded by MaxStateItems.
+var stateEnc = func() cbor.EncMode {
+	m, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		panic("ledger: state encoding options: " + err.Error())
+	}
+	return m
+}()
 
 var stateDec = func() cbor.DecMode {
 	m, err := cbor.DecOptions{
@@ -153,7 +164,11 @@ func (l *Ledger) Encode() ([]byte, error) {
 		s.Fg = append(s.Fg, fgV1{ID: id, Tool: f.tool, Attempt: f.attempt, Result: f.result})
 	}
 	slices.SortFunc(s.Fg, func(a, b fgV1) int { return cmp.Compare(a.ID, b.ID) })
-	b, err := wire.Marshal(s)
+	b, err := stateEnc.Marshal(s)
+	if err == nil {
+		// What Decode would refuse is not written.
+		err = stateDec.Wellformed(b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: encoding the state: %w", err)
 	}
