@@ -40,6 +40,15 @@ type historyOpts struct {
 	// lockTimeout bounds the wait for the index's lock (the daemon holds
 	// it): index.DefaultLockTimeout when 0.
 	lockTimeout time.Duration
+	hooks       *historyHooks
+}
+
+// historyHooks are what the package's tests watch of the history: what
+// history.Open did (before anything is served), and each snapshot Run
+// made with how many requestIds left memory after it.
+type historyHooks struct {
+	opened      func(history.Opened)
+	snapshotted func(m journal.Mark, forgotten int)
 }
 
 // opened is the controller's journal opened through its history.
@@ -67,6 +76,9 @@ func openHistory(cfg *Config, raw []byte, log *slog.Logger, o historyOpts) (*ope
 	jo := journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: canon, SegmentSize: o.segmentSize, Logger: log}
 	k, op, err := history.Open(historyOptions(cfg.JournalDir(), jo, idx, o.every, log))
 	logOpened(log, op, err)
+	if err == nil && o.hooks != nil && o.hooks.opened != nil {
+		o.hooks.opened(op)
+	}
 	if err != nil {
 		idx.Close()
 		if errors.Is(err, journal.ErrBindingMismatch) {

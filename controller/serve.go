@@ -45,6 +45,8 @@ type Options struct {
 	// ledger holds of what ended beyond what is under way, and the most a
 	// start replays.
 	SnapshotEvery uint64
+	// hooks let the package's tests watch the history (nil outside them).
+	hooks *historyHooks
 	// FirstRequestTimeout is how long a connection on the MCP or the
 	// foreground socket has to send its first request (and a foreground
 	// connection its next one) before it is answered and closed;
@@ -65,7 +67,7 @@ const DefaultFirstRequestTimeout = wire.DefaultHandshakeTimeout
 // config names them), calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
-	c, err := open(cfgPath, opts.Logger, historyOpts{segmentSize: opts.JournalSegmentSize, every: opts.SnapshotEvery}, opts.Now)
+	c, err := open(cfgPath, opts.Logger, historyOpts{segmentSize: opts.JournalSegmentSize, every: opts.SnapshotEvery, hooks: opts.hooks}, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -129,7 +131,13 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	// the ledger drops the requestIds the synced index now holds.
 	keeperDone := make(chan error, 1)
 	go func() {
-		keeperDone <- c.hist.keeper.Run(ctx, time.Second, func(m journal.Mark) { c.led.Forget(m.Seq) })
+		keeperDone <- c.hist.keeper.Run(ctx, time.Second, func(m journal.Mark) {
+			n := c.led.Forget(m.Seq)
+			c.log.Debug("controller history: snapshot made; ended requestIds left memory", "seq", m.Seq, "forgotten", n)
+			if opts.hooks != nil && opts.hooks.snapshotted != nil {
+				opts.hooks.snapshotted(m, n)
+			}
+		})
 	}()
 	defer func() { cancel(); <-keeperDone }()
 
