@@ -74,8 +74,9 @@ func openHistory(cfg *Config, raw []byte, log *slog.Logger, o historyOpts) (*ope
 		return nil, err
 	}
 	jo := journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: canon, SegmentSize: o.segmentSize, Logger: log}
+	t0 := time.Now()
 	k, op, err := history.Open(historyOptions(cfg.JournalDir(), jo, idx, o.every, log))
-	logOpened(log, op, err)
+	logOpened(log, op, err, time.Since(t0))
 	if err == nil && o.hooks != nil && o.hooks.opened != nil {
 		o.hooks.opened(op)
 	}
@@ -114,7 +115,7 @@ func historyOptions(dir string, jo journal.Options, idx *index.Index, every uint
 
 // logOpened reports what history.Open did: every snapshot refused (by
 // name, and why), what it loaded and how many records it replayed.
-func logOpened(log *slog.Logger, op history.Opened, err error) {
+func logOpened(log *slog.Logger, op history.Opened, err error, took time.Duration) {
 	for _, r := range op.Rejected {
 		log.Warn("controller history: snapshot refused", "snapshot", r.Name, "reason", r.Reason)
 	}
@@ -125,9 +126,9 @@ func logOpened(log *slog.Logger, op history.Opened, err error) {
 		return
 	}
 	if op.Snapshot == "" {
-		log.Info("controller history: no snapshot used; replayed the whole journal", "records", op.Replayed)
+		log.Info("controller history: no snapshot used; replayed the whole journal", "records", op.Replayed, "took", took)
 	} else {
-		log.Info("controller history: loaded a snapshot", "snapshot", op.Snapshot, "seq", op.From.Seq, "replayed", op.Replayed)
+		log.Info("controller history: loaded a snapshot", "snapshot", op.Snapshot, "seq", op.From.Seq, "replayed", op.Replayed, "took", took)
 	}
 	if op.Wrote != "" {
 		log.Info("controller history: wrote a snapshot after the replay", "snapshot", op.Wrote)
