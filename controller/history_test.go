@@ -344,6 +344,31 @@ func TestSnapshotOfAnotherJournal(t *testing.T) {
 		t.Fatalf("opened from %q, want the older own snapshot %s", op.Snapshot, des[0].Name())
 	}
 	sameAsFullReplay(t, s, op)
+
+	// The two read-only opens, the controller's (journal/history) and the
+	// installer's (ledger.OpenReadOnly), refuse the same snapshot, start
+	// from the same one and give the same ledger, the daemon running.
+	k, viaHistory, err := openReadOnly(s.cfg.JournalDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ro, err := ledger.OpenReadOnly(s.cfg.JournalDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Journal.Close()
+	a, err := viaHistory.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ro.Ledger.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) || ro.Snapshot != des[0].Name() || len(ro.Rejected) != 1 || ro.Rejected[0].Name != foreign.Name {
+		t.Fatalf("the installer's read-only open: from %q, rejected %+v, the same ledger %v", ro.Snapshot, ro.Rejected, bytes.Equal(a, b))
+	}
 }
 
 // TestReadOnlyVerbsUnderLoad: while the controller serves calls and
