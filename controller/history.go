@@ -100,10 +100,10 @@ func historyOptions(dir string, jo journal.Options, idx *index.Index, every uint
 	}
 	if idx == nil {
 		// Read to be shown, not to decide calls: the requestIds that
-		// ended are not kept (ledger.Discard).
-		o.New = func() (history.State, error) { return ledger.NewIndexed(ledger.Discard), nil }
+		// ended are not kept (ledger.Discard()).
+		o.New = func() (history.State, error) { return ledger.NewIndexed(ledger.Discard()), nil }
 		o.Decode = func(s snapshot.Snapshot) (history.State, error) {
-			return ledger.DecodeState(s.Version, s.State, ledger.Discard)
+			return ledger.DecodeState(s.Version, s.State, ledger.Discard())
 		}
 		return o
 	}

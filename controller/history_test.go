@@ -321,7 +321,7 @@ func TestSnapshotOfAnotherJournal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := ledger.NewIndexed(ledger.Discard)
+	l := ledger.NewIndexed(ledger.Discard())
 	if err := l.Replay(other); err != nil {
 		t.Fatal(err)
 	}

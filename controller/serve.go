@@ -127,18 +127,7 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		lns = append(lns, advisorLn)
 	}
 
-	// The keeper makes the next snapshot in the background; after each,
-	// the ledger drops the requestIds the synced index now holds.
-	keeperDone := make(chan error, 1)
-	go func() {
-		keeperDone <- c.hist.keeper.Run(ctx, time.Second, func(m journal.Mark) {
-			n := c.led.Forget(m.Seq)
-			c.log.Debug("controller history: snapshot made; ended requestIds left memory", "seq", m.Seq, "forgotten", n)
-			if opts.hooks != nil && opts.hooks.snapshotted != nil {
-				opts.hooks.snapshotted(m, n)
-			}
-		})
-	}()
+	keeperDone := c.runKeeper(ctx, opts.hooks)
 	defer func() { cancel(); <-keeperDone }()
 
 	var wg sync.WaitGroup
@@ -165,6 +154,23 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	wg.Wait()
 	c.log.Info("controller stopped")
 	return failed
+}
+
+// runKeeper makes the next snapshot in the background until ctx ends;
+// after each, the ledger drops the requestIds the synced index now holds.
+// The channel has Run's result.
+func (c *Controller) runKeeper(ctx context.Context, hooks *historyHooks) chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- c.hist.keeper.Run(ctx, time.Second, func(m journal.Mark) {
+			n := c.led.Forget(m.Seq)
+			c.log.Debug("controller history: snapshot made; ended requestIds left memory", "seq", m.Seq, "forgotten", n)
+			if hooks != nil && hooks.snapshotted != nil {
+				hooks.snapshotted(m, n)
+			}
+		})
+	}()
+	return done
 }
 
 // waitStop waits until ctx ends, the journal stops for good or the

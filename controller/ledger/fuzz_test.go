@@ -19,7 +19,7 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add([]byte{0xa0})
 	f.Add(stateWith("day", []byte{0x01}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, x := range []Index{nil, Discard} {
+		for _, x := range []Index{nil, Discard()} {
 			l, err := DecodeState(StateVersion, b, x)
 			if err != nil {
 				continue

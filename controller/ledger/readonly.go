@@ -55,7 +55,7 @@ func OpenReadOnly(dir string) (ReadOnly, error) {
 		if fatal != nil {
 			return fatal
 		}
-		l, err := DecodeState(s.Version, s.State, Discard)
+		l, err := DecodeState(s.Version, s.State, Discard())
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func OpenReadOnly(dir string) (ReadOnly, error) {
 	case !errors.Is(err, snapshot.ErrNoSnapshot):
 		return ro, err
 	}
-	l := NewIndexed(Discard)
+	l := NewIndexed(Discard())
 	j, err := openApplying(dir, nil, l)
 	if err != nil {
 		return ro, err

@@ -32,7 +32,7 @@ type Index interface {
 // so that reading a journal of a million calls holds no more than what
 // is under way, and it decides no call (Begin and Decided refuse with
 // ErrReadOnlyLedger, never "not found").
-var Discard Index = discard{}
+func Discard() Index { return discard{} }
 
 // ErrReadOnlyLedger is the error of a lookup in Discard.
 var ErrReadOnlyLedger = errors.New("ledger: opened to be read; it keeps no requestId that ended and decides no call")
