@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -292,5 +293,35 @@ func TestRequestKeyUnambiguous(t *testing.T) {
 			t.Fatalf("%q and %q share key %x", k, other, key)
 		}
 		seen[key] = k
+	}
+}
+
+// TestIndexUnreadable: a requestId the index cannot be asked about
+// decides the call as refused (Prior.Err), registers nothing, and
+// Decided says it decides nothing; a read-only ledger (Discard) refuses
+// likewise, and a call without a requestId needs no index.
+func TestIndexUnreadable(t *testing.T) {
+	x := newIndex(t)
+	l := NewIndexed(x)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := `ledger: reading requestId "r1" from the history index: index: closed`
+	p, ok := l.Begin(paidOn("a1", "r1", "x", 1))
+	if ok || p.Err == nil || p.Err.Error() != want || !errors.Is(p.Err, index.ErrClosed) {
+		t.Fatalf("Begin with the index closed: %+v %v", p, ok)
+	}
+	if open, reqs := l.Sizes(); open != 0 || reqs != 0 {
+		t.Fatalf("a refused Begin registered %d attempts, %d requestIds", open, reqs)
+	}
+	if _, _, ok := l.Decided("agent1", "appliance", "r1"); ok {
+		t.Fatal("Decided with the index closed")
+	}
+	ro := NewIndexed(Discard())
+	if p, ok := ro.Begin(paidOn("a1", "r1", "x", 1)); ok || !errors.Is(p.Err, ErrReadOnlyLedger) {
+		t.Fatalf("Begin on a read-only ledger: %+v %v", p, ok)
+	}
+	if _, ok := l.Begin(paidOn("a2", "", "x", 1)); !ok {
+		t.Fatal("a call without a requestId was refused")
 	}
 }
