@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,4 +431,76 @@ func TestReadOnlyVerbsUnderLoad(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("no call answered under the load")
 	}
+}
+
+// TestChaosSnapshots: the controller (the real binary, a snapshot every 6
+// records) is SIGKILLed again and again at random points while two
+// agents call, new requestIds and old ones; then it opens to the ledger a
+// whole replay of its journal gives, every requestId answered before
+// answers again from its attempt, and its index ends as a whole replay's.
+func TestChaosSnapshots(t *testing.T) {
+	s := newStack(t, stackOpts{funded: 1 << 30})
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var mu sync.Mutex
+	answered := map[string]string{} // requestId -> attempt
+	for round := range 6 {
+		child := s.startChildArgs([]string{"--snapshot-every", "6"})
+		load, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		var calls atomic.Int64
+		// The kill comes after a random number of calls: a random point
+		// of the journal relative to the snapshots.
+		target, kill, once := int64(4+r.IntN(24)), make(chan struct{}), sync.Once{}
+		for a := range 2 {
+			cs := s.client(ctx)
+			wg.Go(func() {
+				for n := 0; load.Err() == nil; n++ {
+					id := fmt.Sprintf("chaos-%d-%d-%d", round, a, n)
+					if n%3 == 2 { // an earlier one again
+						id = fmt.Sprintf("chaos-%d-%d-%d", round, a, n-2)
+					}
+					res, err := cs.CallTool(load, &mcp.CallToolParams{Name: ToolCall, Arguments: callArgs(id, map[string]any{"text": id})})
+					if err != nil {
+						return // the controller died under the call
+					}
+					var tr ToolResult
+					if len(res.Content) == 1 {
+						json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &tr)
+					}
+					if tr.Outcome == "definite" {
+						mu.Lock()
+						answered[id] = tr.AttemptID
+						mu.Unlock()
+					}
+					if calls.Add(1) >= target {
+						once.Do(func() { close(kill) })
+					}
+				}
+			})
+		}
+		select {
+		case <-kill:
+		case <-ctx.Done():
+			t.Fatalf("round %d: %d calls answered of %d", round, calls.Load(), target)
+		}
+		child.cmd.Process.Kill()
+		<-child.done
+		stop()
+		wg.Wait()
+	}
+	w := newWatch()
+	op := w.start(s, 6)
+	sameAsFullReplay(t, s, op)
+	t.Logf("%d requestIds answered over 6 kills; reopened from %q, replayed %d", len(answered), op.Snapshot, op.Replayed)
+	cs := s.client(ctx)
+	for id, attempt := range answered {
+		r, _ := call(t, ctx, cs, ToolCall, callArgs(id, map[string]any{"text": id}))
+		if !r.Replayed || r.AttemptID != attempt {
+			t.Fatalf("requestId %s: %+v, want a replay of attempt %s", id, r, attempt)
+		}
+	}
+	s.stopController()
+	sameIndexAsFullReplay(t, s)
 }
