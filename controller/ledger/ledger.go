@@ -69,8 +69,9 @@ type Prior struct {
 // ended is put into the index and leaves memory; one that ends while the
 // controller runs stays in memory until Forget, after the keeper's next
 // snapshot has synced the index past it. Without one (New), memory is
-// the only index and keeps every requestId, as the read-only commands
-// need no more.
+// the only index and keeps every requestId (tests, tools that replay a
+// whole journal); a ledger only read (the read-only commands, the
+// installer) is NewIndexed(Discard()), which keeps none.
 type Ledger struct {
 	// mu guards every field below. Each method takes it once and never
 	// holds it across a journal append, a signature or a network call, so
