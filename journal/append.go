@@ -150,9 +150,10 @@ func (j *Journal) usable() error {
 }
 
 // submit frames a record into the open batch (or a new one), waits until
-// it is durable and returns its place. setConfig, for bind and rebind records, is the config in
-// force after the record; a rebind's body is built here because
-// its before config is the one in force at its place in the log. A non-nil
+// it is durable and returns its place. setConfig, for bind and rebind
+// records, is the config in force after the record; a rebind's body is
+// built here because its before config is the one in force at its place
+// in the log. A non-nil
 // framed marks an AppendLinked record; it is called, with mu held, once the
 // record has its place (or was refused), before any wait.
 func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (Place, error) {

@@ -80,8 +80,18 @@ func TestOpenFromEveryMark(t *testing.T) {
 		d := copyDir(t, dir)
 		var got []Record
 		o := opts
-		o.From = &m
+		o.From, o.ReadOnly = &m, true
 		o.OnRecord = func(r Record) error { got = append(got, r); return nil }
+		r, err := Open(d, o)
+		if err != nil {
+			t.Fatalf("read-only Open from the mark at seq %d: %v", seq, err)
+		}
+		if r.LastSeq() != full.LastSeq() || r.Head() != full.Head() || len(got) != len(all)-int(seq) {
+			t.Fatalf("read-only from the mark at seq %d: seq %d, %d records handed", seq, r.LastSeq(), len(got))
+		}
+		mustClose(t, r)
+		got = nil
+		o.ReadOnly = false
 		j, err := Open(d, o)
 		if err != nil {
 			t.Fatalf("Open from the mark at seq %d: %v", seq, err)

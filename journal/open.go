@@ -134,6 +134,9 @@ func (j *Journal) takeLock() error {
 	}
 	if err := flockOwner(int(f.Fd())); err != nil {
 		f.Close()
+		if errors.Is(err, errHeldShared) {
+			return fmt.Errorf("journal: %s: the flock on %s was %v (readers probe it for a moment only): %w", j.dir, path, err, ErrLocked)
+		}
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return fmt.Errorf("journal: %s is open by another owner (flock on %s held): %w", j.dir, path, ErrLocked)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -102,7 +103,7 @@ func (s *scanner) run() (*tornTail, error) {
 		}
 		if rem < headerSize {
 			if _, err := io.ReadFull(r, hdr[:rem]); err != nil {
-				return nil, s.ioErr(err)
+				return s.readFailed(err)
 			}
 			if !allZero(hdr[:rem]) {
 				return s.bad(off, "incomplete header at the end of the segment")
@@ -110,7 +111,7 @@ func (s *scanner) run() (*tornTail, error) {
 			break
 		}
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, s.ioErr(err)
+			return s.readFailed(err)
 		}
 		n := binary.LittleEndian.Uint32(hdr[0:4])
 		sum := binary.LittleEndian.Uint32(hdr[4:8])
@@ -120,7 +121,7 @@ func (s *scanner) run() (*tornTail, error) {
 			}
 			nz, err := firstNonZero(r, off+headerSize)
 			if err != nil {
-				return nil, s.ioErr(err)
+				return s.readFailed(err)
 			}
 			if nz >= 0 {
 				return s.bad(off, fmt.Sprintf("the log ends here but byte %d is not zero", nz))
@@ -138,7 +139,7 @@ func (s *scanner) run() (*tornTail, error) {
 		}
 		payload := s.payload[:n]
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return nil, s.ioErr(err)
+			return s.readFailed(err)
 		}
 		if got := crc32.Checksum(payload, castagnoli); got != sum {
 			return s.bad(off, fmt.Sprintf("checksum mismatch (stored %08x, computed %08x)", sum, got))
@@ -184,6 +185,16 @@ func (s *scanner) verify(off int64, rec *Record, payload []byte) error {
 		}
 	}
 	return nil
+}
+
+// readFailed handles a failed read in run. Read leniently, a segment
+// that ends early was cut short under the read (its owner removed a failed
+// write): the read ends there.
+func (s *scanner) readFailed(err error) (*tornTail, error) {
+	if s.mode == scanLenient && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return nil, nil
+	}
+	return nil, s.ioErr(err)
 }
 
 func (s *scanner) ioErr(err error) error {

@@ -47,12 +47,18 @@ type watermark struct {
 
 func (w watermark) encode() [watermarkSize]byte {
 	var b [watermarkSize]byte
+	w.encodeTo(&b)
+	return b
+}
+
+// encodeTo encodes w into b (which the owner keeps, so that rewriting the
+// watermark allocates nothing).
+func (w watermark) encodeTo(b *[watermarkSize]byte) {
 	copy(b[0:4], watermarkMagic[:])
 	binary.LittleEndian.PutUint64(b[4:12], w.Seq)
 	binary.LittleEndian.PutUint64(b[12:20], w.Segment)
 	binary.LittleEndian.PutUint64(b[20:28], uint64(w.End))
 	binary.LittleEndian.PutUint32(b[28:32], crc32.Checksum(b[:28], castagnoli))
-	return b
 }
 
 // decodeWatermark returns the watermark in b, or false when b is not one:
@@ -79,6 +85,7 @@ func decodeWatermark(b []byte) (watermark, bool) {
 type watermarkFile struct {
 	f      *os.File
 	warned bool // a failed write was logged; later ones are not
+	buf    [watermarkSize]byte
 }
 
 // open creates (or opens) the watermark file in dir and writes w to it.
@@ -102,8 +109,8 @@ func (wf *watermarkFile) write(w watermark, log *slog.Logger) {
 	if wf.f == nil || watermarkOff {
 		return
 	}
-	b := w.encode()
-	_, err := unix.Pwrite(int(wf.f.Fd()), b[:], 0)
+	w.encodeTo(&wf.buf)
+	_, err := unix.Pwrite(int(wf.f.Fd()), wf.buf[:], 0)
 	if err != nil && !wf.warned {
 		wf.warned = true
 		log.Warn("journal: cannot write the watermark file; read-only opens of the live journal read less than is durable",
@@ -120,17 +127,23 @@ func (wf *watermarkFile) close() error {
 	return err
 }
 
-// readWatermark reads dir's watermark, rereading it up to watermarkReads
-// times while its checksum fails. false: there is none that decodes.
+// readWatermark reads dir's watermark. false: there is none that
+// decodes.
 func readWatermark(dir string) (watermark, bool) {
 	f, err := os.OpenFile(filepath.Join(dir, watermarkName), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return watermark{}, false
 	}
 	defer f.Close()
+	return decodeRereading(func(b []byte) (int, error) { return unix.Pread(int(f.Fd()), b, 0) })
+}
+
+// decodeRereading reads a watermark with read, again while its checksum
+// fails, up to watermarkReads times.
+func decodeRereading(read func([]byte) (int, error)) (watermark, bool) {
 	var b [watermarkSize + 1]byte
 	for range watermarkReads {
-		n, err := unix.Pread(int(f.Fd()), b[:], 0)
+		n, err := read(b[:])
 		if err != nil {
 			return watermark{}, false
 		}
@@ -158,14 +171,17 @@ func ownerRunning(dir string) bool {
 	return errors.Is(err, unix.EWOULDBLOCK)
 }
 
-// lockTries bounds how often takeLock tries again while the lock is held
-// only shared, by readers probing it; lockBackoff is the pause between
-// tries, so that a reader descheduled while it holds its probe is waited
-// for up to about lockTries*lockBackoff.
+// lockTries bounds how often takeLock tries while the lock is held only
+// shared, by readers probing it; lockBackoff is the pause between tries,
+// so that a reader descheduled while it holds its probe is waited for up
+// to about lockTries*lockBackoff (a fifth of a second).
 const (
-	lockTries   = 1000
-	lockBackoff = 100 * time.Microsecond
+	lockTries   = 200
+	lockBackoff = time.Millisecond
 )
+
+// errHeldShared is the lock held shared through lockTries tries.
+var errHeldShared = fmt.Errorf("held shared through %d tries: %w", lockTries, unix.EWOULDBLOCK)
 
 // flockOwner takes the exclusive lock on fd. A reader's probe holds a
 // shared lock for a moment (ownerRunning); an owner starting then must not
@@ -182,7 +198,7 @@ func flockOwner(fd int) error {
 		}
 		unix.Flock(fd, unix.LOCK_UN)
 		if try == lockTries {
-			return fmt.Errorf("held shared through %d tries: %w", lockTries, unix.EWOULDBLOCK)
+			return errHeldShared
 		}
 		if lockRetryHook != nil {
 			lockRetryHook(try)

@@ -57,14 +57,18 @@ var rules = []rule{
 	// it cannot reach keys because it links nothing that holds them.
 	{pkg: "controller/mcpproxy", may: none, modules: []string{"golang.org/x/sys"}},
 
-	// The operator's side is six packages, each on the floor below the
+	// The operator's side is eight packages, each on the floor below the
 	// next (DESIGN.md section 11): the record language (hostlog), the
-	// custody core (operator), the audit, which reads the journal and
+	// views and forms of the host's commands (views), the history on disk
+	// (hosthist: snapshots and the history index), the custody core
+	// (operator), the audit, which reads the journal and
 	// never the store (audit), the admin language (admin), the daemon
 	// (host) and the command line (cli). Each may reach only what is
 	// beneath it.
 	{pkg: "operator/hostlog", may: []string{"journal", "wire", "wire/msg", "oracleops", "canonjson"}},
-	{pkg: "operator", may: []string{"operator/hostlog", "internal/durable", "internal/failpoint"}},
+	{pkg: "operator/views", may: []string{"operator/hostlog"}},
+	{pkg: "operator/hosthist", may: []string{"operator/hostlog", "journal/history"}},
+	{pkg: "operator", may: []string{"operator/views", "operator/hosthist", "internal/durable", "internal/failpoint"}},
 	{pkg: "operator/audit", may: []string{"operator/hostlog"}},
 	{pkg: "operator/admin", may: []string{"operator"}},
 	{pkg: "operator/host", may: []string{"operator/admin"}},
@@ -82,8 +86,12 @@ var rules = []rule{
 	{pkg: "operator/...", mayNot: []string{"controller/..."}},
 	{pkg: "controller/...", mayNot: []string{"operator/..."}},
 
-	// The reference application knows nothing of custody.
+	// The reference application knows nothing of custody. It reaches
+	// the operations protocol and its own history (DESIGN.md section 13:
+	// the keeper, and through it the journal, the history index and the
+	// snapshots), nothing else of steward's.
 	{pkg: "appliance", mayNot: custody},
+	{pkg: "appliance", may: []string{"oracleops", "journal/history", "internal/durable", "internal/failpoint"}},
 	{pkg: "cmd/steward-appliance", mayNot: custody},
 
 	// A main only parses flags and calls in: nothing imports one.

@@ -62,9 +62,9 @@
 // (encoded from the replica, never from the live state, so in-flight
 // holds and claims are never in one) and returns the mark. Run does so
 // every Options.Every records, checked at each tick; Close does so once
-// more when anything was recorded since the last snapshot. A failed
-// snapshot write (a full disk) is returned and logged, and the next one is
-// due at the next tick: the journal stays the truth and no call waits for
+// more when anything was recorded since the last.
+// A failed snapshot write (a full disk) is returned and logged, and the
+// next one is due at the next tick: the journal stays the truth and no call waits for
 // a snapshot. A record the replica refuses is a fault of the owner's
 // records (the live path wrote what its replay refuses): the keeper stops
 // making snapshots for good and Err reports it.

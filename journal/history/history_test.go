@@ -87,7 +87,8 @@ func TestDamagedSnapshotFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls(t, k.Journal(), 10, 10)
-	g.close(t, k) // the newest snapshot
+	snap(t, k) // the newest snapshot
+	g.close(t, k)
 	newest := filepath.Join(g.snapDir(), snapshot.Name(k.Journal().LastSeq()))
 	b, err := os.ReadFile(newest)
 	if err != nil {
@@ -114,6 +115,7 @@ func TestSnapshotOfAnotherJournal(t *testing.T) {
 	for i, g := range []*rig{a, b} {
 		k, _ := g.open(t)
 		calls(t, k.Journal(), i*1000, 10+i) // b's journal is longer
+		snap(t, k)
 		g.close(t, k)
 	}
 	if err := os.RemoveAll(a.snapDir()); err != nil {
@@ -152,6 +154,7 @@ func TestIndexBehind(t *testing.T) {
 	g := newRig(t, 1000)
 	k, _ := g.open(t)
 	calls(t, k.Journal(), 0, 30)
+	snap(t, k)
 	g.close(t, k)
 	if err := os.RemoveAll(filepath.Dir(g.indexPath())); err != nil {
 		t.Fatal(err)
@@ -260,5 +263,33 @@ func TestReadOnly(t *testing.T) {
 	}
 	if _, _, err := ro.Snapshot(); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only snapshot: %v", err)
+	}
+}
+
+// snap makes a snapshot, failing the test on an error.
+func snap(t *testing.T, k *Keeper) {
+	t.Helper()
+	if _, _, err := k.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close makes a last snapshot when anything was recorded since the last,
+// and none when nothing was.
+func TestCloseSnapshots(t *testing.T) {
+	g := newRig(t, 100)
+	k, _ := g.open(t)
+	snap(t, k)
+	g.close(t, k)
+	k, op := g.open(t)
+	if op.Replayed != 0 || op.Snapshot != snapshot.Name(1) {
+		t.Fatalf("after a close with nothing new: replayed %d from %q", op.Replayed, op.Snapshot)
+	}
+	calls(t, k.Journal(), 0, 1)
+	g.close(t, k)
+	k, op = g.open(t)
+	defer g.close(t, k)
+	if op.Replayed != 0 || op.Snapshot != snapshot.Name(k.Journal().LastSeq()) {
+		t.Fatalf("after a close with two records new: replayed %d from %q", op.Replayed, op.Snapshot)
 	}
 }

@@ -61,6 +61,10 @@ type Options struct {
 	Every uint64
 	// ReadOnly opens the journal read-only and writes nothing.
 	ReadOnly bool
+	// FullReplay ignores the snapshots and replays every record: for a
+	// reader without the index the snapshots rely on (what ended before
+	// a snapshot's mark is in the index, not in the snapshot).
+	FullReplay bool
 	// Logger receives the keeper's reports; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -153,6 +157,9 @@ func (o *Options) open() (Opened, error) {
 	// binding another config, a damaged segment): Open fails with it at
 	// once rather than trying every snapshot and a full replay for it.
 	var fatal error
+	if o.FullReplay {
+		return o.fullReplay(op)
+	}
 	accept := func(s snapshot.Snapshot) error {
 		if fatal != nil {
 			return fatal
@@ -188,6 +195,11 @@ func (o *Options) open() (Opened, error) {
 	case !errors.Is(err, snapshot.ErrNoSnapshot):
 		return op, err
 	}
+	return o.fullReplay(op)
+}
+
+// fullReplay opens the journal from its first record onto New's state.
+func (o *Options) fullReplay(op Opened) (Opened, error) {
 	st, err := o.New()
 	if err != nil {
 		return op, fmt.Errorf("history: an empty state: %w", err)

@@ -32,6 +32,13 @@ func (k *Keeper) Due() bool {
 	return m.Seq >= k.snapAt+k.o.Every
 }
 
+// lastSnapshot is the mark seq of the last snapshot written or loaded.
+func (k *Keeper) lastSnapshot() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.snapAt
+}
+
 // Err is why the keeper stopped making snapshots (ErrStopped and the
 // record the replica refused), nil while it makes them.
 func (k *Keeper) Err() error {
@@ -95,7 +102,7 @@ func (k *Keeper) catchUp(seq uint64) error {
 	switch {
 	case err == nil, errors.Is(err, errPast):
 	case errors.As(err, &refused):
-		k.failed = fmt.Errorf("%w: the replica refused %v", ErrStopped, refused.err)
+		k.failed = fmt.Errorf("%w: the replica refused %w", ErrStopped, refused.err)
 		k.log.Error("history: snapshots stopped", "err", k.failed)
 		return k.failed
 	default:
@@ -163,11 +170,11 @@ func (k *Keeper) Run(ctx context.Context, tick time.Duration, done func(journal.
 }
 
 // Close makes a last snapshot when anything was recorded since the last
-// one (so the next start replays nothing), then closes the journal. The
-// index is the owner's to close. A failed last snapshot is logged; Close
-// returns the journal's error.
+// one (so that the next start replays nothing), then closes the journal.
+// The index is the owner's to close. A failed last snapshot is logged;
+// Close returns the journal's error.
 func (k *Keeper) Close() error {
-	if !k.o.ReadOnly {
+	if !k.o.ReadOnly && k.j.Mark().Seq > k.lastSnapshot() {
 		if _, _, err := k.Snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 			k.log.Error("history: no snapshot at close", "err", err)
 		}

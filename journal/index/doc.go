@@ -59,4 +59,12 @@
 // index. The file's flock (bbolt's, per open file description) refuses a
 // second opener, in this process or another, with ErrLocked after
 // Options.LockTimeout: Open never waits without a bound.
+//
+// # Read-only
+//
+// Options.ReadOnly opens an existing file under a shared flock, for a
+// command that reads history while its owner is stopped: it creates,
+// writes and syncs nothing, and the owner's exclusive lock and a reader's
+// shared one refuse each other (ErrLocked), so a reader never sees a file
+// being written.
 package index

@@ -226,6 +226,9 @@ func (x *Index) checkMarker() error {
 		return &DamagedError{Path: x.path, Reason: fmt.Sprintf(
 			"written without fsync in boot %s, and the machine has restarted since (boot %s)", was, boot)}
 	}
+	if x.readOnly {
+		return nil // the owner syncs it at its next open
+	}
 	x.dirty = true
 	if err := x.syncLocked(); err != nil {
 		return err

@@ -56,6 +56,13 @@ type Options struct {
 	// Logger receives what Open repaired or found (a sync at open after a
 	// process crash); slog.Default() when nil.
 	Logger *slog.Logger
+	// ReadOnly opens an existing file for reading only, under a shared
+	// lock (so while its owner holds it, Open fails with ErrLocked after
+	// LockTimeout): nothing is created, written or synced, and Put and
+	// SetMeta fail with ErrReadOnly. A marker of this boot is left for
+	// the owner (what a crashed owner wrote is in the kernel's cache and
+	// reads as written); one of another boot is a *DamagedError.
+	ReadOnly bool
 }
 
 // Index is an open index file. It is safe for concurrent use.
@@ -79,6 +86,8 @@ type Index struct {
 
 	flushMu sync.Mutex
 	dirty   bool // written without fsync since the last Sync (marker exists)
+
+	readOnly bool // Options.ReadOnly: set at Open, never changed
 
 	mu       sync.Mutex
 	pending  *overlay // puts not yet flushed
@@ -104,6 +113,8 @@ var (
 	ErrFailed = errors.New("index: stopped after a failed write; reopen it")
 	// ErrDamaged is matched by every *DamagedError.
 	ErrDamaged = errors.New("index: damaged")
+	// ErrReadOnly refuses a Put or SetMeta on an index opened read-only.
+	ErrReadOnly = errors.New("index: opened read-only")
 	// ErrBounds is matched by a refusal of a key, value, bucket or n
 	// outside the bounds above.
 	ErrBounds = errors.New("index: out of bounds")
@@ -141,17 +152,21 @@ func Open(path string, opts Options) (*Index, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := prepareDir(filepath.Dir(path)); err != nil {
+	if opts.ReadOnly {
+		if _, err := os.Lstat(path); err != nil {
+			return nil, fmt.Errorf("index: %w", err)
+		}
+	} else if err := prepareDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
-	db, err := openBolt(path, opts.LockTimeout)
+	db, err := openBolt(path, opts.LockTimeout, opts.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
-	x := &Index{path: path, db: db, log: log, pending: newOverlay()}
+	x := &Index{path: path, db: db, log: log, pending: newOverlay(), readOnly: opts.ReadOnly}
 	if err := x.checkMarker(); err != nil {
 		db.Close()
 		return nil, err
@@ -166,7 +181,7 @@ func Open(path string, opts Options) (*Index, error) {
 // bbolt had made stays until the process exits (bbolt has no way to
 // unmap it after a panic), which is why the lock is released by LOCK_UN:
 // a mapping holds the open file, so closing the descriptor would not.
-func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
+func openBolt(path string, timeout time.Duration, readOnly bool) (db *bolt.DB, err error) {
 	var file *os.File
 	defer func() {
 		if r := recover(); r != nil {
@@ -180,6 +195,7 @@ func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
 	defer faultsPanic()()
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      timeout,
+		ReadOnly:     readOnly,
 		NoSync:       true,
 		FreelistType: bolt.FreelistMapType,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {

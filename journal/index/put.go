@@ -37,6 +37,9 @@ func (x *Index) SetMeta(key string, value []byte) error {
 // flush the pending set is empty unless other Puts refilled it, and one
 // entry always fits an empty set, so the loop ends.
 func (x *Index) put(bucket string, key, value []byte) error {
+	if x.readOnly {
+		return ErrReadOnly
+	}
 	for {
 		x.mu.Lock()
 		if err := x.usable(); err != nil {
