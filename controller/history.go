@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/stewardrt/steward/canonjson"
@@ -56,6 +57,61 @@ type opened struct {
 	keeper *history.Keeper
 	led    *ledger.Ledger
 	idx    *index.Index
+	// watch is what the ledgers (the live one and the keeper's replica)
+	// reach the index through: it sees the index stop for good.
+	watch *indexWatch
+}
+
+// indexWatch is the ledgers' history index, which notices the index
+// stopping for good: a failed write (a full disk: index.ErrFailed) or
+// damage found (index.ErrDamaged). Every later lookup would fail, and so
+// would every call: the daemon exits non-zero instead (Serve), so that a
+// restart reopens the index, or sets a damaged one aside, and replays the
+// journal into it.
+type indexWatch struct {
+	x      *index.Index
+	once   sync.Once
+	failed chan struct{} // closed when the index has stopped
+	err    error         // why; set before failed is closed
+}
+
+func newIndexWatch(x *index.Index) *indexWatch {
+	return &indexWatch{x: x, failed: make(chan struct{})}
+}
+
+// Get is the index's Get.
+func (w *indexWatch) Get(bucket string, key []byte) ([]byte, bool, error) {
+	v, ok, err := w.x.Get(bucket, key)
+	return v, ok, w.saw(err)
+}
+
+// Put is the index's Put.
+func (w *indexWatch) Put(bucket string, key, value []byte) error {
+	return w.saw(w.x.Put(bucket, key, value))
+}
+
+// saw notes err when it says the index stopped for good, and returns it.
+func (w *indexWatch) saw(err error) error {
+	if errors.Is(err, index.ErrFailed) || errors.Is(err, index.ErrDamaged) {
+		w.once.Do(func() {
+			w.err = err
+			close(w.failed)
+		})
+	}
+	return err
+}
+
+// stopped is closed once the index has stopped for good; Err says why.
+func (w *indexWatch) stopped() <-chan struct{} { return w.failed }
+
+// Err is why the index stopped, once stopped is closed.
+func (w *indexWatch) Err() error {
+	select {
+	case <-w.failed:
+		return w.err
+	default:
+		return nil
+	}
 }
 
 // openHistory opens the index, moving a damaged one aside, and the
@@ -75,7 +131,8 @@ func openHistory(cfg *Config, raw []byte, log *slog.Logger, o historyOpts) (*ope
 	}
 	jo := journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: canon, SegmentSize: o.segmentSize, Logger: log}
 	t0 := time.Now()
-	k, op, err := history.Open(historyOptions(cfg.JournalDir(), jo, idx, o.every, log))
+	watch := newIndexWatch(idx)
+	k, op, err := history.Open(historyOptions(cfg.JournalDir(), jo, idx, watch, o.every, log))
 	logOpened(log, op, err, time.Since(t0))
 	if err == nil && o.hooks != nil && o.hooks.opened != nil {
 		o.hooks.opened(op)
@@ -87,12 +144,13 @@ func openHistory(cfg *Config, raw []byte, log *slog.Logger, o historyOpts) (*ope
 		}
 		return nil, fmt.Errorf("controller journal: %w", err)
 	}
-	return &opened{keeper: k, led: op.State.(*ledger.Ledger), idx: idx}, nil
+	return &opened{keeper: k, led: op.State.(*ledger.Ledger), idx: idx, watch: watch}, nil
 }
 
 // historyOptions are history.Open's options for the controller journal in
-// dir: with idx (read-write) or without one (nil: read-only).
-func historyOptions(dir string, jo journal.Options, idx *index.Index, every uint64, log *slog.Logger) history.Options {
+// dir: with idx (read-write), which the ledgers reach through watch, or
+// without one (nil: read-only).
+func historyOptions(dir string, jo journal.Options, idx *index.Index, watch *indexWatch, every uint64, log *slog.Logger) history.Options {
 	o := history.Options{
 		Journal: dir, JournalOptions: jo,
 		Snapshots: ledger.SnapshotDir(dir), Format: ledger.StateFormat, Version: ledger.StateVersion,
@@ -108,8 +166,8 @@ func historyOptions(dir string, jo journal.Options, idx *index.Index, every uint
 		return o
 	}
 	o.Index = idx
-	o.New = func() (history.State, error) { return ledger.NewIndexed(idx), nil }
-	o.Decode = func(s snapshot.Snapshot) (history.State, error) { return ledger.DecodeState(s.Version, s.State, idx) }
+	o.New = func() (history.State, error) { return ledger.NewIndexed(watch), nil }
+	o.Decode = func(s snapshot.Snapshot) (history.State, error) { return ledger.DecodeState(s.Version, s.State, watch) }
 	return o
 }
 
@@ -204,7 +262,7 @@ func openReadOnly(dir string, log *slog.Logger) (*history.Keeper, *ledger.Ledger
 	if log == nil {
 		log = slog.Default()
 	}
-	k, op, err := history.Open(historyOptions(dir, journal.Options{ReadOnly: true}, nil, 0, log))
+	k, op, err := history.Open(historyOptions(dir, journal.Options{ReadOnly: true}, nil, nil, 0, log))
 	for _, r := range op.Rejected {
 		log.Warn("controller history: snapshot refused", "snapshot", r.Name, "reason", r.Reason)
 	}

@@ -186,6 +186,13 @@ func (c *Controller) waitStop(ctx context.Context, keeperDone chan error) error 
 		// restarts the controller and it reopens the journal from disk.
 		failed = fmt.Errorf("journal stopped for good (%s); exiting so that a restart reopens it from disk", c.j.Summary().Failure)
 		c.log.Error("steward-controller: " + failed.Error())
+	case <-c.hist.watch.stopped():
+		// Every lookup, and so every call, would fail from now on (a
+		// failed write, on a full disk, stops the index until it is
+		// reopened). Exit non-zero, so that a restart reopens it (sets
+		// a damaged one aside) and replays the journal into it.
+		failed = fmt.Errorf("history index stopped for good (%v); exiting so that a restart reopens it", c.hist.watch.Err())
+		c.log.Error("steward-controller: " + failed.Error())
 	case err := <-keeperDone:
 		// The keeper stopped making snapshots (its replica refused a
 		// record, or the index failed): the live ledger would keep every
