@@ -26,7 +26,6 @@ import (
 	"github.com/stewardrt/steward/journal/history"
 	"github.com/stewardrt/steward/journal/index"
 	"github.com/stewardrt/steward/journal/snapshot"
-	"github.com/stewardrt/steward/operator/audit"
 )
 
 // watch is what a test sees of the controller's history (historyHooks).
@@ -370,66 +369,6 @@ func TestSnapshotOfAnotherJournal(t *testing.T) {
 	}
 	if !bytes.Equal(a, b) || ro.Snapshot != des[0].Name() || len(ro.Rejected) != 1 || ro.Rejected[0].Name != foreign.Name {
 		t.Fatalf("the installer's read-only open: from %q, rejected %+v, the same ledger %v", ro.Snapshot, ro.Rejected, bytes.Equal(a, b))
-	}
-}
-
-// TestReadOnlyVerbsUnderLoad: while the controller serves calls and
-// makes snapshots (one every 4 records), the read-only commands (attempts
-// list, journal inspect, receipts compare) open its journal through the
-// history again and again, and never fail: never a live journal reported
-// corrupt, never a snapshot being written taken for a damaged one.
-func TestReadOnlyVerbsUnderLoad(t *testing.T) {
-	s := newStack(t, stackOpts{funded: 1 << 30})
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	w := newWatch()
-	w.start(s, 4)
-	export, err := audit.ExportStore(s.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	load, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var calls atomic.Int64
-	for i := range 3 {
-		cs := s.client(ctx)
-		wg.Go(func() {
-			for n := 0; load.Err() == nil; n++ {
-				res, err := cs.CallTool(load, &mcp.CallToolParams{Name: ToolCall, Arguments: callArgs(fmt.Sprintf("load-%d-%d", i, n), map[string]any{"text": "x"})})
-				if err == nil && !res.IsError {
-					calls.Add(1)
-				}
-			}
-		})
-	}
-	snapshots, rounds := 0, 0
-	for ; snapshots < 3 || rounds < 30; rounds++ {
-		if _, err := ListAttempts(s.cfgPath); err != nil {
-			t.Fatalf("round %d: attempts list: %v", rounds, err)
-		}
-		if _, err := InspectJournal(s.cfgPath); err != nil {
-			t.Fatalf("round %d: journal inspect: %v", rounds, err)
-		}
-		if _, err := CompareReceipts(s.cfgPath, export); err != nil {
-			t.Fatalf("round %d: receipts compare: %v", rounds, err)
-		}
-		for drained := false; !drained; {
-			select {
-			case <-w.snaps:
-				snapshots++
-			default:
-				drained = true
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("after %d rounds, %d snapshots", rounds, snapshots)
-		}
-	}
-	stop()
-	wg.Wait()
-	t.Logf("%d rounds of the read-only commands during %d calls and %d snapshots", rounds, calls.Load(), snapshots)
-	if calls.Load() == 0 {
-		t.Fatal("no call answered under the load")
 	}
 }
 
