@@ -111,3 +111,29 @@ func TestIndexFullDiskExits(t *testing.T) {
 	s.stopController()
 	sameIndexAsFullReplay(t, s)
 }
+
+// TestStopIsNoFailure: at a stop, the keeper's Run returns nil as the
+// daemon's context ends, and the wait for the stop may take either: it
+// never reports the stop as the history stopping for good (which made
+// TestCLIServeHooks fail, under -race, with exit 1 on SIGTERM). Both are
+// ready at each of 200 waits, so that the select takes each many times.
+func TestStopIsNoFailure(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	c, err := open(s.cfgPath, slog.New(slog.DiscardHandler), historyOpts{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 200 {
+		done := make(chan error, 1)
+		done <- nil
+		if err := c.waitStop(ctx, done); err != nil {
+			t.Fatalf("wait %d: a stop reported as %v", i, err)
+		}
+		if len(done) != 1 {
+			t.Fatalf("wait %d: the keeper's result was not put back", i)
+		}
+	}
+}

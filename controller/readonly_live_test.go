@@ -152,7 +152,8 @@ func hasAny(s string, words []string) bool {
 // callLoad is agents calling the running controller, each call a new
 // requestId, until stopped.
 type callLoad struct {
-	stop     context.CancelFunc
+	quit     chan struct{} // closed by end: no call begins after it
+	once     sync.Once
 	wg       sync.WaitGroup
 	definite atomic.Int64
 	refused  atomic.Int64 // refused with the journal's code
@@ -192,20 +193,19 @@ func (l *callLoad) add(m *callLoad) {
 // startLoad starts clients agents calling; gen sets its requestIds apart
 // from an earlier load's.
 func startLoad(ctx context.Context, s *stack, clients, gen int) *callLoad {
-	load, stop := context.WithCancel(ctx)
-	l := &callLoad{stop: stop, gen: gen, answered: make(chan struct{}, 1), tokens: make(chan struct{}, 4*callsPerRound)}
+	l := &callLoad{quit: make(chan struct{}), gen: gen, answered: make(chan struct{}, 1), tokens: make(chan struct{}, 4*callsPerRound)}
 	for i := range clients {
 		cs := s.client(ctx)
 		l.wg.Go(func() {
 			for n := 0; ; n++ {
 				select {
 				case <-l.tokens:
-				case <-load.Done():
+				case <-l.quit:
 					return
 				}
-				res, err := cs.CallTool(load, &mcp.CallToolParams{Name: ToolCall, Arguments: callArgs(fmt.Sprintf("live-%d-%d-%d", l.gen, i, n), map[string]any{"text": "x"})})
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: callArgs(fmt.Sprintf("live-%d-%d-%d", l.gen, i, n), map[string]any{"text": "x"})})
 				if err != nil {
-					return // stopped, or the controller exited: its proxy is gone
+					return // the controller exited: its proxy is gone
 				}
 				var tr ToolResult
 				if len(res.Content) == 1 {
@@ -233,7 +233,13 @@ func startLoad(ctx context.Context, s *stack, clients, gen int) *callLoad {
 	return l
 }
 
-func (l *callLoad) end() { l.stop(); l.wg.Wait() }
+// end lets no call begin and waits for those under way to be answered
+// (a call given up by its client would go on in the controller, and
+// receipts compare would find its receipt recorded after the export).
+func (l *callLoad) end() {
+	l.once.Do(func() { close(l.quit) })
+	l.wg.Wait()
+}
 
 // TestReadOnlyVerbsRunning: while agents' calls are journaled and the
 // keeper snapshots (one every 4 records), every read-only command the

@@ -198,8 +198,12 @@ func (c *Controller) waitStop(ctx context.Context, keeperDone chan error) error 
 		// record, or the index failed): the live ledger would keep every
 		// requestId from now on, and an index that failed answers no
 		// lookup. Exit non-zero, so that a restart reopens the index and
-		// replays the journal into it.
+		// replays the journal into it. (Run returns nil when ctx ends: a
+		// stop, whichever case the select took.)
 		keeperDone <- err
+		if err == nil {
+			return nil
+		}
 		failed = fmt.Errorf("history stopped for good (%v); exiting so that a restart rebuilds it from the journal", err)
 		c.log.Error("steward-controller: " + failed.Error())
 	}
