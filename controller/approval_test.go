@@ -98,7 +98,7 @@ func TestConsentRecordedOnlyWhenAwaited(t *testing.T) {
 	if typ != msg.TypeConsent {
 		t.Fatalf("marked: %s %+v", typ, body)
 	}
-	rec, err := readRecord(j, j.LastSeq())
+	rec, err := lastRecord(j)
 	if err != nil || rec.Kind != ledger.KindConsented {
 		t.Fatalf("last record %+v, %v; want consented", rec, err)
 	}
@@ -121,4 +121,11 @@ func TestConsentRecordedOnlyWhenAwaited(t *testing.T) {
 	if err != nil || len(u) != 2 {
 		t.Fatalf("uncertain after reopening: %+v, %v; want plain and marked", u, err)
 	}
+}
+
+// lastRecord is j's last record.
+func lastRecord(j *journal.Journal) (journal.Record, error) {
+	var out journal.Record
+	err := j.Iterate(j.LastSeq(), func(r journal.Record) error { out = r; return nil })
+	return out, err
 }

@@ -155,11 +155,11 @@ func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (
 	if err != nil {
 		return ins, err
 	}
-	seq, err := c.j.Append(ledger.KindResolveV2, rec)
+	place, err := c.j.AppendAt(ledger.KindResolveV2, rec)
 	if err != nil {
 		return ins, fmt.Errorf("attempt %s: journaling the resolution: %w", id, err)
 	}
-	c.led.Resolved(rec, seq)
+	c.led.Resolved(rec, place)
 	c.log.Info("attempt resolved", "attempt", id, "state", rec.State, "by", by, "hostResolvedBy", rec.ResolvedBy)
 	ins.Resolved = rec.State
 	return ins, nil
@@ -270,8 +270,9 @@ const CodeReleased = "released"
 // operator resolved (the resolve record at seq): after a release, a
 // refusal with the operator's reason, nothing charged; after a charge, a
 // result saying it was performed and charged, its answer never recorded.
-func (c *Controller) operatorResolution(attempt string, seq uint64) *ToolResult {
-	rec, err := readRecord(c.j, seq)
+func (c *Controller) operatorResolution(attempt string, at journal.Place) *ToolResult {
+	rec, err := c.j.ReadAt(at)
+	seq := at.Seq
 	var r ledger.ResolveV2
 	if err == nil && rec.Kind != ledger.KindResolveV2 {
 		err = fmt.Errorf("record %d is a %s, not a resolution", seq, rec.Kind)

@@ -8,26 +8,28 @@ import (
 	"log/slog"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/stewardrt/steward/controller/foreground"
-	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/index"
 )
 
 // ListAttempts reads the journal of the config at cfgPath read-only (the
-// daemon may be running) and returns the attempts that are uncertain:
-// sent, or possibly sent, and never answered.
+// daemon may be running: what is durable, from the newest snapshot) and
+// returns the attempts that are uncertain: sent, or possibly sent, and
+// never answered.
 func ListAttempts(cfgPath string) ([]Attempt, error) {
 	cfg, _, err := LoadConfig(cfgPath)
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(cfg.JournalDir(), journal.Options{ReadOnly: true})
+	k, led, err := openReadOnly(cfg.JournalDir(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("controller journal: %w", err)
+		return nil, err
 	}
-	defer j.Close()
-	return ledger.Uncertain(j)
+	defer k.Close()
+	return led.UncertainAttempts(), nil
 }
 
 // AttemptsOf is the attempts of list that agent made (Attempt.Agent:
@@ -55,9 +57,14 @@ func ResolveAttempt(ctx context.Context, cfgPath, id string, log *slog.Logger) (
 	return attemptOp(ctx, cfgPath, id, foreground.OpResolve, log)
 }
 
+// cliIndexWait bounds how long a command waits for the history index's
+// lock before it takes the daemon to be running (which holds it as long
+// as it runs) and goes through its foreground socket.
+const cliIndexWait = 200 * time.Millisecond
+
 func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (Inspection, error) {
-	c, err := open(cfgPath, log, 0, nil)
-	if errors.Is(err, journal.ErrLocked) {
+	c, err := open(cfgPath, log, historyOpts{lockTimeout: cliIndexWait}, nil)
+	if errors.Is(err, journal.ErrLocked) || errors.Is(err, index.ErrLocked) {
 		cfg, _, cerr := LoadConfig(cfgPath)
 		if cerr != nil {
 			return Inspection{}, cerr
@@ -104,15 +111,13 @@ func InspectJournal(cfgPath string) (JournalSummary, error) {
 	if err != nil {
 		return JournalSummary{}, err
 	}
-	j, err := journal.Open(cfg.JournalDir(), journal.Options{ReadOnly: true})
-	if err != nil {
-		return JournalSummary{}, fmt.Errorf("controller journal: %w", err)
-	}
-	defer j.Close()
-	open, err := ledger.Uncertain(j)
+	k, led, err := openReadOnly(cfg.JournalDir(), nil)
 	if err != nil {
 		return JournalSummary{}, err
 	}
+	defer k.Close()
+	j := k.Journal()
+	open := led.UncertainAttempts()
 	b, h := j.Binding(), j.Head()
 	return JournalSummary{
 		Dir: cfg.JournalDir(), Owner: j.Owner(), Format: j.Format(),

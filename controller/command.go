@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/mcpproxy"
+	"github.com/stewardrt/steward/journal/history"
 	"io"
 	"log/slog"
 	"net"
@@ -27,7 +28,7 @@ const (
 // Usage is steward-controller's usage text (--help).
 const Usage = `usage:
   steward-controller keys init --dir DIR
-  steward-controller serve --config FILE
+  steward-controller serve --config FILE [--snapshot-every N]
   steward-controller mcp --socket PATH
   steward-controller attempts list --config FILE [--agent NAME] [--json]
   steward-controller attempts inspect ID --config FILE
@@ -129,8 +130,12 @@ func (c *CLI) keys(args []string) error {
 func (c *CLI) serve(ctx context.Context, args []string) error {
 	fs := newFlags("serve")
 	cfg := fs.String("config", "", "the controller config (JSON)")
+	every := fs.Uint64("snapshot-every", history.DefaultEvery, "journal records between snapshots of the ledger (at least 1)")
 	if err := c.parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *every == 0 {
+		return fmt.Errorf("%w: --snapshot-every 0: a snapshot is made after at least 1 record", errUsage)
 	}
 	log := c.logger()
 	// Under systemd the three sockets come from the .socket units;
@@ -143,8 +148,9 @@ func (c *CLI) serve(ctx context.Context, args []string) error {
 		}
 	}
 	return Serve(ctx, *cfg, Options{
-		Logger:    log,
-		Listeners: ls,
+		Logger:        log,
+		Listeners:     ls,
+		SnapshotEvery: *every,
 		Ready: func() {
 			if c.Ready == nil {
 				return

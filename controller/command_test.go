@@ -46,6 +46,7 @@ func TestCLIUsageAndExitCodes(t *testing.T) {
 		{[]string{"serve"}, ExitRefused, "", "usage: --config is required"},
 		{[]string{"serve", "--config", badCfg, "extra"}, ExitRefused, "", `usage: unexpected arguments ["extra"]`},
 		{[]string{"serve", "--nope"}, ExitRefused, "", "usage: flag provided but not defined: -nope"},
+		{[]string{"serve", "--config", badCfg, "--snapshot-every", "0"}, ExitRefused, "", "usage: --snapshot-every 0: a snapshot is made after at least 1 record"},
 		{[]string{"mcp"}, ExitRefused, "", "usage: --socket is required"},
 		{[]string{"attempts"}, ExitRefused, "", "usage: attempts list|inspect|resolve"},
 		{[]string{"attempts", "forget"}, ExitRefused, "", "usage: attempts list|inspect|resolve"},

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/stewardrt/steward/controller/ledger"
-	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -57,12 +56,16 @@ func CompareReceipts(cfgPath string, file []byte) (Comparison, error) {
 	if err != nil {
 		return Comparison{}, fmt.Errorf("%w: receipts file: %w", errUsage, err)
 	}
-	j, err := journal.Open(cfg.JournalDir(), journal.Options{ReadOnly: true})
+	// Through the history, as every read-only command opens the journal
+	// (read-only, no index: the daemon may be running); the receipts are
+	// every result's and resolution's, so they are read from the first
+	// record.
+	k, _, err := openReadOnly(cfg.JournalDir(), nil)
 	if err != nil {
-		return Comparison{}, fmt.Errorf("controller journal: %w", err)
+		return Comparison{}, err
 	}
-	defer j.Close()
-	recorded, begun, err := ledger.Receipts(j)
+	defer k.Close()
+	recorded, begun, err := ledger.Receipts(k.Journal())
 	if err != nil {
 		return Comparison{}, err
 	}

@@ -27,6 +27,9 @@ type Controller struct {
 	keys *Keys
 	j    *journal.Journal
 	led  *ledger.Ledger
+	// hist is the keeper of the journal's snapshots and the history index
+	// (history.go); nil for a controller made on a bare journal (tests).
+	hist *opened
 	// ctl is the control channel (control.go); routes the live route
 	// table and the forward channels of its routes (liveroutes.go).
 	ctl    *hostChannel
@@ -50,10 +53,11 @@ type Controller struct {
 	asks *approvals
 }
 
-// open loads everything but the sockets: config, bundle, keys and the
-// journal (bound to the config bytes; segmentSize when it creates it), and
-// rebuilds the index.
-func open(cfgPath string, log *slog.Logger, segmentSize int64, now func() time.Time) (*Controller, error) {
+// open loads everything but the sockets: config, bundle, keys, the
+// history index and the journal (bound to the config bytes; o.segmentSize
+// when it creates it), opened through its history: the ledger is the
+// newest usable snapshot's and the records after it.
+func open(cfgPath string, log *slog.Logger, o historyOpts, now func() time.Time) (*Controller, error) {
 	cfg, raw, err := LoadConfig(cfgPath)
 	if err != nil {
 		return nil, err
@@ -66,15 +70,15 @@ func open(cfgPath string, log *slog.Logger, segmentSize int64, now func() time.T
 	if err != nil {
 		return nil, err
 	}
-	j, err := openJournal(cfg, raw, segmentSize)
+	if log == nil {
+		log = slog.Default()
+	}
+	h, err := openHistory(cfg, raw, log, o)
 	if err != nil {
 		return nil, err
 	}
-	c := newController(cfg, raw, bind, keys, j, log, now)
-	if err := c.led.Replay(j); err != nil {
-		j.Close()
-		return nil, err
-	}
+	c := newController(cfg, raw, bind, keys, h.keeper.Journal(), log, now)
+	c.led, c.hist = h.led, h
 	c.pay = newPayer(cfg.Payer, c.log, c.led)
 	return c, nil
 }
@@ -119,18 +123,24 @@ func openJournal(cfg *Config, raw []byte, segmentSize int64) (*journal.Journal, 
 	}
 	j, err := journal.Open(dir, journal.Options{Owner: JournalOwner, Format: JournalFormat, Config: canon, SegmentSize: segmentSize})
 	if errors.Is(err, journal.ErrBindingMismatch) {
-		want := sha256.Sum256(canon)
-		var have [32]byte
-		if ro, rerr := journal.Open(dir, journal.Options{ReadOnly: true}); rerr == nil {
-			have = ro.Binding()
-			ro.Close()
-		}
-		return nil, fmt.Errorf("%w: config binding %x does not match the journal's %x: enroll the new config with steward-installer controller-enroll", ErrBinding, want, have)
+		return nil, bindingError(dir, canon)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("controller journal: %w", err)
 	}
 	return j, nil
+}
+
+// bindingError says that the config canon is not the binding of the
+// journal in dir, naming both and how to enroll, in one line.
+func bindingError(dir string, canon []byte) error {
+	want := sha256.Sum256(canon)
+	var have [32]byte
+	if ro, rerr := journal.Open(dir, journal.Options{ReadOnly: true}); rerr == nil {
+		have = ro.Binding()
+		ro.Close()
+	}
+	return fmt.Errorf("%w: config binding %x does not match the journal's %x: enroll the new config with steward-installer controller-enroll", ErrBinding, want, have)
 }
 
 // Close waits for the dispatches in flight, then closes the forward
@@ -141,7 +151,16 @@ func (c *Controller) Close() error {
 
 	c.routes.closeAll()
 	c.ctl.close()
-	return c.j.Close()
+	if c.hist == nil {
+		return c.j.Close()
+	}
+	// A last snapshot (the next start replays nothing), the journal
+	// closed, then the index, which that snapshot synced.
+	err := c.hist.keeper.Close()
+	if xerr := c.hist.idx.Close(); xerr != nil && err == nil {
+		err = fmt.Errorf("controller history index: %w", xerr)
+	}
+	return err
 }
 
 // newID returns 128 random bits in hex: attempt and foreground ids.

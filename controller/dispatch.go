@@ -11,6 +11,7 @@ import (
 
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -204,6 +205,10 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		c.led.Abort(id)
 		return refused(msg.CodeUnavailable, routesUnavailable, "")
 	}
+	if !ok && prior.Err != nil {
+		c.log.Error("the requestId index could not be read; the call is refused", "requestId", p.requestID, "err", prior.Err)
+		return refused(msg.CodeJournal, "the controller's requestId index could not be read; nothing was sent", "")
+	}
 	if !ok {
 		if prior.Unscoped {
 			prior.SameRequest = c.sameUnscoped(p, prior.RequestSHA256)
@@ -227,7 +232,7 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 // finish journals the result of attempt id and answers it.
 func (c *Controller) finish(p *plan, id string, res ledger.Result) *ToolResult {
 	res.Consented = c.pay.consented(id)
-	rseq, err := c.j.Append(ledger.KindResult, res)
+	rplace, err := c.j.AppendAt(ledger.KindResult, res)
 	if err != nil {
 		// What was consented stays counted for the day: the attempt may
 		// have been charged, and nothing on disk says otherwise.
@@ -237,7 +242,7 @@ func (c *Controller) finish(p *plan, id string, res ledger.Result) *ToolResult {
 		return &ToolResult{Outcome: msg.StateUncertain, AttemptID: id, Detail: "the controller journal refused the result; the attempt is uncertain until inspected"}
 	}
 	c.pay.settle(id, &res)
-	c.led.Finish(res, rseq)
+	c.led.Finish(res, rplace)
 	if p.kind == msg.KindList && res.Outcome == msg.StateDefinite && res.Status == 200 {
 		c.learnLimits(p.application, res.Body)
 	}
@@ -271,7 +276,7 @@ func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior)
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
 		}
-		return c.replay(prior.Attempt, prior.AnswerSeq)
+		return c.replay(prior.Attempt, prior.Answer)
 	case msg.StatePending:
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q is in flight with different arguments as attempt %s", p.requestID, prior.Attempt), "")
@@ -281,15 +286,17 @@ func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior)
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
 		}
-		return c.operatorResolution(prior.Attempt, prior.AnswerSeq)
+		return c.operatorResolution(prior.Attempt, prior.Answer)
 	default:
 		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: nothing is sent again until the operator resolves it on the host (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT); a new call needs a new requestId", p.requestID, prior.Attempt, prior.Attempt), "")
 	}
 }
 
-// replay answers from the journaled answer of an earlier attempt.
-func (c *Controller) replay(attempt string, seq uint64) *ToolResult {
-	rec, err := readRecord(c.j, seq)
+// replay answers from the journaled answer of an earlier attempt, read at
+// its place at once however old it is (journal.ReadAt).
+func (c *Controller) replay(attempt string, at journal.Place) *ToolResult {
+	rec, err := c.j.ReadAt(at)
+	seq := at.Seq
 	if err != nil {
 		c.log.Error("replay: reading the recorded answer", "attempt", attempt, "seq", seq, "err", err)
 		return refused(msg.CodeJournal, "the recorded answer could not be read", attempt)

@@ -170,7 +170,7 @@ func TestRouteLookupHostDown(t *testing.T) {
 // sends its id alone.
 func BenchmarkLiveRouteLookup(b *testing.B) {
 	s := newStack(b, stackOpts{})
-	c, err := open(s.cfgPath, slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil)
+	c, err := open(s.cfgPath, slog.New(slog.NewTextHandler(io.Discard, nil)), historyOpts{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

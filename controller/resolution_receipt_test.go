@@ -18,7 +18,7 @@ import (
 // resolver and reason and no response, and charging what it may.
 func TestResolutionReceiptChecked(t *testing.T) {
 	s := newStack(t, stackOpts{})
-	c, err := open(s.cfgPath, nil, 0, nil)
+	c, err := open(s.cfgPath, nil, historyOpts{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestResolutionReceiptChecked(t *testing.T) {
 // the host says nothing of a redelivery for names none.
 func TestRedeliveredReceiptResolverChecked(t *testing.T) {
 	s := newStack(t, stackOpts{})
-	c, err := open(s.cfgPath, nil, 0, nil)
+	c, err := open(s.cfgPath, nil, historyOpts{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -39,6 +40,13 @@ type Options struct {
 	// day, a consent's time, a grant's validity); nil is time.Now. Tests
 	// inject one to set the clock back.
 	Now func() time.Time
+	// SnapshotEvery is how many journal records a snapshot of the ledger
+	// is made after (history.DefaultEvery when 0): the most the live
+	// ledger holds of what ended beyond what is under way, and the most a
+	// start replays.
+	SnapshotEvery uint64
+	// hooks let the package's tests watch the history (nil outside them).
+	hooks *historyHooks
 	// FirstRequestTimeout is how long a connection on the MCP or the
 	// foreground socket has to send its first request (and a foreground
 	// connection its next one) before it is answered and closed;
@@ -59,7 +67,7 @@ const DefaultFirstRequestTimeout = wire.DefaultHandshakeTimeout
 // config names them), calls Ready, and serves. Nothing is retried.
 func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer closeListeners(opts.Listeners)
-	c, err := open(cfgPath, opts.Logger, opts.JournalSegmentSize, opts.Now)
+	c, err := open(cfgPath, opts.Logger, historyOpts{segmentSize: opts.JournalSegmentSize, every: opts.SnapshotEvery, hooks: opts.hooks}, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -119,6 +127,9 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		lns = append(lns, advisorLn)
 	}
 
+	keeperDone := c.runKeeper(ctx, opts.hooks)
+	defer func() { cancel(); <-keeperDone }()
+
 	var wg sync.WaitGroup
 	srv := c.newMCPServer()
 	wg.Go(func() { c.serveReverse(ctx, rev) })
@@ -137,6 +148,36 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	if opts.Watchdog != nil {
 		opts.Watchdog(c.health)
 	}
+	failed := c.waitStop(ctx, keeperDone)
+	cancel()
+	closeAll()
+	wg.Wait()
+	c.log.Info("controller stopped")
+	return failed
+}
+
+// runKeeper makes the next snapshot in the background until ctx ends;
+// after each, the ledger drops the requestIds the synced index now holds.
+// The channel has Run's result.
+func (c *Controller) runKeeper(ctx context.Context, hooks *historyHooks) chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- c.hist.keeper.Run(ctx, time.Second, func(m journal.Mark) {
+			n := c.led.Forget(m.Seq)
+			c.log.Debug("controller history: snapshot made; ended requestIds left memory", "seq", m.Seq, "forgotten", n)
+			if hooks != nil && hooks.snapshotted != nil {
+				hooks.snapshotted(m, n)
+			}
+		})
+	}()
+	return done
+}
+
+// waitStop waits until ctx ends, the journal stops for good or the
+// history keeper stops, and returns why the daemon must exit non-zero
+// (nil for ctx). keeperDone is the keeper's Run; a value taken from it is
+// put back for the deferred wait on it.
+func (c *Controller) waitStop(ctx context.Context, keeperDone chan error) error {
 	var failed error
 	select {
 	case <-ctx.Done():
@@ -145,10 +186,26 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		// restarts the controller and it reopens the journal from disk.
 		failed = fmt.Errorf("journal stopped for good (%s); exiting so that a restart reopens it from disk", c.j.Summary().Failure)
 		c.log.Error("steward-controller: " + failed.Error())
-		cancel()
+	case <-c.hist.watch.stopped():
+		// Every lookup, and so every call, would fail from now on (a
+		// failed write, on a full disk, stops the index until it is
+		// reopened). Exit non-zero, so that a restart reopens it (sets
+		// a damaged one aside) and replays the journal into it.
+		failed = fmt.Errorf("history index stopped for good (%v); exiting so that a restart reopens it", c.hist.watch.Err())
+		c.log.Error("steward-controller: " + failed.Error())
+	case err := <-keeperDone:
+		// The keeper stopped making snapshots (its replica refused a
+		// record, or the index failed): the live ledger would keep every
+		// requestId from now on, and an index that failed answers no
+		// lookup. Exit non-zero, so that a restart reopens the index and
+		// replays the journal into it. (Run returns nil when ctx ends: a
+		// stop, whichever case the select took.)
+		keeperDone <- err
+		if err == nil {
+			return nil
+		}
+		failed = fmt.Errorf("history stopped for good (%v); exiting so that a restart rebuilds it from the journal", err)
+		c.log.Error("steward-controller: " + failed.Error())
 	}
-	closeAll()
-	wg.Wait()
-	c.log.Info("controller stopped")
 	return failed
 }

@@ -288,7 +288,13 @@ type child struct {
 // its "controller ready" log line on stderr.
 func (s *stack) startChild(env ...string) *child {
 	s.t.Helper()
-	cmd := exec.Command(controllerBin(s.t), "serve", "--config", s.cfgPath)
+	return s.startChildArgs(nil, env...)
+}
+
+// startChildArgs is startChild with more arguments to serve.
+func (s *stack) startChildArgs(args []string, env ...string) *child {
+	s.t.Helper()
+	cmd := exec.Command(controllerBin(s.t), append([]string{"serve", "--config", s.cfgPath}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

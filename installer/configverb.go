@@ -13,7 +13,6 @@ import (
 	"github.com/stewardrt/steward/canonjson"
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
-	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -85,7 +84,9 @@ func runControllerConfig(ctx context.Context, c *call, o options) int {
 	if err != nil {
 		return c.refusef("%s: %v", o.operand, err)
 	}
-	bound, open, err := journalState(cfg.JournalDir())
+	bound, open, err := journalState(cfg.JournalDir(), func(name, reason string) {
+		fmt.Fprintf(c.stderr, "steward-installer %s: the controller's snapshot %s was not used: %s\n", c.verb, name, reason)
+	})
 	if err != nil {
 		return c.failf("the controller's journal: %v", err)
 	}
@@ -174,25 +175,27 @@ func checkRoleKeys(dir string) error {
 
 // journalState returns the binding of the journal in dir and its
 // uncertain attempts, or a nil binding when there is no journal yet (the
-// controller makes it at its first start).
-func journalState(dir string) (*[32]byte, []ledger.Attempt, error) {
+// controller makes it at its first start). It reads the journal
+// read-only from the controller's newest snapshot (ledger.OpenReadOnly):
+// the controller may be running. Each snapshot it could not use is given
+// to refused, with why.
+func journalState(dir string, refused func(name, reason string)) (*[32]byte, []ledger.Attempt, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
-	j, err := journal.Open(dir, journal.Options{ReadOnly: true})
+	ro, err := ledger.OpenReadOnly(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer j.Close()
-	if j.LastSeq() == 0 {
+	defer ro.Journal.Close()
+	for _, r := range ro.Rejected {
+		refused(r.Name, r.Reason)
+	}
+	if ro.Journal.LastSeq() == 0 {
 		return nil, nil, nil
 	}
-	open, err := ledger.Uncertain(j)
-	if err != nil {
-		return nil, nil, err
-	}
-	b := j.Binding()
-	return &b, open, nil
+	b := ro.Journal.Binding()
+	return &b, ro.Ledger.UncertainAttempts(), nil
 }
 
 // resolveHint says how the unresolved attempts open are resolved, naming

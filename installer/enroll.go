@@ -133,36 +133,30 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 	dir := files.journalDir
 	// A journal is created by the controller's first start, bound to the
 	// config it started with; there is nothing to rebind before that, and
-	// opening read-write here would create one.
-	ro, err := journal.Open(dir, journal.Options{ReadOnly: true})
+	// opening read-write here would create one. Read-only, from the
+	// controller's newest snapshot: its ledger says which attempts are
+	// unresolved without replaying the whole journal.
+	ro, err := ledger.OpenReadOnly(dir)
 	if err != nil {
 		return c.failf("the controller's journal: %v (the controller creates it at its first start)", err)
 	}
-	defer ro.Close()
-	if ro.LastSeq() == 0 {
+	for _, r := range ro.Rejected {
+		fmt.Fprintf(c.stderr, "steward-installer %s: the controller's snapshot %s was not used: %s\n", c.verb, r.Name, r.Reason)
+	}
+	seen, head, bound := ro.Journal.LastSeq(), ro.Journal.Head(), ro.Journal.Binding()
+	open := ro.Ledger.UncertainAttempts()
+	ro.Journal.Close()
+	if seen == 0 {
 		return c.failf("the controller's journal %s is empty: the controller binds its config at its first start; there is nothing to enroll", dir)
 	}
-	if ro.Binding() == target {
-		// A repeat: the rebind is done, and it must be the one this request
-		// asks for. Nothing is written, so the controller may be running.
-		seq, before, after, found, err := lastRebind(ro)
-		if err != nil {
-			return c.failf("the controller's journal %s: %v", dir, err)
-		}
-		if !found || hex.EncodeToString(before[:]) != req.ExpectedBindingSha256 || after != target {
-			from := "no rebind record made it so"
-			if found {
-				from = fmt.Sprintf("the last rebind (seq %d) was from %x", seq, before)
-			}
-			return c.refusef("%s: expectedBindingSha256 %s: the journal is already bound to the target config, but %s",
-				o.operand, req.ExpectedBindingSha256, from)
-		}
-		return c.enrolled(EnrollResult{Protocol: EnrollProtocol, BindingBefore: req.ExpectedBindingSha256,
-			BindingAfter: req.TargetConfigSha256, Seq: seq, Changed: false})
+	if bound == target {
+		return c.enrolledAlready(o, req, dir, target)
 	}
-	ro.Close()
-
-	j, err := journal.Open(dir, journal.Options{Owner: ledger.JournalOwner, Format: ledger.JournalFormat})
+	var from *journal.Mark
+	if ro.Snapshot != "" {
+		from = &ro.From
+	}
+	j, err := journal.Open(dir, journal.Options{Owner: ledger.JournalOwner, Format: ledger.JournalFormat, From: from})
 	if errors.Is(err, journal.ErrLocked) {
 		return c.failf("the controller is running (its journal %s is locked): stop it first (systemctl stop %s)", dir, "steward-controller.service")
 	}
@@ -170,14 +164,15 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 		return c.failf("the controller's journal: %v", err)
 	}
 	defer j.Close()
-	// Checked again under the lock: nothing can append from here on.
+	// Checked again under the lock: nothing can append from here on, and
+	// the ledger read above is of this very journal only if nothing was
+	// appended since.
 	cur := j.Binding()
 	if hex.EncodeToString(cur[:]) != req.ExpectedBindingSha256 {
 		return c.refusef("%s: expectedBindingSha256 %s is not the journal's binding %x", o.operand, req.ExpectedBindingSha256, cur)
 	}
-	open, err := ledger.Uncertain(j)
-	if err != nil {
-		return c.failf("the controller's journal %s: %v", dir, err)
+	if j.LastSeq() != seen || j.Head() != head {
+		return c.failf("the controller's journal %s changed while it was read (last record %d, now %d): the controller ran meanwhile; stop it and enroll again", dir, seen, j.LastSeq())
 	}
 	if len(open) > 0 {
 		return c.failf("%d unresolved attempt(s) block enrollment (%s): %s", len(open), attemptIDs(open), resolveHint(open))
@@ -193,6 +188,31 @@ func runControllerEnroll(ctx context.Context, c *call, o options) int {
 	}
 	return c.enrolled(EnrollResult{Protocol: EnrollProtocol, BindingBefore: req.ExpectedBindingSha256,
 		BindingAfter: req.TargetConfigSha256, Seq: seq, Changed: true})
+}
+
+// enrolledAlready answers a repeat: the journal in dir is already bound to
+// the target config, and the last rebind must be the one req asks for.
+// Nothing is written, so the controller may be running.
+func (c *call) enrolledAlready(o options, req enrollRequest, dir string, target [32]byte) int {
+	ro, err := journal.Open(dir, journal.Options{ReadOnly: true})
+	if err != nil {
+		return c.failf("the controller's journal: %v", err)
+	}
+	defer ro.Close()
+	seq, before, after, found, err := lastRebind(ro)
+	if err != nil {
+		return c.failf("the controller's journal %s: %v", dir, err)
+	}
+	if !found || hex.EncodeToString(before[:]) != req.ExpectedBindingSha256 || after != target {
+		from := "no rebind record made it so"
+		if found {
+			from = fmt.Sprintf("the last rebind (seq %d) was from %x", seq, before)
+		}
+		return c.refusef("%s: expectedBindingSha256 %s: the journal is already bound to the target config, but %s",
+			o.operand, req.ExpectedBindingSha256, from)
+	}
+	return c.enrolled(EnrollResult{Protocol: EnrollProtocol, BindingBefore: req.ExpectedBindingSha256,
+		BindingAfter: req.TargetConfigSha256, Seq: seq, Changed: false})
 }
 
 func (c *call) enrolled(r EnrollResult) int {

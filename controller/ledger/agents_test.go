@@ -24,7 +24,7 @@ func TestAgentsIsolated(t *testing.T) {
 	if p, ok := l.Begin(of("beta", begin("b1", "r1", "x"))); !ok {
 		t.Fatalf("beta's r1 decided by alpha's pending attempt: %+v", p)
 	}
-	l.Finish(Result{Attempt: "a1", Outcome: msg.StateDefinite, Status: 200}, 5)
+	l.Finish(Result{Attempt: "a1", Outcome: msg.StateDefinite, Status: 200}, at(5))
 	l.Unfinished("b1", "lost")
 	if p, ok := l.Begin(of("gamma", begin("g1", "r1", "y"))); !ok {
 		t.Fatalf("gamma's r1 decided by another agent's attempt: %+v", p)

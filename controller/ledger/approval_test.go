@@ -211,7 +211,7 @@ func TestAwaitingLive(t *testing.T) {
 	if err := l.Consent(reserveOf(a1), "dev", nil); err != nil {
 		t.Fatal(err)
 	}
-	l.Finish(Result{Attempt: "a1", Outcome: msg.StateDefinite, Status: 200}, 5)
+	l.Finish(Result{Attempt: "a1", Outcome: msg.StateDefinite, Status: 200}, at(5))
 	if _, _, open := l.Open("a1"); open {
 		t.Fatal("a1 still open after its result")
 	}

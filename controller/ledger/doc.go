@@ -4,16 +4,24 @@
 // root installer reads the same journal to refuse an enrollment while an
 // attempt is unresolved (Uncertain), without linking the controller.
 //
-// Usage:
+// Usage (the controller opens through journal/history, whose State a
+// Ledger is: Apply replays one record, Encode and DecodeState are its
+// snapshot form, StateFormat and StateVersion name it):
 //
-//	l := ledger.New()
-//	if err := l.Replay(j); err != nil { ... }   // at start
-//	prior, ok := l.Begin(b)                      // before journaling begin
-//	if !ok { /* prior decides: replay, conflict or refusal */ }
+//	l := ledger.NewIndexed(x)                    // x: the history index
+//	... history.Open(... New: l, Decode: ledger.DecodeState ...) applies the records
+//	prior, ok := l.Begin(b)                      // before journaling begin: memory, then the index
+//	if !ok { /* prior decides: replay (j.ReadAt(prior.Answer)), conflict or refusal; prior.Err: refuse */ }
 //	seq, err := j.Append(ledger.KindBegin, b)
 //	if err != nil { l.Abort(b.Attempt) } else { l.Journaled(b.Attempt, seq) }
 //	...
-//	l.Finish(res, rseq)                          // after journaling the result
+//	l.Finish(res, place)                         // after journaling the result (j.AppendAt)
+//	l.Forget(mark.Seq)                           // after the keeper's snapshot at mark
+//
+// A requestId whose attempt ended is in the index (requests.go: its key,
+// and the place of its answer), not in memory, once the keeper's snapshot
+// has synced the index past it. The read-only readers (the controller's
+// commands, the installer: OpenReadOnly) use Discard, keeping none.
 //
 // Records (kind: body):
 //

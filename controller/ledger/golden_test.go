@@ -39,7 +39,7 @@ func checkGoldenController(t *testing.T, version string) {
 	calls := 0
 	for k, q := range l.byReq {
 		calls++
-		if k.application != "appliance" || q.state != msg.StateDefinite || q.answerSeq == 0 {
+		if k.application != "appliance" || q.state != msg.StateDefinite || q.answer.Seq == 0 {
 			t.Errorf("request %+v: %+v", k, q)
 		}
 	}

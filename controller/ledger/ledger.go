@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -14,7 +15,9 @@ import (
 // day, and the transitions between their states, under one lock. The
 // running controller drives it through the exported methods; replay.go
 // drives the same transitions from the journal at open, so that one set
-// of rules says what an attempt is, live or replayed.
+// of rules says what an attempt is, live or replayed. With a history
+// index (requests.go), a requestId whose attempt ended lives there, not
+// here.
 
 // Attempt is one attempt as the journal shows it.
 type Attempt struct {
@@ -38,7 +41,9 @@ type Prior struct {
 	Attempt     string
 	State       msg.State // StateDefinite, StatePending, StateAwaitingApproval, StateUncertain, or the operator's StateReleased or StatePerformed
 	SameRequest bool      // the same request hash as the new call
-	AnswerSeq   uint64    // the record holding the definite answer
+	// Answer is where the record holding the definite answer (or the
+	// operator's resolution) is, for journal.ReadAt.
+	Answer journal.Place
 	// Unscoped: the earlier attempt was begun before agents, its body
 	// carrying the agent's requestId itself, so SameRequest compares
 	// bodies that differ in the id; RequestSHA256 is its hash, for the
@@ -48,20 +53,36 @@ type Prior struct {
 	// Ask is the ask an attempt awaiting approval waits on (its awaiting
 	// record), for a call again to collect its verdict.
 	Ask string
+	// Err is set when the history index could not be read: nothing is
+	// known of the requestId, so the call is refused (Begin's ok is
+	// false) and nothing is registered.
+	Err error
 }
 
 // Ledger is the in-memory index of the controller journal: the attempts
 // that have not ended, the latest attempt of each application requestId,
 // and the foreground requests not yet acknowledged. The controller keeps
-// one while it runs; Replay rebuilds it at start.
+// one while it runs; Apply (history.Open's replay) or Replay rebuilds it
+// at start.
+//
+// With a history index (NewIndexed), a replayed requestId whose attempt
+// ended is put into the index and leaves memory; one that ends while the
+// controller runs stays in memory until Forget, after the keeper's next
+// snapshot has synced the index past it. Without one (New), memory is
+// the only index and keeps every requestId (tests, tools that replay a
+// whole journal); a ledger only read (the read-only commands, the
+// installer) is NewIndexed(Discard()), which keeps none.
 type Ledger struct {
 	// mu guards every field below. Each method takes it once and never
 	// holds it across a journal append, a signature or a network call, so
-	// it orders nothing but these maps.
+	// it orders nothing but these maps. Begin holds it across its read of
+	// the history index: the dedup decision and the registration of the
+	// new attempt must be one step, and a read of a local file is bounded.
 	mu    sync.Mutex
 	open  map[string]*entry    // by attempt id: pending, awaiting approval or uncertain
-	byReq map[reqKey]*reqEntry // by (agent, application, requestId)
+	byReq map[reqKey]*reqEntry // by (agent, application, requestId): the live ones, and those ended since the last Forget
 	fg    map[string]*fgEntry  // by foreground request id
+	idx   Index                // the history index; nil: memory is the index
 	// day is the latest Begin.Day recorded, and spent what the ended
 	// attempts of that day count against each principal (Result.Spent,
 	// Resolve.Charge): what Replay found, for the payer's budget.
@@ -95,22 +116,35 @@ func keyOf(b *Begin) reqKey { return reqKey{b.Owner(), b.Application, b.RequestI
 
 // reqEntry is the latest attempt for one agent's application requestId.
 type reqEntry struct {
-	attempt   string
-	sha       [32]byte
-	path      string // the request's path: its route's prefix, for a replay the host is not asked for (Decided)
-	route     string // its route's name
-	unscoped  bool   // begun before agents: its body carries the requestId itself
-	state     msg.State
-	ask       string // its awaiting record's ask
-	answerSeq uint64 // the record (result or resolve) holding the definite answer, or the operator's resolution
+	attempt  string
+	sha      [32]byte
+	path     string // the request's path: its route's prefix, for a replay the host is not asked for (Decided)
+	route    string // its route's name
+	unscoped bool   // begun before agents: its body carries the requestId itself
+	state    msg.State
+	ask      string        // its awaiting record's ask
+	answer   journal.Place // the record (result or resolve) holding the definite answer, or the operator's resolution; zero when none
 	// byOperator: the host's operator resolved it (released or performed),
-	// and the record at answerSeq says so to every later call.
+	// and the record at answer says so to every later call.
 	byOperator bool
+	// endSeq is the record that ended the attempt (it left the open
+	// attempts), 0 while it is open: Forget drops the entry once the index
+	// is synced past it.
+	endSeq uint64
 }
 
-// New returns an empty ledger.
+// New returns an empty ledger without a history index: memory keeps every
+// requestId.
 func New() *Ledger {
 	return &Ledger{open: map[string]*entry{}, byReq: map[reqKey]*reqEntry{}, fg: map[string]*fgEntry{}, spent: map[string]uint64{}}
+}
+
+// NewIndexed returns an empty ledger whose replayed requestIds that ended
+// go into idx (see Ledger).
+func NewIndexed(idx Index) *Ledger {
+	l := New()
+	l.idx = idx
+	return l
 }
 
 // public is the open attempt e as the ledger shows it.
@@ -184,7 +218,11 @@ func (l *Ledger) begin(b Begin, seq uint64, live bool) {
 	l.open[b.Attempt] = e
 	if b.RequestID != "" {
 		key := keyOf(&b)
-		e.replaced = l.byReq[key]
+		if live {
+			// Only Abort reads it, of an attempt this process began: a
+			// replayed one keeps no pointer to history.
+			e.replaced = l.byReq[key]
+		}
 		var sha [32]byte
 		copy(sha[:], b.RequestSHA256)
 		l.byReq[key] = &reqEntry{attempt: b.Attempt, sha: sha, path: b.Path, route: b.Route, unscoped: b.ScopedRequestID == "", state: e.state}
@@ -240,25 +278,43 @@ func (l *Ledger) reqOf(e *entry) *reqEntry {
 	return nil
 }
 
-// end moves an attempt to state; an uncertain one stays open. l.mu is held.
-func (l *Ledger) end(id string, state msg.State, detail string, seq uint64) {
+// end moves an attempt to state; an uncertain one stays open. The record
+// at place says so; byOperator marks a resolution the host's operator
+// decided. replay says the record is replayed (Apply): with an index, the
+// requestId of an attempt that ended then goes into it and leaves memory.
+// l.mu is held.
+func (l *Ledger) end(id string, state msg.State, detail string, place journal.Place, byOperator, replay bool) error {
 	e := l.open[id]
 	if e == nil {
-		return
+		return nil
 	}
 	if state == msg.StateUncertain {
 		e.state, e.detail = state, detail
 	} else {
 		delete(l.open, id)
 	}
-	if e.begin.RequestID != "" {
-		if q := l.byReq[keyOf(&e.begin)]; q != nil && q.attempt == id {
-			q.state = state
-			if state == msg.StateDefinite {
-				q.answerSeq = seq
-			}
-		}
+	q := l.reqOf(e)
+	if q == nil {
+		return nil
 	}
+	q.state = state
+	if state == msg.StateDefinite || byOperator {
+		q.answer = place
+	}
+	q.byOperator = q.byOperator || byOperator
+	if state == msg.StateUncertain {
+		return nil
+	}
+	q.endSeq = place.Seq
+	if !replay || l.idx == nil {
+		return nil
+	}
+	key := keyOf(&e.begin)
+	if err := l.putReq(key, q); err != nil {
+		return err
+	}
+	delete(l.byReq, key)
+	return nil
 }
 
 // Begin registers b, about to be journaled by this process, unless the
@@ -273,11 +329,13 @@ func (l *Ledger) Begin(b Begin) (Prior, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if b.RequestID != "" {
-		if q := l.byReq[keyOf(&b)]; q != nil {
-			if q.decides() {
-				return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), AnswerSeq: q.answerSeq,
-					Unscoped: q.unscoped, RequestSHA256: q.sha, Ask: q.ask}, false
-			}
+		q, err := l.lookup(keyOf(&b))
+		if err != nil {
+			return Prior{Err: err}, false
+		}
+		if q != nil && q.decides() {
+			return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), Answer: q.answer,
+				Unscoped: q.unscoped, RequestSHA256: q.sha, Ask: q.ask}, false
 		}
 	}
 	l.begin(b, 0, true)
@@ -301,11 +359,13 @@ func (q *reqEntry) decides() bool {
 // the host's operator), and then the path and route name its request was
 // built with. A controller that cannot reach the host for the route's live
 // record can still answer such a call: a replay needs no route.
+// An index that cannot be read decides nothing here: Begin refuses the
+// call then.
 func (l *Ledger) Decided(agent, app, requestID string) (path, route string, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	q := l.byReq[reqKey{agent, app, requestID}]
-	if q == nil || !q.decides() {
+	q, err := l.lookup(reqKey{agent, app, requestID})
+	if err != nil || q == nil || !q.decides() {
 		return "", "", false
 	}
 	return q.path, q.route, true
@@ -343,11 +403,11 @@ func (l *Ledger) Journaled(id string, seq uint64) {
 	}
 }
 
-// Finish applies a journaled result at seq.
-func (l *Ledger) Finish(r Result, seq uint64) {
+// Finish applies a journaled result, at place.
+func (l *Ledger) Finish(r Result, place journal.Place) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.end(r.Attempt, endState(r.Outcome), r.Detail, seq)
+	l.end(r.Attempt, endState(r.Outcome), r.Detail, place, false, false) // live: no index write, no error
 }
 
 // Unfinished marks an attempt uncertain whose result could not be
@@ -355,29 +415,22 @@ func (l *Ledger) Finish(r Result, seq uint64) {
 func (l *Ledger) Unfinished(id, detail string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.end(id, msg.StateUncertain, detail, 0)
+	l.end(id, msg.StateUncertain, detail, journal.Place{}, false, false) // uncertain: stays open, no error
 }
 
-// Resolved applies a journaled resolution at seq.
-func (l *Ledger) Resolved(r ResolveV2, seq uint64) {
+// Resolved applies a journaled resolution, at place.
+func (l *Ledger) Resolved(r ResolveV2, place journal.Place) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.resolved(r, seq)
+	l.resolved(r, place, false) // live: no index write, no error
 }
 
 // resolved applies a resolution; l.mu is held. A resolution the host's
 // operator decided answers the requestId from its record, as a definite
 // answer does.
-func (l *Ledger) resolved(r ResolveV2, seq uint64) {
+func (l *Ledger) resolved(r ResolveV2, place journal.Place, replay bool) error {
 	l.count(r.Attempt, r.Charge)
-	e := l.open[r.Attempt]
-	l.end(r.Attempt, r.State, "resolved by "+r.By, seq)
-	if e == nil || e.begin.RequestID == "" || !r.ByOperator() {
-		return
-	}
-	if q := l.byReq[keyOf(&e.begin)]; q != nil && q.attempt == r.Attempt {
-		q.answerSeq, q.byOperator = seq, true
-	}
+	return l.end(r.Attempt, r.State, "resolved by "+r.By, place, r.ByOperator(), replay)
 }
 
 // Open returns an attempt that has not ended, with its begin.

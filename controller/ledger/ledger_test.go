@@ -28,7 +28,7 @@ func TestBeginDecides(t *testing.T) {
 	if p, ok := l.Begin(begin("a2", "r1", "x")); ok || p.Attempt != "a1" || p.State != msg.StatePending || !p.SameRequest {
 		t.Fatalf("while a1 is in flight: %+v %v", p, ok)
 	}
-	l.Finish(Result{Attempt: "a1", Outcome: msg.StateRefused}, 2)
+	l.Finish(Result{Attempt: "a1", Outcome: msg.StateRefused}, at(2))
 	if _, ok := l.Begin(begin("a3", "r1", "y")); !ok {
 		t.Fatal("a refused attempt blocks its requestId")
 	}
@@ -39,9 +39,9 @@ func TestBeginDecides(t *testing.T) {
 	if _, ok := l.Begin(begin("a4", "r1", "x")); !ok {
 		t.Fatal("after the abort, r1 should point at the refused a1 again")
 	}
-	l.Finish(Result{Attempt: "a4", Outcome: msg.StateDefinite, Status: 200}, 7)
+	l.Finish(Result{Attempt: "a4", Outcome: msg.StateDefinite, Status: 200}, at(7))
 	p, ok := l.Begin(begin("a5", "r1", "x"))
-	if ok || p.Attempt != "a4" || p.State != msg.StateDefinite || !p.SameRequest || p.AnswerSeq != 7 {
+	if ok || p.Attempt != "a4" || p.State != msg.StateDefinite || !p.SameRequest || p.Answer.Seq != 7 {
 		t.Fatalf("after a definite answer: %+v %v", p, ok)
 	}
 	if p, ok := l.Begin(begin("a6", "r1", "z")); ok || p.SameRequest {
@@ -55,7 +55,7 @@ func TestBeginDecides(t *testing.T) {
 	if u := l.UncertainAttempts(); len(u) != 1 || u[0].ID != "a7" || u[0].Detail != "the result could not be journaled" {
 		t.Fatalf("uncertain %+v", u)
 	}
-	l.Resolved(ResolveV2{Attempt: "a7", State: msg.StateAbandoned, By: "test"}, 9)
+	l.Resolved(ResolveV2{Attempt: "a7", State: msg.StateAbandoned, By: "test"}, at(9))
 	if _, ok := l.Begin(begin("a9", "r2", "x")); !ok {
 		t.Fatal("an abandoned attempt blocks its requestId")
 	}
@@ -244,7 +244,7 @@ func TestOperatorResolutionAnswers(t *testing.T) {
 		state   msg.State
 	}{{"rel", "r-rel", msg.StateReleased}, {"perf", "r-perf", msg.StatePerformed}, {"old", "r-old", msg.StateDefinite}} {
 		p, ok := l.Begin(begin("new-"+tc.id, tc.req, "x"))
-		if ok || p.Attempt != tc.id || p.State != tc.state || p.AnswerSeq != seqs[tc.id] || !p.SameRequest {
+		if ok || p.Attempt != tc.id || p.State != tc.state || p.Answer.Seq != seqs[tc.id] || !p.SameRequest {
 			t.Errorf("%s: %+v %v; want decided by %s at %d", tc.id, p, ok, tc.state, seqs[tc.id])
 		}
 	}
@@ -258,3 +258,6 @@ func TestOperatorResolutionAnswers(t *testing.T) {
 
 func (r ResolveV2) attempt() string { return r.Attempt }
 func (r Resolve) attempt() string   { return r.Attempt }
+
+// at is a place of record seq, for the tests that end attempts by hand.
+func at(seq uint64) journal.Place { return journal.Place{Seq: seq, Segment: 1} }

@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"fmt"
+	"sort"
+
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -14,8 +17,10 @@ import (
 // not on disk: an attempt replayed without an end is uncertain, or
 // awaiting approval (the package doc says which).
 
-// Replay rebuilds the ledger from every record of j. Every begin without a
-// result or resolution is uncertain.
+// Replay rebuilds the ledger from every record of j (Apply for each).
+// The controller opens through journal/history instead, which applies
+// the records after its snapshot during the journal's one verifying scan;
+// Replay is the whole-journal reading, for tests and tools.
 func (l *Ledger) Replay(j *journal.Journal) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -32,81 +37,155 @@ func Uncertain(j *journal.Journal) ([]Attempt, error) {
 	return l.UncertainAttempts(), nil
 }
 
+// Apply applies one verified record of the controller journal, in order
+// (history.State): the replay step of every kind in decoders, the
+// journal's own bind and rebind records ignored. A kind this ledger does
+// not know is refused, naming it: a newer controller wrote it, and
+// replaying past it would rebuild a ledger that is not the journal's.
+func (l *Ledger) Apply(r journal.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.apply(r)
+}
+
+// journalKinds are the journal's own records (package journal writes
+// them; DESIGN.md section 4): they say nothing of attempts.
+var journalKinds = map[string]bool{"bind": true, "rebind": true}
+
+// decoders is the one table of what each record kind does to the ledger
+// at replay: KindNames lists it, and the tests that must see every kind
+// (the generator of a journal of every kind) derive their list from it.
+var decoders = map[string]func(l *Ledger, r journal.Record) error{
+	KindBegin:     (*Ledger).applyBegin,
+	KindResult:    (*Ledger).applyResult,
+	KindResolve:   (*Ledger).applyResolve,
+	KindResolveV2: (*Ledger).applyResolveV2,
+	KindAwaiting:  (*Ledger).applyAwaiting,
+	KindConsented: (*Ledger).applyConsented,
+	KindFgSubmit:  (*Ledger).applyFgSubmit,
+	KindFgResult:  (*Ledger).applyFgResult,
+	KindFgAck:     (*Ledger).applyFgAck,
+}
+
+// KindNames lists the record kinds the ledger's replay knows, sorted.
+func KindNames() []string {
+	out := make([]string, 0, len(decoders))
+	for k := range decoders {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // apply interprets one record; l.mu is held.
 func (l *Ledger) apply(r journal.Record) error {
-	switch r.Kind {
-	case KindBegin:
-		var b Begin
-		if err := Decode(r, &b); err != nil {
-			return err
-		}
-		if b.Day > l.day {
-			l.day = b.Day
-			clear(l.spent)
-		}
-		l.begin(b, r.Seq, false)
-	case KindResult:
-		var res Result
-		if err := Decode(r, &res); err != nil {
-			return err
-		}
-		if endState(res.Outcome) != msg.StateUncertain {
-			l.count(res.Attempt, res.Spent())
-		}
-		l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Seq)
-	case KindResolve:
-		var res Resolve
-		if err := Decode(r, &res); err != nil {
-			return err
-		}
-		l.resolved(res.upgrade(), r.Seq)
-	case KindResolveV2:
-		var res ResolveV2
-		if err := Decode(r, &res); err != nil {
-			return err
-		}
-		l.resolved(res, r.Seq)
-	case KindAwaiting:
-		var a Awaiting
-		if err := Decode(r, &a); err != nil {
-			return err
-		}
-		l.awaiting(a)
-	case KindConsented:
-		var c Consented
-		if err := Decode(r, &c); err != nil {
-			return err
-		}
-		l.consentRecorded(c)
-		if e := l.open[c.Attempt]; e != nil && e.state == msg.StateAwaitingApproval {
-			// Consented before the restart, no result: it may have been
-			// reserved and delivered.
-			l.setState(e, msg.StateUncertain, "consented after its approval, no result: pending inspection")
-		}
-	case KindFgSubmit:
-		var s FgSubmit
-		if err := Decode(r, &s); err != nil {
-			return err
-		}
-		d := make(chan struct{})
-		close(d)
-		l.fg[s.ID] = &fgEntry{tool: s.Tool, done: d}
-	case KindFgResult:
-		var s FgResult
-		if err := Decode(r, &s); err != nil {
-			return err
-		}
-		if e := l.fg[s.ID]; e != nil {
-			e.result = s.Result
-		}
-	case KindFgAck:
-		var s FgAck
-		if err := Decode(r, &s); err != nil {
-			return err
-		}
-		delete(l.fg, s.ID)
+	if f := decoders[r.Kind]; f != nil {
+		return f(l, r)
+	}
+	if journalKinds[r.Kind] {
+		return nil
+	}
+	return fmt.Errorf("journal record %d has kind %q, which this controller's ledger does not know (written by a newer controller?)", r.Seq, r.Kind)
+}
+
+func (l *Ledger) applyBegin(r journal.Record) error {
+	var b Begin
+	if err := Decode(r, &b); err != nil {
+		return err
+	}
+	if b.Day > l.day {
+		l.day = b.Day
+		clear(l.spent)
+	}
+	l.begin(b, r.Seq, false)
+	return nil
+}
+
+func (l *Ledger) applyResult(r journal.Record) error {
+	var res Result
+	if err := Decode(r, &res); err != nil {
+		return err
+	}
+	if endState(res.Outcome) != msg.StateUncertain {
+		l.count(res.Attempt, res.Spent())
+	}
+	return l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Place, false, true)
+}
+
+func (l *Ledger) applyResolve(r journal.Record) error {
+	var res Resolve
+	if err := Decode(r, &res); err != nil {
+		return err
+	}
+	return l.resolved(res.upgrade(), r.Place, true)
+}
+
+func (l *Ledger) applyResolveV2(r journal.Record) error {
+	var res ResolveV2
+	if err := Decode(r, &res); err != nil {
+		return err
+	}
+	return l.resolved(res, r.Place, true)
+}
+
+func (l *Ledger) applyAwaiting(r journal.Record) error {
+	var a Awaiting
+	if err := Decode(r, &a); err != nil {
+		return err
+	}
+	l.awaiting(a)
+	return nil
+}
+
+func (l *Ledger) applyConsented(r journal.Record) error {
+	var c Consented
+	if err := Decode(r, &c); err != nil {
+		return err
+	}
+	l.consentRecorded(c)
+	if e := l.open[c.Attempt]; e != nil && e.state == msg.StateAwaitingApproval {
+		// Consented before the restart, no result: it may have been
+		// reserved and delivered.
+		l.setState(e, msg.StateUncertain, "consented after its approval, no result: pending inspection")
 	}
 	return nil
+}
+
+func (l *Ledger) applyFgSubmit(r journal.Record) error {
+	var s FgSubmit
+	if err := Decode(r, &s); err != nil {
+		return err
+	}
+	l.fg[s.ID] = &fgEntry{tool: s.Tool, done: closedChan()}
+	return nil
+}
+
+func (l *Ledger) applyFgResult(r journal.Record) error {
+	var s FgResult
+	if err := Decode(r, &s); err != nil {
+		return err
+	}
+	if e := l.fg[s.ID]; e != nil {
+		e.result = s.Result
+	}
+	return nil
+}
+
+func (l *Ledger) applyFgAck(r journal.Record) error {
+	var s FgAck
+	if err := Decode(r, &s); err != nil {
+		return err
+	}
+	delete(l.fg, s.ID)
+	return nil
+}
+
+// closedChan is the done of a foreground request that ended before this
+// process: closed.
+func closedChan() chan struct{} {
+	d := make(chan struct{})
+	close(d)
+	return d
 }
 
 // Receipts reads the host's receipts the journal holds (in results and

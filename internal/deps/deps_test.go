@@ -45,6 +45,12 @@ var rules = []rule{
 	{pkg: "installer", mayNot: []string{"controller", "operator/..."}, modules: installerModules},
 	{pkg: "cmd/steward-installer", mayNot: []string{"controller", "operator/..."}, modules: installerModules},
 	{pkg: "controller/ctlconf", mayNot: []string{"controller"}},
+	// The controller journal's record language and its ledger, which the
+	// installer links too: it reads snapshots (journal/snapshot) but never
+	// the history index's database (journal/index, bbolt) nor the keeper
+	// that opens one (journal/history): the ledger reaches the index
+	// through an interface of its own, which the controller fills.
+	{pkg: "controller/ledger", may: []string{"journal", "journal/snapshot", "wire", "wire/msg"}},
 	{pkg: "controller/foreground", mayNot: []string{"controller"}},
 
 	// The keyless proxy is the only code that runs in an agent's account:

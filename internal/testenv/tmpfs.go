@@ -21,6 +21,17 @@ func SmallTmpfs(t testing.TB, size int64) string {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	SmallTmpfsAt(t, dir, size)
+	return dir
+}
+
+// SmallTmpfsAt is SmallTmpfs on dir, an empty directory the test made
+// (where a program under test expects a real directory, not a symlink to
+// one): part of a tree on a disk of its own. t.Cleanup unmounts it, so
+// it must be registered after any cleanup that removes dir's parent.
+func SmallTmpfsAt(t testing.TB, dir string, size int64) {
+	t.Helper()
+	NeedRoot(t, "to mount a small tmpfs for a full disk")
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		Missing(t, "mount a tmpfs on %s: %v", dir, err)
 	}
@@ -31,7 +42,6 @@ func SmallTmpfs(t testing.TB, size int64) string {
 			t.Errorf("unmount the test's tmpfs %s: %v", dir, err)
 		}
 	})
-	return dir
 }
 
 // FillDisk creates a file at path and writes zeros to it until the file
