@@ -1,0 +1,137 @@
+package histbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const usage = `usage:
+  histgen generate --dir GEN --bin BIN [--points 0,100000] [--clients 32] [--day-calls 50000]
+  histgen measure --dir GEN --bin BIN [--points P,... (default: all)] [--starts 3] [--idle 2s] [--json FILE]
+  histgen daemon host|controller ...
+
+BIN holds steward-operator, steward-controller, steward-appliance and
+steward-dev (go build -o BIN/ ./cmd/...). generate fills GEN/state with the
+calls and keeps each point in GEN/points/N; measure starts each daemon on
+copies of them and prints the table (docs/HISTORY.md).
+`
+
+// Main is the histgen command (its main only calls it): the exit status
+// is 0 done, 1 failed, 2 usage.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if args[0] == "daemon" {
+		return Daemon(args[1:], stdin, stdout, stderr)
+	}
+	fs := flag.NewFlagSet("histgen "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("dir", "", "")
+	bin := fs.String("bin", "", "")
+	points := fs.String("points", "", "")
+	clients := fs.Int("clients", 32, "")
+	dayCalls := fs.Int("day-calls", 50_000, "")
+	starts := fs.Int("starts", 3, "")
+	idle := fs.Duration("idle", 2*time.Second, "")
+	jsonOut := fs.String("json", "", "")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 || *dir == "" || *bin == "" {
+		fmt.Fprintf(stderr, "histgen: %v\n%s", errors.Join(err, errors.New("--dir and --bin are needed, and no argument")), usage)
+		return 2
+	}
+	if *points == "" && args[0] == "generate" {
+		*points = "0,100000"
+	}
+	pts, err := ParsePoints(*points)
+	if err != nil {
+		fmt.Fprintf(stderr, "histgen: --points: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	bins := BinsIn(*bin)
+	switch args[0] {
+	case "generate":
+		_, err = Generate(ctx, GenOptions{Dir: *dir, Appliance: bins.Appliance, Points: pts, Clients: *clients,
+			DayCalls: *dayCalls, Log: stderr})
+	case "measure":
+		err = measureCommand(ctx, *dir, bins, pts, *starts, *idle, *jsonOut, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "histgen: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "histgen %s: %v\n", args[0], oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+func measureCommand(ctx context.Context, dir string, bins Bins, pts []int, starts int, idle time.Duration,
+	jsonOut string, stdout, stderr io.Writer) error {
+	meta, err := ReadMeta(dir)
+	if err != nil {
+		return err
+	}
+	res, err := Measure(ctx, MeasureOptions{Dir: dir, Bins: bins, Points: pts, Starts: starts, Idle: idle, Log: stderr}, meta)
+	if err != nil {
+		return err
+	}
+	WriteTable(stdout, meta, res)
+	if jsonOut == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
+}
+
+// ParsePoints reads a comma-separated list of call counts; "1M" and
+// "100k" are read as 1,000,000 and 100,000.
+func ParsePoints(s string) ([]int, error) {
+	var out []int
+	if s == "" {
+		return nil, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		mul := 1
+		switch {
+		case strings.HasSuffix(f, "M"):
+			f, mul = strings.TrimSuffix(f, "M"), 1_000_000
+		case strings.HasSuffix(f, "k"):
+			f, mul = strings.TrimSuffix(f, "k"), 1_000
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a number of calls", f)
+		}
+		out = append(out, n*mul)
+	}
+	return out, nil
+}
+
+// Bins are the commands the measurement starts.
+type Bins struct {
+	Operator, Controller, Appliance, Dev string
+}
+
+// BinsIn are the commands in directory dir.
+func BinsIn(dir string) Bins {
+	return Bins{Operator: filepath.Join(dir, "steward-operator"), Controller: filepath.Join(dir, "steward-controller"),
+		Appliance: filepath.Join(dir, "steward-appliance"), Dev: filepath.Join(dir, "steward-dev")}
+}
