@@ -32,7 +32,7 @@
 // issued and revoked, the agent's limits revised, calls not sent (the
 // appliance stopped), uncertain attempts (the appliance killed at its
 // failpoints) resolved by redelivery, release and charge, a failed
-// redelivery, asks approved, denied and left to expire. Docs/HISTORY.md
+// redelivery, asks approved, denied and left to expire. docs/HISTORY.md
 // lists the kinds that do not appear and why.
 //
 // The state is kept at GEN/state: a dev state is bound to its path (its

@@ -66,20 +66,24 @@ func Generate(ctx context.Context, opts GenOptions) (*Meta, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
+	g := &generator{opts: opts, uid: uint32(os.Getuid()), meta: newMeta(opts)}
+	run := g.run
 	if m, err := ReadMeta(opts.Dir); err == nil {
-		if m.has(opts.Points) {
+		switch {
+		case m.has(opts.Points):
 			fmt.Fprintf(opts.Log, "histgen: reusing the generation in %s (points %v)\n", opts.Dir, m.pointCalls())
 			return m, nil
+		case !m.extends(opts.Points):
+			return nil, fmt.Errorf("%s holds a generation of points %v, which %v does not extend: remove it or use another directory",
+				opts.Dir, m.pointCalls(), opts.Points)
 		}
-		return nil, fmt.Errorf("%s holds a generation of points %v, not %v: remove it or use another directory", opts.Dir, m.pointCalls(), opts.Points)
+		g.meta, run = m, g.resume
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
-	}
-	if ents, _ := os.ReadDir(opts.Dir); len(ents) > 0 {
+	} else if ents, _ := os.ReadDir(opts.Dir); len(ents) > 0 {
 		return nil, fmt.Errorf("%s is not empty and has no meta.json: remove it or use another directory", opts.Dir)
 	}
-	g := &generator{opts: opts, uid: uint32(os.Getuid()), meta: newMeta(opts)}
-	err := g.run(ctx)
+	err := run(ctx)
 	if g.resp != nil {
 		_, rerr := g.resp.stop()
 		err = errors.Join(err, rerr)
@@ -156,13 +160,48 @@ func (g *generator) run(ctx context.Context) error {
 	if err := g.dayEnd(ctx, true); err != nil {
 		return err
 	}
+	g.done = 1
 	return g.bulk(ctx, n)
 }
 
-// bulk makes calls 2..n, with a day's end after every DayCalls and a
-// point kept at each of opts.Points.
+// resume goes on from the last point of a generation to the points after
+// it, as if it had not stopped there: the same days and clock, the next
+// requestIds.
+func (g *generator) resume(ctx context.Context) error {
+	m := g.meta
+	last := m.Points[len(m.Points)-1]
+	g.began = time.Now().Add(-time.Duration(last.Elapsed * float64(time.Second)))
+	g.opts.DayCalls, g.done, g.episode = m.DayCalls, last.Calls, m.Days
+	g.tally.n = m.Outcomes
+	l, err := dev.NewLayout(m.State)
+	if err != nil {
+		return err
+	}
+	if err := restore(filepath.Join(g.opts.Dir, "points", strconv.Itoa(last.Calls)), l.State); err != nil {
+		return err
+	}
+	g.s = &stack{l: l, self: g.opts.Self, appBin: g.opts.Appliance, logDir: filepath.Join(g.opts.Dir, "logs"), offsetMs: m.OffsetMs}
+	if err := g.up(ctx); err != nil {
+		return err
+	}
+	n := g.opts.Points[len(g.opts.Points)-1]
+	if _, err := g.s.admin(ctx, admin.Request{Op: admin.OpPurseFund, Name: dev.ControllerName, Amount: uint64(n-g.done) * 2}); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.opts.Log, "histgen: going on from point %d in %s\n", g.done, g.opts.Dir)
+	// The last point was the end of the run that kept it: a day that ended
+	// there was not stepped.
+	if g.done%g.opts.DayCalls == 0 {
+		if err := g.dayEnd(ctx, false); err != nil {
+			return err
+		}
+	}
+	return g.bulk(ctx, n)
+}
+
+// bulk makes calls g.done+1..n, with a day's end after every DayCalls
+// and a point kept at each of opts.Points.
 func (g *generator) bulk(ctx context.Context, n int) error {
-	g.done = 1
 	for g.done < n {
 		done := g.done
 		to := min(n, (done/g.opts.DayCalls+1)*g.opts.DayCalls)
@@ -345,7 +384,11 @@ func (g *generator) sample(rate float64) error {
 		if err != nil {
 			return err
 		}
-		sm.Daemons[name] = Served{Since: g.done - g.from, RSS: rss, HWM: hwm}
+		cpu, err := cpuOf(c.pid())
+		if err != nil {
+			return err
+		}
+		sm.Daemons[name] = Served{Since: g.done - g.from, RSS: rss, HWM: hwm, CPU: cpu.Seconds()}
 	}
 	g.meta.Samples = append(g.meta.Samples, sm)
 	return nil

@@ -80,11 +80,13 @@ type Sample struct {
 	Daemons map[string]Served `json:"daemons"`
 }
 
-// Served is one daemon's memory after serving Since calls since its start.
+// Served is one daemon's memory after serving Since calls since its
+// start, and the CPU it has spent since then (seconds).
 type Served struct {
-	Since int   `json:"since"`
-	RSS   int64 `json:"rss"` // bytes
-	HWM   int64 `json:"hwm"`
+	Since int     `json:"since"`
+	RSS   int64   `json:"rss"` // bytes
+	HWM   int64   `json:"hwm"`
+	CPU   float64 `json:"cpu"`
 }
 
 func newMeta(o GenOptions) *Meta {
@@ -134,6 +136,19 @@ func (m *Meta) has(points []int) bool {
 	have := m.pointCalls()
 	for _, p := range points {
 		if !slices.Contains(have, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// extends reports whether points are the kept points and some after the
+// last of them (the generation can go on to them).
+func (m *Meta) extends(points []int) bool {
+	last := m.Points[len(m.Points)-1].Calls
+	have := m.pointCalls()
+	for _, p := range points {
+		if p <= last && !slices.Contains(have, p) {
 			return false
 		}
 	}

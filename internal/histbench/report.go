@@ -194,15 +194,22 @@ func count(kinds map[string]int) int {
 }
 
 // writeServed prints the generator daemons' memory after serving calls
-// without a restart.
+// without a restart, and the CPU each spent a call since the sample before
+// (in the same run of the daemon).
 func writeServed(w io.Writer, m *Meta) {
-	fmt.Fprintf(w, "\nServed without a restart (the generator's daemons, read with no call in flight):\n\n")
-	fmt.Fprintf(w, "| calls | host since / RSS MB / HWM MB | controller | appliance |\n|---:|---|---|---|\n")
-	for _, s := range m.Samples {
+	fmt.Fprintf(w, "\nServed without a restart (the generator's daemons, read with no call in flight): calls since the daemon's start, VmRSS and VmHWM MB, and CPU us a call since the last sample:\n\n")
+	fmt.Fprintf(w, "| calls | host | controller | appliance |\n|---:|---|---|---|\n")
+	for i, s := range m.Samples {
 		var cells []string
 		for _, d := range []string{"host", "controller", "appliance"} {
 			v := s.Daemons[d]
-			cells = append(cells, fmt.Sprintf("%d / %.1f / %.1f", v.Since, float64(v.RSS)/mb, float64(v.HWM)/mb))
+			per := "-"
+			if i > 0 {
+				if p := m.Samples[i-1].Daemons[d]; p.Since < v.Since && v.CPU > 0 {
+					per = fmt.Sprintf("%.0f", (v.CPU-p.CPU)/float64(v.Since-p.Since)*1e6)
+				}
+			}
+			cells = append(cells, fmt.Sprintf("%d / %.1f / %.1f / %s", v.Since, float64(v.RSS)/mb, float64(v.HWM)/mb, per))
 		}
 		fmt.Fprintf(w, "| %d | %s |\n", s.Calls, strings.Join(cells, " | "))
 	}
