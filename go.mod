@@ -10,6 +10,7 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/veraison/go-cose v1.3.0
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
 )
 

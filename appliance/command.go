@@ -19,10 +19,12 @@ const Usage = `steward-appliance: the reference oracle-operations-v1 application
 
 Usage:
   steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]
+  steward-appliance inspect --state DIR
   steward-appliance help | --help
 
 Commands:
-  serve   serve the operations over HTTP/1.1 on a Unix socket until SIGINT or SIGTERM
+  serve     serve the operations over HTTP/1.1 on a Unix socket until SIGINT or SIGTERM
+  inspect   print what the journal and its snapshots hold, read-only (also while serving)
 
 Run "steward-appliance serve --help" for the flags of serve.
 `
@@ -35,15 +37,19 @@ account, a peer whose group is the socket's, and the accounts given with
 --peer-uid (repeatable, or a comma-separated list); every other peer is
 answered 403 and closed. Every answer to an invocation is
 journaled in DIR/journal (DIR is created 0700) before it is sent, and the
-same requestId with the same body replays it, also after a restart.
-Prints "ready PATH" on stdout once it serves. Logs go to stderr.
+same requestId with the same body replays it, also after a restart: the
+answers are found through the history index DIR/index/answers.db, and a
+start reads the newest snapshot in DIR/snapshots and replays only the
+records after it. A damaged index is set aside (renamed .damaged) and
+rebuilt from the journal. Prints "ready PATH" on stdout once it serves.
+Logs go to stderr.
 
 Flags:
 `
 
 // Main runs one steward-appliance command and returns its exit status: 0
-// after help or a clean stop (SIGINT or SIGTERM), 1 when serving failed,
-// 2 for a usage error.
+// after help, a clean stop (SIGINT or SIGTERM) or an inspection, 1 when
+// serving or inspecting failed, 2 for a usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, Usage)
@@ -55,6 +61,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serveCommand(args[1:], stdout, stderr)
+	case "inspect":
+		return inspectCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "steward-appliance: unknown command %q\n\n%s", args[0], Usage)
 	return 2

@@ -35,6 +35,10 @@ func TestCommandHelpAndUsage(t *testing.T) {
 		{[]string{"serve", "--socket", "/x", "--state", "/y", "--log-level", "loud"}, 2, "", "--log-level"},
 		{[]string{"serve", "--nope"}, 2, "", "flag provided but not defined: -nope"},
 		{[]string{"serve", "--socket", "/x", "--state", "/y", "--prefix", "v1/"}, 1, "", "prefix: must start with /"},
+		{[]string{"inspect", "--help"}, 0, "It writes nothing to the journal", ""},
+		{[]string{"inspect"}, 2, "", "steward-appliance inspect: --state DIR is required, and nothing else"},
+		{[]string{"inspect", "--state", "/y", "extra"}, 2, "", "steward-appliance inspect: --state DIR is required, and nothing else"},
+		{[]string{"inspect", "--state", "/nonexistent/state"}, 1, "", "steward-appliance inspect: journal: lstat /nonexistent/state/journal: no such file or directory"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Main(c.args, &stdout, &stderr)

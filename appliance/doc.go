@@ -63,12 +63,32 @@
 // and it is on disk (fdatasync) before the first byte of the answer is
 // written. Every answer to a well-formed invocation is recorded, refusals
 // included (404, 403, 422, 503 timeout), except busy (429) and faults (500), after
-// which nothing ran and the same request may be sent again. At start the
-// appliance reads every record into an in-memory index; the same
-// requestId with the same canonical body then replays the recorded status
-// and body byte for byte, and a different body is a 409 conflict; neither
-// runs anything nor writes to the journal. Two calls with one requestId at
+// which nothing ran and the same request may be sent again. The same
+// requestId with the same canonical body replays the recorded status and
+// body byte for byte, and a different body is a 409 conflict; neither runs
+// anything nor writes to the journal. Two calls with one requestId at
 // once: the second waits for the first and replays it.
+//
+// # History
+//
+// Memory and start time do not grow with the calls served (DESIGN.md
+// section 13, "The appliance's history"). The replay of the journal is a
+// history.State (state.go): the last record applied, the answers among
+// them and the journal's origin, in snapshots of format
+// "steward-appliance-state" version 1 in STATE/snapshots, unsigned. Each
+// answer's requestId maps, in the history index STATE/index/answers.db
+// (journal/index on bbolt), to the SHA-256 of its canonical body and the
+// journal place of its record, which a repeat reads at once
+// (journal.ReadAt) and checks against the entry. A start opens the
+// journal from the newest snapshot the index covers and the journal
+// accepts and replays only what follows, each record decoded once; the
+// answers recorded since the last snapshot stay in memory until the next
+// (every 10,000 records, and at a clean stop). A damaged index is logged,
+// renamed NAME.damaged (NAME.N.damaged when taken; never deleted) and
+// rebuilt by a full replay: at start, or, found by a repeat while serving
+// (answered 500 fault, nothing run), by stopping the server with an error
+// so that its supervisor restarts it. `steward-appliance inspect` reads
+// the same way, read-only and without the index.
 //
 // # Socket and state
 //
@@ -90,13 +110,17 @@
 // resort. The host's route timeouts are set under these. The state
 // directory is created 0700 and refused if others can enter it. Serve stops
 // on context cancellation: the socket is closed and removed, running
-// requests finish (up to 10 s), the journal is closed.
+// requests finish (up to 10 s), a last snapshot is made, and the journal
+// and the history index are closed.
 //
 // # Command
 //
 // Main is the steward-appliance command (its cmd main only calls it):
 // `serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]`
 // prints "ready PATH" on stdout once it serves and stops cleanly on SIGINT
-// or SIGTERM. Exit status 0 after help or a clean stop, 1 when serving
-// failed, 2 for a usage error.
+// or SIGTERM; `inspect --state DIR` prints the journal's records, the
+// snapshot it read from, the records replayed and the answers, writing
+// nothing (also while the appliance serves). Exit status 0 after help, a
+// clean stop or an inspection, 1 when serving or inspecting failed, 2 for
+// a usage error.
 package appliance

@@ -2,17 +2,18 @@ package appliance
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 
 	"github.com/stewardrt/steward/canonjson"
-	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/journal/journaltest"
+	"github.com/stewardrt/steward/journal/snapshot"
 )
 
-// TestGoldenApplianceJournal: each version of the golden appliance journal (the two
-// calls of two dev runs, each answered once) replays into the ledger,
-// which would answer a repeat of either from the journal.
+// TestGoldenApplianceJournal: each version of the golden appliance
+// journal (the two calls of two dev runs, each answered once) opens by a
+// full replay, and again from the snapshot the first stop made, each time
+// the state and index a full replay gives; both answers are then read
+// from the index and the journal byte for byte as recorded.
 func TestGoldenApplianceJournal(t *testing.T) {
 	for _, v := range journaltest.Versions(t) {
 		t.Run(v, func(t *testing.T) { checkGoldenAppliance(t, v) })
@@ -20,23 +21,36 @@ func TestGoldenApplianceJournal(t *testing.T) {
 }
 
 func checkGoldenAppliance(t *testing.T, version string) {
-	dir := filepath.Join(journaltest.CopyGolden(t, version, "appliance"), "journal")
-	j, err := journal.Open(dir, journal.Options{Owner: journalOwner, Format: journalFormat, Config: journalConfig, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
+	state := journaltest.CopyGolden(t, version, "appliance")
+	full := fullReplay(t, state)
+	if full.Answers != 2 || len(full.all) != 2 {
+		t.Fatalf("%d answers (%d ids), want 2", full.Answers, len(full.all))
 	}
-	defer j.Close()
-	l, err := openLedger(j)
-	if err != nil {
-		t.Fatalf("replay: %v", err)
-	}
-	if len(l.answers) != 2 {
-		t.Fatalf("%d answers, want 2", len(l.answers))
-	}
-	for id, a := range l.answers {
-		if a.status != 200 || len(a.response) == 0 {
-			t.Errorf("answer for %s: status %d, %d response bytes", id, a.status, len(a.response))
+	for pass, want := range []string{"", snapshot.Name(full.Seq)} {
+		a := startApp(t, Config{State: state})
+		op := a.srv.store.opened
+		if got := a.srv.store.k; got == nil || op.Seq != full.Seq {
+			t.Fatalf("pass %d: opened at seq %d, want %d", pass, op.Seq, full.Seq)
 		}
+		if name := snapshotNames(t, state); pass == 1 && (len(name) != 1 || name[0] != want) {
+			t.Fatalf("pass %d: snapshots %v, want %s", pass, name, want)
+		}
+		sameAsFull(t, state, op, a.srv.store.x)
+		for id, e := range full.all {
+			r, err := a.srv.journal.ReadAt(e.place)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := decodeAnswer(r.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.srv.ledger.recorded(id)
+			if err != nil || got == nil || got.status != rec.Status || !bytes.Equal(got.response, rec.Response) || got.status != 200 {
+				t.Fatalf("pass %d: the answer to %s: %+v %v, recorded %d %s", pass, id, got, err, rec.Status, rec.Response)
+			}
+		}
+		a.close()
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,6 +47,7 @@ func TestMain(m *testing.M) {
 // childServe is the appliance in a child process: it serves until SIGTERM
 // and prints the ready line on stdout.
 func childServe() int {
+	every, _ := strconv.ParseUint(os.Getenv("STEWARD_APPLIANCE_SNAPSHOT_EVERY"), 10, 64)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	err := Serve(ctx, Config{
@@ -53,6 +57,7 @@ func childServe() int {
 		Ready:  os.Stdout,
 		// Small segments: opening scans the preallocated tail.
 		JournalSegmentSize: testSegmentSize,
+		SnapshotEvery:      every,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -136,6 +141,32 @@ func startApp(t testing.TB, cfg Config) *app {
 	return a
 }
 
+// close stops the in-process appliance now (its cleanup then does
+// nothing more).
+func (a *app) close() {
+	a.t.Helper()
+	a.client.CloseIdleConnections()
+	if err := a.srv.Close(); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// snapshotNames lists the snapshot files of state, oldest first.
+func snapshotNames(t testing.TB, state string) []string {
+	t.Helper()
+	es, err := os.ReadDir(snapshotDir(state))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".snap") && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
 // do sends one request and returns the status and body.
 func (a *app) do(method, path string, body []byte) (int, []byte) {
 	a.t.Helper()
@@ -184,6 +215,20 @@ func (a *app) invoke(requestID, operationID, args string) (int, []byte) {
 	return a.send(req)
 }
 
+// invokeBody sends inv as the host does.
+func (a *app) invokeBody(inv oracleops.InvokeBody) (int, []byte) {
+	a.t.Helper()
+	r, err := oracleops.BuildInvoke(DefaultPrefix, inv)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req, err := r.HTTP(context.Background(), "http://appliance")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return a.send(req)
+}
+
 // records is the number of records in the in-process appliance's journal.
 func (a *app) records() uint64 { return a.srv.journal.LastSeq() }
 
@@ -215,7 +260,7 @@ type child struct {
 // startProc re-executes the test binary with env added and args, and
 // collects its first stdout line; the process is killed at cleanup if the
 // test has not waited for it.
-func startProc(t *testing.T, env []string, args ...string) *child {
+func startProc(t testing.TB, env []string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -224,7 +269,7 @@ func startProc(t *testing.T, env []string, args ...string) *child {
 
 // startCmd starts cmd and collects its first stdout line; the process is
 // killed at cleanup if the test has not waited for it.
-func startCmd(t *testing.T, cmd *exec.Cmd) *child {
+func startCmd(t testing.TB, cmd *exec.Cmd) *child {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -250,7 +295,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *child {
 }
 
 // waitReady waits, bounded, for the ready line naming sock.
-func (c *child) waitReady(t *testing.T, sock string) {
+func (c *child) waitReady(t testing.TB, sock string) {
 	t.Helper()
 	select {
 	case l := <-c.ready:
@@ -264,7 +309,7 @@ func (c *child) waitReady(t *testing.T, sock string) {
 
 // startChild starts the appliance in a new process on sock and state and
 // waits (bounded) for its ready line. extraEnv arms failpoints.
-func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
+func startChild(t testing.TB, sock, state string, extraEnv ...string) *child {
 	t.Helper()
 	env := append([]string{childEnv + "=serve", "STEWARD_APPLIANCE_SOCKET=" + sock, "STEWARD_APPLIANCE_STATE=" + state}, extraEnv...)
 	c := startProc(t, env, "-test.run=^$")
@@ -273,7 +318,7 @@ func startChild(t *testing.T, sock, state string, extraEnv ...string) *child {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (c *child) stop(t *testing.T) {
+func (c *child) stop(t testing.TB) {
 	t.Helper()
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	if err := c.cmd.Wait(); err != nil {

@@ -24,7 +24,9 @@ var testHookRunning func(operationID string)
 //     without a valid body there is no request id to record.
 //  2. a request id already answered replays the recorded status and body
 //     byte for byte when the canonical body hashes the same, and is a 409
-//     conflict otherwise; nothing runs.
+//     conflict otherwise; nothing runs. An answer that cannot be read
+//     (the history index or the journal failing) is a 500 fault, and
+//     nothing runs either.
 //  3. the operation is looked up (404), its availability checked (403),
 //     the arguments validated against its schema (422), a slot taken
 //     (429 busy when its cap is reached: not journaled, nothing ran) and
@@ -67,8 +69,12 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 
 	rec, conflict, p, err := s.ledger.claim(r.Context().Done(), inv.RequestID, sum)
 	switch {
+	case errors.Is(err, errClientGone):
+		return // there is no one to answer
 	case err != nil:
-		return // the client is gone; there is no one to answer
+		s.log.Error("reading a recorded answer failed; refusing the invocation", "requestId", inv.RequestID, "err", err)
+		writeRefusal(w, &refusal{status: http.StatusInternalServerError, code: codeFault, message: "the recorded answers could not be read"})
+		return
 	case conflict:
 		s.log.Debug("invoke conflict", "requestId", inv.RequestID, "operationId", inv.OperationID)
 		writeRefusal(w, &refusal{status: http.StatusConflict, code: codeConflict,

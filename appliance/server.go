@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/index"
 	"github.com/stewardrt/steward/oracleops"
 )
 
@@ -76,6 +76,10 @@ type Config struct {
 	// default (64 MiB) when 0. Opening scans the preallocated tail of the
 	// last segment, so tests use small segments to restart quickly.
 	JournalSegmentSize int64
+	// SnapshotEvery is how many records a snapshot of the state is made
+	// after (history.DefaultEvery, 10,000, when 0): the answers recorded
+	// since the last snapshot are what the appliance keeps in memory.
+	SnapshotEvery uint64
 	// Logger receives the appliance's logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Ready, when set, receives one line "ready SOCKET\n" once the
@@ -90,6 +94,7 @@ type Server struct {
 	cat     *catalog
 	ledger  *ledger
 	journal *journal.Journal
+	store   *store
 	http    *http.Server
 	ln      *net.UnixListener
 	// serveErr is the result of http.Server.Serve, set before serveDone
@@ -101,13 +106,22 @@ type Server struct {
 }
 
 // Serve runs the appliance until ctx is done, then shuts it down: the
-// socket stops accepting and is removed, running requests finish, the
-// journal is closed.
+// socket stops accepting and is removed, running requests finish, a last
+// snapshot is made and the journal and the history index are closed. It
+// also returns, with an error, when the journal or the index fails: a
+// restart reopens them (and rebuilds an index found damaged).
 func Serve(ctx context.Context, cfg Config) error {
 	s, err := Start(cfg)
 	if err != nil {
 		return err
 	}
+	return s.serveUntil(ctx)
+}
+
+// serveUntil is Serve's wait on a started server: until ctx is done or
+// the server, its journal or its history index fails.
+func (s *Server) serveUntil(ctx context.Context) error {
+	cfg := s.cfg
 	select {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "reason", context.Cause(ctx))
@@ -120,11 +134,31 @@ func Serve(ctx context.Context, cfg Config) error {
 		// supervisor restarts the appliance and it reopens the journal.
 		s.Close()
 		return fmt.Errorf("appliance journal stopped after a failed fdatasync; exiting so that a restart reopens it from disk")
+	case <-s.store.faults.ch:
+		return s.indexFailed()
 	}
 }
 
-// Start opens the journal, rebuilds the request-id index from it, binds
-// the socket and serves in the background until Close.
+// indexFailed stops the server after the history index failed: without
+// it no invocation can be decided. A damaged index is set aside once
+// closed, so that the restart rebuilds it from the journal; another
+// failure (a failed write) is left for the restart to reopen.
+func (s *Server) indexFailed() error {
+	err := s.store.faults.err
+	s.log.Error("the history index failed; stopping", "err", err)
+	s.Close()
+	if !errors.Is(err, index.ErrDamaged) {
+		return fmt.Errorf("appliance history index failed (%v); exiting so that a restart reopens it", err)
+	}
+	if aerr := setAside(indexPath(s.cfg.State), s.log); aerr != nil {
+		return fmt.Errorf("appliance history index damaged (%v), and %v", err, aerr)
+	}
+	return fmt.Errorf("appliance history index damaged (%v); it was set aside, and a restart rebuilds it from the journal", err)
+}
+
+// Start opens the journal from the newest snapshot it can use (the
+// history index holding the answers before it), binds the socket and
+// serves in the background until Close, making snapshots as it goes.
 func Start(cfg Config) (*Server, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
@@ -152,30 +186,24 @@ func Start(cfg Config) (*Server, error) {
 	if err := prepareStateDir(cfg.State); err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(filepath.Join(cfg.State, "journal"), journal.Options{
-		Owner: journalOwner, Format: journalFormat, Config: journalConfig, Logger: log,
-		SegmentSize: cfg.JournalSegmentSize,
-	})
+	st, err := openStore(cfg, log)
 	if err != nil {
-		return nil, err
-	}
-	led, err := openLedger(j)
-	if err != nil {
-		j.Close()
 		return nil, err
 	}
 	ln, err := listenUnix(cfg.Socket, log)
 	if err != nil {
-		j.Close()
+		st.close()
 		return nil, err
 	}
 	peers, err := newPeerCheck(cfg.Socket, cfg.PeerUIDs)
 	if err != nil {
 		ln.Close()
-		j.Close()
+		st.close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, ln: ln, serveDone: make(chan struct{})}
+	st.run(log)
+	j, led := st.j, st.led
+	s := &Server{cfg: cfg, log: log, cat: cat, ledger: led, journal: j, store: st, ln: ln, serveDone: make(chan struct{})}
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
@@ -205,7 +233,8 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // Close stops the server: no new connections (the socket is removed),
-// running requests get up to 10 s to finish, then the journal is closed.
+// running requests get up to 10 s to finish, then a last snapshot is
+// made and the journal and the history index are closed.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -220,7 +249,7 @@ func (s *Server) Close() error {
 		// serving goroutine had not started yet.
 		s.ln.Close()
 		<-s.serveDone
-		s.closeErr = errors.Join(err, s.journal.Close())
+		s.closeErr = errors.Join(err, s.store.close())
 		s.log.Info("stopped", "socket", s.cfg.Socket)
 	})
 	return s.closeErr

@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -25,7 +26,7 @@ func approvalStack(t *testing.T, ctx context.Context, park time.Duration) (s *st
 	t.Helper()
 	s, alpha, _, _, gid := twoAgentStack(t)
 	ad = &asksAdmin{t: t, s: s}
-	ad.do(ctx, admin.Request{Op: admin.OpAgentSet, Agent: &operator.AgentSpec{Controller: s.cfg.Name, Agent: "alpha",
+	ad.do(ctx, admin.Request{Op: admin.OpAgentSet, Agent: &views.AgentSpec{Controller: s.cfg.Name, Agent: "alpha",
 		Approval: &msg.ApprovalPolicy{Operations: []string{"appliance/*"}, ParkMs: park.Milliseconds(), ExpiryMs: time.Hour.Milliseconds()}}})
 	alphaAgain = func() *mcp.ClientSession {
 		s.openMCPTo(gid)
@@ -58,7 +59,7 @@ func (a *asksAdmin) do(ctx context.Context, req admin.Request) admin.Reply {
 
 // next blocks until the host records the next ask event (the host waits
 // for it on its own signal: no polling) and returns it.
-func (a *asksAdmin) next(ctx context.Context) operator.AskEvent {
+func (a *asksAdmin) next(ctx context.Context) views.AskEvent {
 	a.t.Helper()
 	for ctx.Err() == nil {
 		rep := a.do(ctx, admin.Request{Op: admin.OpApprovalsEvents, Approvals: &admin.ApprovalsRequest{After: a.cursor, WaitMs: 5000}})
@@ -69,7 +70,7 @@ func (a *asksAdmin) next(ctx context.Context) operator.AskEvent {
 		}
 	}
 	a.t.Fatal("no ask event before the test's deadline")
-	return operator.AskEvent{}
+	return views.AskEvent{}
 }
 
 // raised waits for the next ask raised.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/cli"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -67,7 +67,7 @@ func TestRouteRegisteredWhileRunning(t *testing.T) {
 	// The operator grants and routes a second application (the same
 	// appliance behind another name) while both daemons run.
 	s.operatorCLI("grant", "issue", "--controller", "dev", "--application", "second", "--price", "1", "--per-day", "100", "--not-after", "+1h")
-	req, _ := json.Marshal(operator.RouteRequest{Controller: "dev", Upstream: s.appSock, Forward: filepath.Join(s.dir, "fwd2.sock"),
+	req, _ := json.Marshal(views.RouteRequest{Controller: "dev", Upstream: s.appSock, Forward: filepath.Join(s.dir, "fwd2.sock"),
 		Reverse: filepath.Join(s.dir, "rev.sock"), Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 10000}})
 	reqPath := filepath.Join(s.dir, "route2.json")
 	if err := os.WriteFile(reqPath, req, 0o600); err != nil {

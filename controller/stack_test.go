@@ -18,6 +18,7 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -137,11 +138,11 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	if _, err := st.FundPurse("dev", o.funded); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "appliance", Price: o.price, DiscoveryPrice: o.discovery,
+	if _, err := st.IssueGrant(views.GrantSpec{Controller: "dev", Application: "appliance", Price: o.price, DiscoveryPrice: o.discovery,
 		RefusalPrice: o.refusal, PerDay: 1 << 30, NotBefore: o.notBefore, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.RegisterRoute("r-appliance", "appliance", operator.RouteRequest{
+	if _, err := st.RegisterRoute("r-appliance", "appliance", views.RouteRequest{
 		Controller: "dev", Upstream: s.appSock, Forward: filepath.Join(dir, "fwd.sock"),
 		Reverse: filepath.Join(dir, "rev.sock"), Prefix: "/v1",
 		Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 10000},
@@ -193,11 +194,11 @@ func (s *stack) addApp(st *operator.Store, a stackApp) {
 	if !a.noApp {
 		startAppliance(s.t, sock, filepath.Join(s.dir, a.name+"-state"))
 	}
-	if _, err := st.IssueGrant(operator.GrantSpec{Controller: "dev", Application: a.name, Price: a.price, DiscoveryPrice: a.discovery,
+	if _, err := st.IssueGrant(views.GrantSpec{Controller: "dev", Application: a.name, Price: a.price, DiscoveryPrice: a.discovery,
 		Operations: a.operations, PerDay: 1 << 30, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		s.t.Fatal(err)
 	}
-	if _, err := st.RegisterRoute("r-"+a.name, a.name, operator.RouteRequest{
+	if _, err := st.RegisterRoute("r-"+a.name, a.name, views.RouteRequest{
 		Controller: "dev", Upstream: sock, Forward: filepath.Join(s.dir, "fwd-"+a.name+".sock"),
 		Reverse: filepath.Join(s.dir, "rev.sock"), Prefix: "/v1",
 		Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 10000},
@@ -350,7 +351,7 @@ func (s *stack) lastSeq() uint64 {
 }
 
 // purse reads the host's purse for "dev" read-only.
-func (s *stack) purse() operator.PurseView {
+func (s *stack) purse() views.PurseView {
 	s.t.Helper()
 	st, err := operator.OpenReadOnly(s.store)
 	if err != nil {

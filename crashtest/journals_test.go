@@ -12,8 +12,8 @@ import (
 	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -28,7 +28,7 @@ type journals struct {
 	// The host's: its verified receipts and purse.
 	receipts    []msg.Receipt
 	verify      audit.ReceiptReport
-	purse       operator.PurseView
+	purse       views.PurseView
 	exportError string // what receipts export said when it failed
 	// The application's: answers recorded, by the agent's requestId (the
 	// application sees the scoped one, which the begins map back).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/internal/durable"
+	"github.com/stewardrt/steward/operator/views"
 
 	"github.com/stewardrt/steward/controller"
 	"github.com/stewardrt/steward/operator"
@@ -175,7 +176,7 @@ func ensureGrant(st *operator.Store, w io.Writer) error {
 			return nil
 		}
 	}
-	g, err := st.IssueGrant(operator.GrantSpec{
+	g, err := st.IssueGrant(views.GrantSpec{
 		Controller:  ControllerName,
 		Application: Application,
 		Price:       Price,
@@ -195,7 +196,7 @@ func ensureGrant(st *operator.Store, w io.Writer) error {
 // directory that was moved would not (the route record is signed with the
 // old paths, and the controller's journal is bound to the old config).
 func ensureRoute(st *operator.Store, l Layout, w io.Writer) error {
-	req := operator.RouteRequest{
+	req := views.RouteRequest{
 		Controller: ControllerName,
 		Upstream:   l.ApplianceSocket,
 		Forward:    l.ForwardSocket,

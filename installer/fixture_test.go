@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/systemd"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -148,7 +149,7 @@ func makeBundles(t *testing.T, name string, hostUIDs ...uint32) [][]byte {
 	if _, err := st.AddController(name, 4343, pub, systemd.ControlSocketPath(name)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.RegisterRoute("appliance", "appliance", operator.RouteRequest{
+	if _, err := st.RegisterRoute("appliance", "appliance", views.RouteRequest{
 		Controller: name, Upstream: "/run/appliance.sock", Forward: "/run/steward/host/appliance.sock",
 		Reverse: "/run/steward/controller/reverse.sock", Prefix: "/v1",
 		Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 1000},

@@ -51,9 +51,18 @@ type batch struct {
 // matching ErrFailed, and whether the failed batch is on disk is known only
 // after the journal is reopened (see Failed).
 func (j *Journal) Append(kind string, body any) (uint64, error) {
+	p, err := j.AppendAt(kind, body)
+	return p.Seq, err
+}
+
+// AppendAt is Append that returns the record's place in the log (its
+// sequence number, segment and offset) once it is durable, for an index
+// of the owner's that reads it again with ReadAt. Its errors are
+// Append's; on error the place is zero.
+func (j *Journal) AppendAt(kind string, body any) (Place, error) {
 	b, err := encodeRecord(kind, body)
 	if err != nil {
-		return 0, err
+		return Place{}, err
 	}
 	return j.submit(kind, b, nil, nil)
 }
@@ -83,6 +92,14 @@ func (j *Journal) Append(kind string, body any) (uint64, error) {
 // later append fails with ErrFailed alone. A failed fdatasync of its batch
 // is ErrFailed alone, as for Append: the record may be on disk.
 func (j *Journal) AppendLinked(kind string, body any, framed func()) (uint64, error) {
+	p, err := j.AppendLinkedAt(kind, body, framed)
+	return p.Seq, err
+}
+
+// AppendLinkedAt is AppendLinked that returns the record's place in the
+// log once it is durable, as AppendAt does. Its errors are
+// AppendLinked's; on error the place is zero.
+func (j *Journal) AppendLinkedAt(kind string, body any, framed func()) (Place, error) {
 	if framed == nil {
 		framed = func() {}
 	}
@@ -94,7 +111,7 @@ func (j *Journal) AppendLinked(kind string, body any, framed func()) (uint64, er
 		}
 		j.mu.Unlock()
 		framed()
-		return 0, err
+		return Place{}, err
 	}
 	return j.submit(kind, b, nil, framed)
 }
@@ -132,13 +149,14 @@ func (j *Journal) usable() error {
 	return j.err
 }
 
-// submit frames a record into the open batch (or a new one) and waits until
-// it is durable. setConfig, for bind and rebind records, is the config in
-// force after the record; a rebind's body is built here because
-// its before config is the one in force at its place in the log. A non-nil
+// submit frames a record into the open batch (or a new one), waits until
+// it is durable and returns its place. setConfig, for bind and rebind
+// records, is the config in force after the record; a rebind's body is
+// built here because its before config is the one in force at its place
+// in the log. A non-nil
 // framed marks an AppendLinked record; it is called, with mu held, once the
 // record has its place (or was refused), before any wait.
-func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (uint64, error) {
+func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (Place, error) {
 	linked := framed != nil
 	j.mu.Lock()
 	if err := j.usable(); err != nil {
@@ -146,13 +164,13 @@ func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (ui
 			framed()
 		}
 		j.mu.Unlock()
-		return 0, err
+		return Place{}, err
 	}
 	if kind == kindRebind {
 		var err error
 		if body, err = rebindRecordBody(j.tailConfig, setConfig); err != nil {
 			j.mu.Unlock()
-			return 0, fmt.Errorf("journal: encode rebind record: %w", err)
+			return Place{}, fmt.Errorf("journal: encode rebind record: %w", err)
 		}
 	}
 	seq := j.tailSeq + 1
@@ -165,10 +183,11 @@ func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (ui
 			framed()
 		}
 		j.mu.Unlock()
-		return 0, err
+		return Place{}, err
 	}
 	frame := int64(headerSize + n)
 	b, leader := j.batchFor(frame)
+	place := Place{Seq: seq, Segment: j.tailSeg, Offset: j.tailOff}
 	b.linked = b.linked || linked
 	start := len(b.buf)
 	b.buf = append(b.buf, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -215,9 +234,9 @@ func (j *Journal) submit(kind string, body, setConfig []byte, framed func()) (ui
 		err = b.err
 	}
 	if err != nil {
-		return 0, err
+		return Place{}, err
 	}
-	return seq, nil
+	return place, nil
 }
 
 // batchFor returns the batch a frame of the given size joins, and whether
@@ -235,6 +254,7 @@ func (j *Journal) batchFor(frame int64) (*batch, bool) {
 			b.growTo = size
 		} else {
 			b.newSeg, b.newSize = j.tailSeq+1, size
+			j.tailSeg = b.newSeg
 		}
 		j.queue = append(j.queue, b)
 		j.tailOff, j.tailSegSize = 0, size
@@ -329,7 +349,7 @@ func (j *Journal) write(b *batch) error {
 		if j.seg != nil {
 			j.seg.Close() // fully synced; nothing can be lost by closing it
 		}
-		j.seg, j.segPath = f, filepath.Join(j.dir, segName(b.newSeg))
+		j.seg, j.segPath, j.segFirst = f, filepath.Join(j.dir, segName(b.newSeg)), b.newSeg
 		j.segSize, j.zeroedTo, j.sparse, j.reallocate = b.newSize, 0, sparse, false
 		j.mu.Lock()
 		j.segs = append(j.segs, segment{name: segName(b.newSeg), first: b.newSeg, size: b.newSize})
@@ -381,6 +401,9 @@ func (j *Journal) write(b *batch) error {
 	if err != nil {
 		return &syncFailure{fmt.Errorf("fdatasync %s: %w", j.segPath, err)}
 	}
+	// Before any append of the batch is answered, so that a reader of
+	// the live log sees every acknowledged record.
+	j.wm.write(watermark{Seq: b.lastSeq, Segment: j.segFirst, End: b.off + int64(len(b.buf))}, j.log)
 	crashPoint("after-sync")
 	return nil
 }

@@ -3,6 +3,7 @@ package journal
 import (
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,32 +40,52 @@ func benchBody() []byte {
 // op is one acknowledged (fdatasync'd) record.
 func BenchmarkAppend(b *testing.B) {
 	for _, writers := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			j, err := Open(filepath.Join(benchDir(b), "j"), Options{Owner: testOwner, Format: testFormat})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer j.Close()
-			body := benchBody()
-			b.ReportAllocs()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for range writers {
-				wg.Go(func() {
-					for next.Add(1) <= int64(b.N) {
-						if _, err := j.Append("bench", body); err != nil {
-							b.Error(err)
-							return
-						}
-					}
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) { benchAppend(b, writers) })
+	}
+}
+
+// BenchmarkAppendWatermark is BenchmarkAppend for 1 and 64 writers with
+// the watermark rewritten after every fdatasync (as always) and without
+// (watermarkOff), in three rounds of on and off in turn, so that a drift
+// of the disk's speed during the run hits both alike.
+func BenchmarkAppendWatermark(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		for round := 1; round <= 3; round++ {
+			for _, wm := range []string{"on", "off"} {
+				b.Run(fmt.Sprintf("writers=%d/round=%d/watermark=%s", writers, round, wm), func(b *testing.B) {
+					watermarkOff = wm == "off"
+					defer func() { watermarkOff = false }()
+					benchAppend(b, writers)
 				})
 			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		}
+	}
+}
+
+func benchAppend(b *testing.B, writers int) {
+	j, err := Open(filepath.Join(benchDir(b), "j"), Options{Owner: testOwner, Format: testFormat})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	body := benchBody()
+	b.ReportAllocs()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range writers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if _, err := j.Append("bench", body); err != nil {
+					b.Error(err)
+					return
+				}
+			}
 		})
 	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
 // BenchmarkNaiveAppendFdatasync is the floor a journal is measured against:
@@ -108,5 +129,18 @@ func BenchmarkAppendPayload(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = appendPayload(buf[:0], 123456, &prev, "bench", 1700000000000, body)
+	}
+}
+
+// BenchmarkWatermarkWrite is the rewrite of the watermark alone (one
+// pwrite of 32 bytes in place), what every batch pays for it on top of
+// its write and fdatasync.
+func BenchmarkWatermarkWrite(b *testing.B) {
+	var wf watermarkFile
+	wf.open(b.TempDir(), watermark{}, slog.Default())
+	defer wf.close()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		wf.write(watermark{Seq: uint64(i) + 1, Segment: 1, End: int64(i)*100 + 100}, slog.Default())
 	}
 }

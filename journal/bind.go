@@ -44,9 +44,25 @@ type chain struct {
 	binding [hashSize]byte // SHA-256 of config
 	rebinds int            // rebind records seen
 	segSize int64          // from the bind record; 0 when it records none
+	// atMark is the mark a load goes on from until a record after it is
+	// verified: a mismatch there is the mark's (ErrMarkMismatch), not
+	// damage. markConfig is the mark until a rebind after it applies:
+	// until then the config in force is the mark's word.
+	atMark     *Mark
+	markConfig *Mark
 }
 
 func newChain() chain { return chain{next: 1} }
+
+// chainFrom is the chain state at mark m, as a scan of the log up to it
+// leaves it.
+func chainFrom(m *Mark) chain {
+	c := chain{next: m.Seq + 1, owner: m.Owner, format: m.Format, config: bytes.Clone(m.Config),
+		rebinds: m.Rebinds, segSize: m.SegmentSize, atMark: m, markConfig: m}
+	copy(c.prev[:], m.Head)
+	copy(c.binding[:], m.Binding)
+	return c
+}
 
 // checkConfig checks that binding is the SHA-256 of the config c. The
 // journal does not interpret a config: its owner chose the bytes (steward's
@@ -107,6 +123,7 @@ func (c *chain) apply(r *Record) error {
 		c.config = b.After
 		copy(c.binding[:], b.Binding)
 		c.rebinds++
+		c.markConfig = nil
 	}
 	return nil
 }
@@ -121,7 +138,8 @@ func (j *Journal) Rebind(after []byte) (uint64, error) {
 	if len(after) == 0 {
 		return 0, errEmptyConfig
 	}
-	return j.submit(kindRebind, nil, bytes.Clone(after), nil)
+	p, err := j.submit(kindRebind, nil, bytes.Clone(after), nil)
+	return p.Seq, err
 }
 
 // errEmptyConfig refuses a config the journal could not tell from no

@@ -15,6 +15,8 @@
 //	0000000000004711.seg.torn-96  evidence: a torn tail moved aside at offset 96
 //	                              (".<k>" appended for the k-th distinct one)
 //	0000000000004712.seg.tmp      a segment being created (removed at Open)
+//	durable                       the owner's watermark: the durable end, for
+//	                              readers of the live journal
 //
 // A segment is created under a temporary name, preallocated with fallocate
 // (mode 0) to the segment size (DefaultSegmentSize unless the bind record
@@ -116,7 +118,8 @@
 //
 // # Opening and recovery
 //
-// Open scans every segment and verifies every frame, the sequence, the chain
+// Open scans every segment (every one from the mark's, with
+// Options.From; see Starting from a mark) and verifies every frame, the sequence, the chain
 // and the bind/rebind records, then checks owner, format and binding; it
 // changes nothing on disk before all of that passed. In the last segment a bad frame (incomplete,
 // checksum-failing or undecodable, or non-zero bytes after an end marker) is
@@ -136,4 +139,93 @@
 // acknowledged. If the kernel persisted a later page of that batch but not
 // an earlier one, valid frames can follow the tear; Open then refuses as
 // corrupt rather than guess, and the operator decides.
+//
+// # Starting from a mark
+//
+// An owner that snapshots its state keeps, with the snapshot, the Mark of
+// the last record the snapshot reflects, and at start opens from it,
+// replaying only what follows, as Open verifies it:
+//
+//	m := j.Mark() // after the records the snapshot reflects
+//	...
+//	opts.From = &snap.Mark
+//	opts.OnRecord = func(r journal.Record) error { return state.apply(r) }
+//	j, err := journal.Open(dir, opts)
+//	if errors.Is(err, journal.ErrMarkMismatch) {
+//		state = empty() // discard what OnRecord built
+//		opts.From = nil // replay the whole log
+//		j, err = journal.Open(dir, opts)
+//	}
+//	if err != nil {
+//		return err // and what OnRecord built is not a log
+//	}
+//
+// A mark is a record's seq and payload hash (Head), where its frame ends
+// (Segment, End) and the binding in force there. Open with From lists the
+// directory and reads nothing of the segments before the mark's (Summary
+// counts them from their names; their Used is their size). It checks the
+// mark's own fields agree (seq, head of 32 bytes, End that can hold the
+// segment's records, binding the SHA-256 of config, rebinds below seq,
+// segment size in bounds), that its segment is there, as long as End and
+// of the mark's segment size, and that the frame ending at End is record
+// Seq whose payload hashes to Head (found by its length, CRC-32C and hash,
+// as frames have no back links); a bind or rebind record there must say
+// what the mark says. Then it scans from End on with the chain state
+// taken from the mark: the first record must be seq Seq+1 with prev Head,
+// or the log ends at the mark. The mark's owner, format and config must
+// be what Options say (after the rebinds that follow it), and a rebind
+// after the mark must start from the mark's config. A mismatch anywhere in
+// that is ErrMarkMismatch, with nothing changed on disk: a From open
+// cannot tell a wrong mark from a wrong option, so the full Open that
+// follows gives the verdict (ErrBindingMismatch, a *CorruptError). A mark
+// is trusted as far as its head binds it: its rebind count is only checked
+// where the log shows it (none at the bind record, one or more at a
+// rebind), and a log whose bind record records no segment size takes the
+// mark's. The records after the mark are verified as a full Open
+// verifies them: damage is a *CorruptError, and a torn tail is moved aside
+// as ever.
+//
+// OnRecord is the owner's replay during that one scan: every record after
+// the mark (every record, bind and rebind included, without From), in
+// order, each once, with its Place, after it passed every check; before
+// the first, the owner and format are checked, so that another owner's
+// log is refused as such. Its error stops Open, which returns it as is
+// and writes nothing. What it built is valid only if Open succeeds.
+//
+// # Places
+//
+// A record's Place (seq, segment, offset) is where its frame is. Iterate
+// and OnRecord fill Record.Place, and AppendAt and AppendLinkedAt return
+// it once the record is durable. An owner keeps places in an index of its
+// own (what ended, by key) and reads one record back at once:
+//
+//	r, err := j.ReadAt(p) // one open, one pread (two past 16 KiB)
+//
+// ReadAt verifies the frame's CRC-32C, the strict decoding and that the
+// record is p.Seq; it cannot check the hash link to the record before,
+// which it does not read. A place that is none of a durable record is
+// ErrBadPlace; bytes there that are not the record, a *CorruptError.
+//
+// # Reading a live journal
+//
+// A read-only Open (journal inspect, the owners' read-only commands) may
+// run while the owner appends. The owner rewrites the watermark file
+// "durable" in place after every fdatasync, before it answers the batch's
+// appends: 32 bytes, magic "jwm1", the durable end's seq, segment and end
+// offset, CRC-32C; written with one pwrite, never fsync'd (it is only read
+// while the owner runs, and it never names more than is durable). A
+// read-only Open probes the lock (flock LOCK_SH|LOCK_NB on the lock file,
+// released at once; an owner starting meanwhile tries again while the lock
+// can be had shared). When an owner holds it, the reader reads the
+// watermark, then the segments up to the one it names, up to its end, and
+// nothing past it: the batch being written is not judged, so a live
+// journal is never reported torn or corrupt. A watermark that is absent,
+// damaged or that the log does not bear out (a restored log under an old
+// one) is not used: the reader then reads leniently, a bad frame or an
+// early end in the last segment ending its read unjudged (it may then read
+// a batch that is not yet durable). With no owner running, the read is a
+// full one as ever; if the lock is held once it is done, an owner started
+// meanwhile and the read is done again up to its watermark (records
+// OnRecord was given are not given again). Iterate on a read-only journal
+// reads what Open found, not more.
 package journal

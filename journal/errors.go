@@ -45,7 +45,26 @@ var (
 	// rules (or a reserved kind) or a body beyond the decoding limits.
 	// Nothing is written.
 	ErrInvalidRecord = errors.New("journal: invalid record")
+
+	// ErrMarkMismatch is matched by the error of an Open with
+	// Options.From whose mark does not match the log (or the options):
+	// nothing on disk was changed, and an Open without From, which reads
+	// the whole log, gives the log's own verdict.
+	ErrMarkMismatch = errors.New("journal: mark does not match the log")
+
+	// ErrBadPlace is matched by the error of ReadAt for a place that is
+	// no place of a durable record: beyond the durable end, in no
+	// segment, or outside the segment it names. A place inside the
+	// durable part of its segment whose bytes are not its record is a
+	// *CorruptError instead.
+	ErrBadPlace = errors.New("journal: not the place of a durable record")
 )
+
+// markMismatch is the error of a From mark that does not match the log.
+func markMismatch(dir string, m *Mark, reason string) error {
+	return fmt.Errorf("journal: %s: the mark at seq %d does not match: %s (open without From to read the whole log): %w",
+		dir, m.Seq, reason, ErrMarkMismatch)
+}
 
 // CorruptError reports damage that is not a torn tail: a bad record that
 // valid records follow, damage in a segment that is not the last, a broken

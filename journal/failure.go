@@ -129,9 +129,9 @@ func (j *Journal) dropQueued() (dropped []*batch, linked bool) {
 	}
 	j.queue = j.queue[:0]
 	j.tailSeq, j.tailHead, j.tailConfig = j.lastSeq, j.head, j.config
-	j.tailOff, j.tailSegSize = 0, 0
+	j.tailOff, j.tailSegSize, j.tailSeg = 0, 0, 0
 	if n := len(j.segs); n > 0 {
-		j.tailOff, j.tailSegSize = j.segs[n-1].end, j.segs[n-1].size
+		j.tailOff, j.tailSegSize, j.tailSeg = j.segs[n-1].end, j.segs[n-1].size, j.segs[n-1].first
 	}
 	return dropped, linked
 }

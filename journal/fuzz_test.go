@@ -2,8 +2,11 @@ package journal
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -107,5 +110,82 @@ func FuzzOpenSegment(f *testing.F) {
 		if j.LastSeq() != last {
 			t.Fatalf("second open ends at %d, first at %d", j.LastSeq(), last)
 		}
+	})
+}
+
+// readAtLog is the journal FuzzReadAt reads: the bind record and ten
+// ticks in one segment, open read-write.
+func readAtLog(tb testing.TB, dir string) (*Journal, []Record) {
+	opts := testOptions()
+	opts.SegmentSize = 64 << 10
+	j, err := Open(dir, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := j.Append("tick", tick{N: i, Note: strings.Repeat("f", i*3)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var recs []Record
+	if err := j.Iterate(1, func(r Record) error { recs = append(recs, r); return nil }); err != nil {
+		tb.Fatal(err)
+	}
+	return j, recs
+}
+
+// FuzzReadAt writes arbitrary bytes into the durable part of a segment at
+// an offset (at, taken modulo the durable end) and reads an arbitrary
+// place (segment, seq, offset). ReadAt must not panic; its error must be
+// ErrBadPlace or a *CorruptError; a record it returns must be the frame at
+// that place as the bytes now are, verified (length, CRC-32C, strict
+// decoding) and of the place's seq.
+func FuzzReadAt(f *testing.F) {
+	j, recs := readAtLog(f, filepath.Join(f.TempDir(), "j"))
+	defer j.Close()
+	path := filepath.Join(j.Dir(), segName(1))
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	end := j.Mark().End
+	for _, r := range recs {
+		f.Add(uint8(1), uint8(r.Seq), uint16(r.Place.Offset), uint16(0), []byte{})
+	}
+	f.Fuzz(func(t *testing.T, seg, seq uint8, off, at uint16, data []byte) {
+		pos := int64(at) % end
+		data = data[:min(int64(len(data)), end-pos)]
+		seg1, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer seg1.Close()
+		if _, err := seg1.WriteAt(data, pos); err != nil {
+			t.Fatal(err)
+		}
+		now := bytes.Clone(orig)
+		copy(now[pos:], data)
+		p := Place{Seq: uint64(seq), Segment: uint64(seg), Offset: int64(off)}
+		rec, err := j.ReadAt(p)
+		if _, werr := seg1.WriteAt(orig[pos:pos+int64(len(data))], pos); werr != nil {
+			t.Fatal(werr)
+		}
+		var ce *CorruptError
+		switch {
+		case err != nil && !errors.Is(err, ErrBadPlace) && !errors.As(err, &ce):
+			t.Fatalf("ReadAt(%+v): %v, want ErrBadPlace or a *CorruptError", p, err)
+		case err != nil:
+			return
+		}
+		var scratch []byte
+		want, payload, _, derr := decodeFrame(now[p.Offset:end], &scratch)
+		if derr != nil || want.Seq != p.Seq || rec.Place != p {
+			t.Fatalf("ReadAt(%+v) returned record %d, but the frame there does not verify as it: %v", p, rec.Seq, derr)
+		}
+		want.Place = p
+		if !reflect.DeepEqual(rec, want) {
+			t.Fatalf("ReadAt(%+v) = %+v, the frame there is %+v", p, rec, want)
+		}
+		checkDecoded(t, rec, payload)
 	})
 }

@@ -33,6 +33,21 @@ var (
 	// (for real) and the write fails with it, as a write cut short at byte
 	// n by a full disk does.
 	shortWriteHook func(want int) (n int, err error)
+
+	// readOnlyHook is called by a read-only Open at "scan" (it found no
+	// owner running and is about to scan the log in full) and at
+	// "probed-again" (the scan is done and it probed the lock again,
+	// finding an owner when running is true), so that a test can start an
+	// owner exactly while a reader reads.
+	readOnlyHook func(point string, running bool)
+
+	// lockRetryHook is called by an owner's Open each time it finds the
+	// lock held only shared (a reader's probe) and is about to try again.
+	lockRetryHook func(try int)
+
+	// watermarkOff, when set, makes the owner skip every rewrite of the
+	// watermark, so that a benchmark can measure what the rewrite costs.
+	watermarkOff bool
 )
 
 func crashPoint(point string) {

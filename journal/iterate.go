@@ -16,7 +16,8 @@ import (
 )
 
 // Iterate calls fn for every durable record from seq from (1 when from is 0)
-// to the last record durable when Iterate was called, in order. It reads the
+// to the last record durable when Iterate was called (on a read-only
+// journal, the last one Open found), in order, each with its Place. It reads the
 // segments from disk (no history is kept in memory), checking each frame's
 // checksum, sequence and hash link again; a mismatch is a *CorruptError. An
 // error from fn stops the iteration and is returned as is.
@@ -106,6 +107,7 @@ func (it *iterator) segment(seg segment, limit uint64) error {
 			if it.havePrev && !bytes.Equal(rec.Prev, it.prev[:]) {
 				return corrupt(off, "record %d: prev is not the hash of record %d", seq, seq-1)
 			}
+			rec.Place = Place{Seq: seq, Segment: seg.first, Offset: off}
 			if err := it.fn(rec); err != nil {
 				return err
 			}

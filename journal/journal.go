@@ -34,7 +34,28 @@ type Options struct {
 	SegmentSize int64
 	// ReadOnly opens for inspection: no lock is taken, nothing is written,
 	// created, moved or removed; a torn tail is reported, not repaired.
+	// While the directory's owner runs (its lock is held), a read-only
+	// Open reads the log only up to the owner's watermark, what is
+	// durable, and judges nothing past it (see "Reading a live journal"
+	// in the package documentation).
 	ReadOnly bool
+	// From, when not nil, is a mark an earlier Journal.Mark returned:
+	// Open goes on from it without reading the segments before the
+	// mark's, taking the chain and the binding from the mark, and
+	// verifies everything after it as a full Open does. A mark that does
+	// not match the log is refused with ErrMarkMismatch and nothing on
+	// disk is changed, so that the owner can open again without From.
+	From *Mark
+	// OnRecord, when not nil, is given each record Open verifies, in
+	// order, during its one verifying scan: every record after From
+	// (every record from 1 without From), bind and rebind records
+	// included, each with its Place. An owner rebuilds its state in it
+	// instead of iterating the log again after Open. An error from
+	// OnRecord stops Open, which changes nothing on disk and returns that
+	// error as is. If Open fails for any reason, what OnRecord was given
+	// is not a verified log: the owner must discard what it built from
+	// it. OnRecord must not call the journal (it has not been returned).
+	OnRecord func(Record) error
 	// Logger receives recovery and failure reports; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -73,6 +94,7 @@ type Journal struct {
 	tailConfig  []byte
 	tailOff     int64
 	tailSegSize int64
+	tailSeg     uint64 // first seq of the segment the tail is in (0: none yet)
 
 	queue    []*batch // batches waiting to be written, in log order
 	flushing bool     // a leader is writing; queued batches wait their turn
@@ -82,18 +104,21 @@ type Journal struct {
 	torn     *tornTail
 	evidence []string
 	tmps     []string
+	handed   handed // what OnRecord was given, across the attempts of a read-only load
 
 	// Owned by the flushing leader (and by Open and Close).
 	seg      *os.File
 	segPath  string
-	segSize  int64 // size of seg
-	zeroedTo int64 // seg is written (records or zeros) up to here
-	sparse   bool  // seg was extended without fallocate (see preallocate)
+	segFirst uint64 // first seq of seg
+	segSize  int64  // size of seg
+	zeroedTo int64  // seg is written (records or zeros) up to here
+	sparse   bool   // seg was extended without fallocate (see preallocate)
 	// reallocate is set when a failed write was removed: the next batch
 	// preallocates seg again before writing (its space may have been
 	// given back, and the disk may have room again).
 	reallocate bool
 	iov        [2][]byte // pwritev vector, reused
+	wm         watermarkFile
 }
 
 // Dir returns the journal's directory.
@@ -184,9 +209,11 @@ func (j *Journal) Close() error {
 
 // release closes the files Open opened.
 func (j *Journal) release() error {
-	var err error
+	err := j.wm.close()
 	if j.seg != nil {
-		err = j.seg.Close()
+		if cerr := j.seg.Close(); err == nil {
+			err = cerr
+		}
 		j.seg = nil
 	}
 	if j.lock != nil {

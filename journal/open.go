@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,7 +20,9 @@ import (
 // bind and rebind records), moves a torn tail aside to an evidence file, and
 // checks the owner, format and config binding. Damage other than a torn tail
 // refuses to open with a *CorruptError. With opts.ReadOnly nothing is
-// locked or written and a torn tail is only reported.
+// locked or written and a torn tail is only reported. With opts.From it
+// reads only from that mark on (ErrMarkMismatch when the mark does not
+// match); opts.OnRecord is handed each record it verifies.
 func Open(dir string, opts Options) (*Journal, error) {
 	if opts.SegmentSize == 0 {
 		opts.SegmentSize = DefaultSegmentSize
@@ -43,6 +43,14 @@ func Open(dir string, opts Options) (*Journal, error) {
 		// may reuse its slice.
 		config = bytes.Clone(opts.Config)
 	}
+	if m := opts.From; m != nil {
+		if reason := m.inconsistency(); reason != "" {
+			return nil, markMismatch(dir, m, reason)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, markMismatch(dir, m, "there is no journal directory")
+		}
+	}
 	if err := prepareDir(dir, opts.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -53,22 +61,27 @@ func Open(dir string, opts Options) (*Journal, error) {
 			return nil, err
 		}
 	}
-	if err := j.load(); err != nil {
-		j.release()
-		return nil, err
-	}
 	// Nothing is changed on disk before the log is known to be this
 	// owner's: a refused Open leaves the directory as it was.
-	if err := j.checkBinding(config); err != nil {
-		j.release()
-		return nil, err
+	err := j.load()
+	if err == nil {
+		err = j.checkBinding(config)
 	}
-	if err := j.repair(); err != nil {
-		j.release()
-		return nil, err
+	if err == nil && !opts.ReadOnly {
+		j.wm.open(dir, j.markLocked().watermark(), log)
 	}
-	if err := j.bind(config); err != nil {
+	if err == nil {
+		err = j.repair()
+	}
+	if err == nil {
+		err = j.bind(config)
+	}
+	if err != nil {
 		j.release()
+		var he *handError
+		if errors.As(err, &he) {
+			return nil, he.err
+		}
 		return nil, err
 	}
 	return j, nil
@@ -119,90 +132,17 @@ func (j *Journal) takeLock() error {
 	if err != nil {
 		return fmt.Errorf("journal: open lock file: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flockOwner(int(f.Fd())); err != nil {
 		f.Close()
+		if errors.Is(err, errHeldShared) {
+			return fmt.Errorf("journal: %s: the flock on %s was %v (readers probe it for a moment only): %w", j.dir, path, err, ErrLocked)
+		}
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return fmt.Errorf("journal: %s is open by another owner (flock on %s held): %w", j.dir, path, ErrLocked)
 		}
 		return fmt.Errorf("journal: flock %s: %w", path, err)
 	}
 	j.lock = f
-	return nil
-}
-
-// load lists the directory, verifies every segment in order and sets the
-// durable and tail state. It changes nothing on disk: a torn tail is kept
-// for repair (read-write) or reported (read-only).
-func (j *Journal) load() error {
-	entries, err := os.ReadDir(j.dir)
-	if err != nil {
-		return fmt.Errorf("journal: list %s: %w", j.dir, err)
-	}
-	var segs []segment
-	var evidence, tmps []string
-	for _, e := range entries {
-		name := e.Name()
-		switch first, ok := parseSegName(name); {
-		case ok && first == 0:
-			return &CorruptError{Segment: filepath.Join(j.dir, name), Reason: "segment named for seq 0"}
-		case ok:
-			segs = append(segs, segment{name: name, first: first})
-		case strings.HasSuffix(name, segSuffix+tmpSuffix):
-			tmps = append(tmps, name)
-		case strings.Contains(name, segSuffix+tornInfix):
-			evidence = append(evidence, name)
-		}
-	}
-	sort.Slice(segs, func(a, b int) bool { return segs[a].first < segs[b].first })
-
-	ch := newChain()
-	var torn *tornTail
-	for i := range segs {
-		last := i == len(segs)-1
-		path := filepath.Join(j.dir, segs[i].name)
-		flag := os.O_RDONLY
-		if last && !j.opts.ReadOnly {
-			flag = os.O_RDWR
-		}
-		f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("journal: open segment: %w", err)
-		}
-		t, err := scanSegment(j.dir, f, &segs[i], &ch, last)
-		if err == nil && !last && segs[i].records == 0 {
-			err = &CorruptError{Segment: path, Reason: "segment holds no records but is not the last"}
-		}
-		if err != nil {
-			f.Close()
-			return err
-		}
-		if last && !j.opts.ReadOnly {
-			j.seg, j.segPath = f, path
-		} else {
-			f.Close()
-		}
-		torn = t
-	}
-
-	if torn != nil && j.opts.ReadOnly {
-		j.log.Warn("journal: torn tail found (read-only: left in place)",
-			"dir", j.dir, "segment", torn.segment, "offset", torn.offset, "bytes", len(torn.data), "reason", torn.reason)
-		j.recoveries = append(j.recoveries, Recovery{Segment: torn.segment, Offset: torn.offset,
-			Bytes: int64(len(torn.data)), Reason: torn.reason, State: RecoveryUnrepaired})
-	}
-	j.torn, j.evidence, j.tmps = torn, evidence, tmps
-
-	j.segs = segs
-	j.lastSeq, j.head = ch.next-1, ch.prev
-	j.owner, j.format, j.config, j.binding, j.rebinds = ch.owner, ch.format, ch.config, ch.binding, ch.rebinds
-	j.segmentSize = j.opts.SegmentSize
-	if ch.segSize != 0 {
-		j.segmentSize = ch.segSize
-	}
-	j.tailSeq, j.tailHead, j.tailConfig = j.lastSeq, j.head, j.config
-	if n := len(segs); n > 0 {
-		j.tailOff, j.tailSegSize = segs[n-1].end, segs[n-1].size
-	}
 	return nil
 }
 
@@ -290,22 +230,42 @@ func (j *Journal) bind(config []byte) error {
 }
 
 // checkBinding refuses an existing log whose owner, format or binding
-// differs from the options. config is Options.Config or nil.
+// differs from the options. config is Options.Config or nil. Opened from
+// a mark, the owner, format and binding are the mark's word (and the
+// rebinds after it), so a difference is the mark's mismatch: the Open
+// without From that follows gives the log's own verdict.
 func (j *Journal) checkBinding(config []byte) error {
 	if j.lastSeq == 0 {
 		return nil
 	}
-	if j.opts.Owner != "" && j.opts.Owner != j.owner {
-		return fmt.Errorf("journal: %s belongs to owner %q, not %q: %w", j.dir, j.owner, j.opts.Owner, ErrBindingMismatch)
-	}
-	if j.opts.Format != "" && j.opts.Format != j.format {
-		return fmt.Errorf("journal: %s holds format %q, not %q: %w", j.dir, j.format, j.opts.Format, ErrBindingMismatch)
-	}
-	if config != nil {
+	problem := j.ownerProblem(j.owner, j.format)
+	if problem == "" && config != nil {
 		if got := sha256.Sum256(config); got != j.binding {
-			return fmt.Errorf("journal: %s is bound to config %x but the given config hashes to %x (change it with an explicit rebind): %w",
-				j.dir, j.binding, got, ErrBindingMismatch)
+			problem = fmt.Sprintf("is bound to config %x but the given config hashes to %x (change it with an explicit rebind)", j.binding, got)
 		}
 	}
-	return nil
+	return j.bindingError(problem)
+}
+
+// ownerProblem says how owner and format differ from the options, or "".
+func (j *Journal) ownerProblem(owner, format string) string {
+	if j.opts.Owner != "" && j.opts.Owner != owner {
+		return fmt.Sprintf("belongs to owner %q, not %q", owner, j.opts.Owner)
+	}
+	if j.opts.Format != "" && j.opts.Format != format {
+		return fmt.Sprintf("holds format %q, not %q", format, j.opts.Format)
+	}
+	return ""
+}
+
+// bindingError is the error of a binding problem: ErrBindingMismatch, or
+// ErrMarkMismatch when the binding is the From mark's word.
+func (j *Journal) bindingError(problem string) error {
+	switch {
+	case problem == "":
+		return nil
+	case j.opts.From != nil:
+		return markMismatch(j.dir, j.opts.From, "by the mark, the log "+problem)
+	}
+	return fmt.Errorf("journal: %s %s: %w", j.dir, problem, ErrBindingMismatch)
 }

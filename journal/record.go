@@ -12,13 +12,16 @@ import (
 )
 
 // Record is one entry of the log, as it is stored (the payload of a frame)
-// and as Iterate hands it out.
+// and as Iterate, Options.OnRecord and ReadAt hand it out.
 type Record struct {
 	Seq  uint64          `cbor:"seq"`
 	Prev []byte          `cbor:"prev"` // SHA-256 of the previous record's payload (32 zero bytes for the first)
 	Kind string          `cbor:"kind"`
 	At   int64           `cbor:"at"` // unix ms
 	Body cbor.RawMessage `cbor:"body"`
+	// Place is where the record's frame is in the log, filled by Iterate,
+	// OnRecord and ReadAt. It is not part of the payload.
+	Place Place `cbor:"-"`
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -22,44 +23,79 @@ type tornTail struct {
 	data    []byte // the bytes [offset, end)
 }
 
+// scanMode says how a scan judges a bad frame.
+type scanMode int
+
+const (
+	// scanInner: not the last segment, or the part of the last one a
+	// watermark says is durable. A bad frame is corruption.
+	scanInner scanMode = iota
+	// scanTail: the last segment. A bad frame is a torn tail unless a
+	// valid frame follows it.
+	scanTail
+	// scanLenient: the last segment of a live log read without a usable
+	// watermark. A bad frame ends the read, judged nothing: it may be the
+	// batch the owner is writing.
+	scanLenient
+)
+
 // scanner verifies one segment file record by record.
 type scanner struct {
 	dir     string
 	f       *os.File
 	seg     *segment
 	ch      *chain
-	last    bool // the last segment: a bad record may be a torn tail
+	mode    scanMode
+	from    int64 // where the scan starts: 0, or the End of the mark it goes on from
+	size    int64 // where it stops: the file size, or a watermark's End
+	hand    func(*Record) error
 	payload []byte
 	scratch []byte
 }
 
 func (s *scanner) corrupt(off int64, format string, args ...any) error {
-	return &CorruptError{Segment: filepath.Join(s.dir, s.seg.name), Offset: off, Reason: fmt.Sprintf(format, args...)}
+	reason := fmt.Sprintf(format, args...)
+	if s.ch.atMark != nil {
+		// Nothing after the mark was verified yet: the mark, not the
+		// log, is what fails to match here.
+		return markMismatch(s.dir, s.ch.atMark, fmt.Sprintf("%s at offset %d: %s", s.seg.name, off, reason))
+	}
+	return &CorruptError{Segment: filepath.Join(s.dir, s.seg.name), Offset: off, Reason: reason}
 }
 
-// scanSegment reads seg from start to end, verifying every frame (length,
-// CRC-32C, strict decoding), the sequence and hash chain and the meaning of
-// bind and rebind records, then that only zeros follow the last record. It
-// fills seg's counts. A bad frame in the last segment goes to tail analysis;
-// anywhere else it is corruption.
-func scanSegment(dir string, f *os.File, seg *segment, ch *chain, last bool) (*tornTail, error) {
-	st, err := f.Stat()
+// handError carries an error of Options.OnRecord out of a load, to be
+// returned as is.
+type handError struct{ err error }
+
+func (e *handError) Error() string { return e.err.Error() }
+
+// scan reads s.seg from s.from to its end (or to limit, when limit >= 0),
+// verifying every frame (length, CRC-32C, strict decoding), the sequence
+// and hash chain and the meaning of bind and rebind records, then (up to
+// the file's end) that only zeros follow the last record. It fills seg's
+// counts and hands each verified record to s.hand. A bad frame is judged
+// as s.mode says.
+func (s *scanner) scan(limit int64) (*tornTail, error) {
+	st, err := s.f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("journal: stat %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("journal: stat %s: %w", s.f.Name(), err)
 	}
-	seg.size = st.Size()
-	s := &scanner{dir: dir, f: f, seg: seg, ch: ch, last: last}
-	if seg.first != ch.next {
-		return nil, s.corrupt(0, "segment is named for seq %d but the log continues at seq %d", seg.first, ch.next)
+	s.seg.size = st.Size()
+	s.size = s.seg.size
+	if limit >= 0 {
+		s.size = min(limit, s.size)
+	}
+	if s.from == 0 && s.seg.first != s.ch.next {
+		return nil, s.corrupt(0, "segment is named for seq %d but the log continues at seq %d", s.seg.first, s.ch.next)
 	}
 	return s.run()
 }
 
 func (s *scanner) run() (*tornTail, error) {
-	size := s.seg.size
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), int(min(size+1, 256<<10)))
+	size := s.size
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, s.from, size-s.from), int(min(size-s.from+1, 256<<10)))
 	var hdr [headerSize]byte
-	off := int64(0)
+	off := s.from
 	for {
 		rem := size - off
 		if rem == 0 {
@@ -67,7 +103,7 @@ func (s *scanner) run() (*tornTail, error) {
 		}
 		if rem < headerSize {
 			if _, err := io.ReadFull(r, hdr[:rem]); err != nil {
-				return nil, s.ioErr(err)
+				return s.readFailed(err)
 			}
 			if !allZero(hdr[:rem]) {
 				return s.bad(off, "incomplete header at the end of the segment")
@@ -75,7 +111,7 @@ func (s *scanner) run() (*tornTail, error) {
 			break
 		}
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, s.ioErr(err)
+			return s.readFailed(err)
 		}
 		n := binary.LittleEndian.Uint32(hdr[0:4])
 		sum := binary.LittleEndian.Uint32(hdr[4:8])
@@ -85,7 +121,7 @@ func (s *scanner) run() (*tornTail, error) {
 			}
 			nz, err := firstNonZero(r, off+headerSize)
 			if err != nil {
-				return nil, s.ioErr(err)
+				return s.readFailed(err)
 			}
 			if nz >= 0 {
 				return s.bad(off, fmt.Sprintf("the log ends here but byte %d is not zero", nz))
@@ -103,7 +139,7 @@ func (s *scanner) run() (*tornTail, error) {
 		}
 		payload := s.payload[:n]
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return nil, s.ioErr(err)
+			return s.readFailed(err)
 		}
 		if got := crc32.Checksum(payload, castagnoli); got != sum {
 			return s.bad(off, fmt.Sprintf("checksum mismatch (stored %08x, computed %08x)", sum, got))
@@ -112,23 +148,53 @@ func (s *scanner) run() (*tornTail, error) {
 		if err != nil {
 			return s.bad(off, err.Error())
 		}
-		if rec.Seq != s.ch.next {
-			return nil, s.corrupt(off, "record has seq %d, want %d", rec.Seq, s.ch.next)
+		if err := s.verify(off, &rec, payload); err != nil {
+			return nil, err
 		}
-		if !bytes.Equal(rec.Prev, s.ch.prev[:]) {
-			return nil, s.corrupt(off, "record %d: prev %x is not the hash of record %d", rec.Seq, rec.Prev, rec.Seq-1)
-		}
-		if err := s.ch.apply(&rec); err != nil {
-			return nil, s.corrupt(off, "record %d: %v", rec.Seq, err)
-		}
-		s.ch.prev = sha256.Sum256(payload)
-		s.ch.next++
-		s.seg.records++
-		s.seg.last = rec.Seq
 		off += headerSize + int64(n)
 		s.seg.end = off
 	}
 	return nil, nil
+}
+
+// verify checks a decoded record at off against the chain, applies it and
+// hands it on.
+func (s *scanner) verify(off int64, rec *Record, payload []byte) error {
+	if rec.Seq != s.ch.next {
+		return s.corrupt(off, "record has seq %d, want %d", rec.Seq, s.ch.next)
+	}
+	if !bytes.Equal(rec.Prev, s.ch.prev[:]) {
+		return s.corrupt(off, "record %d: prev %x is not the hash of record %d", rec.Seq, rec.Prev, rec.Seq-1)
+	}
+	if err := s.ch.apply(rec); err != nil {
+		if s.ch.markConfig != nil && rec.Kind == kindRebind {
+			// The config in force is still the mark's.
+			return markMismatch(s.dir, s.ch.markConfig, fmt.Sprintf("record %d: %v", rec.Seq, err))
+		}
+		return s.corrupt(off, "record %d: %v", rec.Seq, err)
+	}
+	s.ch.atMark = nil
+	s.ch.prev = sha256.Sum256(payload)
+	s.ch.next++
+	s.seg.records++
+	s.seg.last = rec.Seq
+	if s.hand != nil {
+		rec.Place = Place{Seq: rec.Seq, Segment: s.seg.first, Offset: off}
+		if err := s.hand(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFailed handles a failed read in run. Read leniently, a segment
+// that ends early was cut short under the read (its owner removed a failed
+// write): the read ends there.
+func (s *scanner) readFailed(err error) (*tornTail, error) {
+	if s.mode == scanLenient && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return nil, nil
+	}
+	return nil, s.ioErr(err)
 }
 
 func (s *scanner) ioErr(err error) error {
@@ -137,9 +203,13 @@ func (s *scanner) ioErr(err error) error {
 
 // bad handles a frame at off that is incomplete, fails its checksum or does
 // not decode. Outside the last segment that is corruption. In the last
-// segment it is a torn tail unless a valid frame follows it.
+// segment it is a torn tail unless a valid frame follows it; read
+// leniently, it is where the read ends.
 func (s *scanner) bad(off int64, reason string) (*tornTail, error) {
-	if !s.last {
+	switch s.mode {
+	case scanLenient:
+		return nil, nil
+	case scanInner:
 		return nil, s.corrupt(off, "%s (not the last segment)", reason)
 	}
 	return s.analyzeTail(off, reason)

@@ -29,7 +29,10 @@ type Summary struct {
 	SegmentSize int64 `json:"segment_size"`
 }
 
-// SegmentSummary describes one segment file.
+// SegmentSummary describes one segment file. After an Open with
+// Options.From, the segments before the mark's were not read: their
+// LastSeq and Records come from the segment names alone (the next
+// segment's first seq) and their Used is their size.
 type SegmentSummary struct {
 	Name     string `json:"name"`
 	FirstSeq uint64 `json:"first_seq"`

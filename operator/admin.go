@@ -4,46 +4,25 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// ControllerView is a pinned controller, as `controller list` shows it.
-type ControllerView struct {
-	Name        string `json:"name"`
-	UID         uint32 `json:"uid"`
-	ToolKID     string `json:"toolKid"`
-	DispatchKID string `json:"dispatchKid"`
-	// Control is the controller's control socket; empty for a controller
-	// added before it was recorded (`controller control` sets it).
-	Control string `json:"control"`
-}
-
-// PurseView is a purse, as `purse show` prints it.
-type PurseView struct {
-	Controller string `json:"controller"`
-	Funded     uint64 `json:"funded"`
-	Charged    uint64 `json:"charged"` // reservations not released, settled or uncertain
-	Balance    uint64 `json:"balance"`
-	Holds      uint64 `json:"holds"` // admitted, waiting for the payer's consent
-	Frozen     bool   `json:"frozen"`
-}
 
 // AddController pins a controller: its name, OS account UID, the public
 // keys of its roles (msg.ControllerKeys CBOR) and its control socket
 // (control.go), which a new controller must have. Its purse starts empty.
 // While the host runs, the control socket is listened on before the
 // record is journaled (Store.mutateControl).
-func (s *Store) AddController(name string, uid uint32, keys []byte, control string) (ControllerView, error) {
+func (s *Store) AddController(name string, uid uint32, keys []byte, control string) (views.ControllerView, error) {
 	if control == "" {
-		return ControllerView{}, Refusedf("controller %s: a control socket is required (--control PATH)", name)
+		return views.ControllerView{}, views.Refusedf("controller %s: a control socket is required (--control PATH)", name)
 	}
 	rec := hostlog.ControllerAddV2{Name: name, UID: uid, Keys: keys, Control: control}
 	var c *controller
@@ -51,7 +30,7 @@ func (s *Store) AddController(name string, uid uint32, keys []byte, control stri
 		func() (_ *controller, err error) { c, err = s.st.checkControllerAdd(rec); return c, err },
 		func() { s.st.addController(c) })
 	if err != nil {
-		return ControllerView{}, err
+		return views.ControllerView{}, err
 	}
 	return controllerView(c), nil
 }
@@ -61,7 +40,7 @@ func (s *Store) AddController(name string, uid uint32, keys []byte, control stri
 // controller's own socket again journals nothing. While the host runs,
 // the new socket is listened on before the record is journaled and the
 // old one closed after (Store.mutateControl).
-func (s *Store) SetControllerControl(name, control string) (ControllerView, bool, error) {
+func (s *Store) SetControllerControl(name, control string) (views.ControllerView, bool, error) {
 	rec := hostlog.ControllerControl{Controller: name, Control: control}
 	var c *controller
 	err := s.mutateControl(hostlog.KindControllerControl, rec, control,
@@ -69,85 +48,85 @@ func (s *Store) SetControllerControl(name, control string) (ControllerView, bool
 			if c, err = s.st.checkControllerControl(rec); err != nil {
 				return nil, err
 			}
-			if c.control == control {
+			if c.Control == control {
 				return nil, errUnchanged
 			}
 			return c, nil
 		},
-		func() { c.control = control })
+		func() { c.Control = control })
 	changed := true
 	if errors.Is(err, errUnchanged) {
 		changed, err = false, nil
 	}
 	if err != nil {
-		return ControllerView{}, false, err
+		return views.ControllerView{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return controllerView(c), changed, nil
 }
 
-func controllerView(c *controller) ControllerView {
-	return ControllerView{Name: c.name, UID: c.uid, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String(), Control: c.control}
+func controllerView(c *controller) views.ControllerView {
+	return views.ControllerView{Name: c.Name, UID: c.UID, ToolKID: c.tool.KID().String(), DispatchKID: c.dispatch.KID().String(), Control: c.Control}
 }
 
 // Controllers lists the pinned controllers in the order they were added.
-func (s *Store) Controllers() []ControllerView {
+func (s *Store) Controllers() []views.ControllerView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]ControllerView, 0, len(s.st.ctrlOrder))
-	for _, n := range s.st.ctrlOrder {
-		out = append(out, controllerView(s.st.controllers[n]))
+	out := make([]views.ControllerView, 0, len(s.st.CtrlOrder))
+	for _, n := range s.st.CtrlOrder {
+		out = append(out, controllerView(s.st.Controllers[n]))
 	}
 	return out
 }
 
 // FundPurse adds amount credits to a controller's purse.
-func (s *Store) FundPurse(name string, amount uint64) (PurseView, error) {
+func (s *Store) FundPurse(name string, amount uint64) (views.PurseView, error) {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	if amount == 0 {
-		return PurseView{}, Refusedf("fund amount must be at least 1")
+		return views.PurseView{}, views.Refusedf("fund amount must be at least 1")
 	}
 	s.mu.Lock()
 	c, err := s.st.controller(name)
-	if err == nil && c.purse.funded > math.MaxInt64-amount {
-		err = Refusedf("purse %s: funding %d would pass the bound of %d credits", name, amount, uint64(math.MaxInt64))
+	if err == nil && c.Purse.Funded > math.MaxInt64-amount {
+		err = views.Refusedf("purse %s: funding %d would pass the bound of %d credits", name, amount, uint64(math.MaxInt64))
 	}
 	if err != nil {
 		s.mu.Unlock()
-		return PurseView{}, err
+		return views.PurseView{}, err
 	}
 	// A balance change is applied before its append (see doc.go, the ledger).
-	s.st.ledger++
-	rec := hostlog.PurseFund{Controller: name, Amount: amount, Ledger: s.st.ledger}
-	c.purse.funded += amount
+	s.st.Ledger++
+	rec := hostlog.PurseFund{Controller: name, Amount: amount, Ledger: s.st.Ledger}
+	c.Purse.Funded += amount
 	s.mu.Unlock()
 	if _, err := s.append(hostlog.KindPurseFund, rec); err != nil {
 		s.mu.Lock()
-		c.purse.funded -= amount
+		c.Purse.Funded -= amount
 		s.mu.Unlock()
-		return PurseView{}, err
+		return views.PurseView{}, err
 	}
 	return s.PurseShow(name)
 }
 
 // Freeze stops a purse: it admits nothing until thawed. Freezing a frozen
 // purse changes nothing and is not an error: it is the kill switch.
-func (s *Store) Freeze(name string) (PurseView, error) { return s.setFrozen(name, true) }
+func (s *Store) Freeze(name string) (views.PurseView, error) { return s.setFrozen(name, true) }
 
 // Thaw lets a frozen purse admit requests again.
-func (s *Store) Thaw(name string) (PurseView, error) { return s.setFrozen(name, false) }
+func (s *Store) Thaw(name string) (views.PurseView, error) { return s.setFrozen(name, false) }
 
-func (s *Store) setFrozen(name string, frozen bool) (PurseView, error) {
+func (s *Store) setFrozen(name string, frozen bool) (views.PurseView, error) {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	s.mu.Lock()
 	c, err := s.st.controller(name)
-	same := err == nil && c.purse.frozen == frozen
+	same := err == nil && c.Purse.Frozen == frozen
 	s.mu.Unlock()
 	if err != nil {
-		return PurseView{}, err
+		return views.PurseView{}, err
 	}
 	if !same {
 		kind := hostlog.KindPurseThaw
@@ -155,76 +134,45 @@ func (s *Store) setFrozen(name string, frozen bool) (PurseView, error) {
 			kind = hostlog.KindPurseFreeze
 		}
 		if _, err := s.append(kind, hostlog.Purse{Controller: name}); err != nil {
-			return PurseView{}, err
+			return views.PurseView{}, err
 		}
 		s.mu.Lock()
-		c.purse.frozen = frozen
+		c.Purse.Frozen = frozen
 		s.mu.Unlock()
 	}
 	return s.PurseShow(name)
 }
 
 // PurseShow returns a controller's purse.
-func (s *Store) PurseShow(name string) (PurseView, error) {
+func (s *Store) PurseShow(name string) (views.PurseView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.st.controller(name)
 	if err != nil {
-		return PurseView{}, err
+		return views.PurseView{}, err
 	}
-	p := c.purse
-	return PurseView{Controller: name, Funded: p.funded, Charged: p.charged, Balance: p.balance(), Holds: p.holds, Frozen: p.frozen}, nil
-}
-
-// GrantSpec is what `grant issue` asks for.
-type GrantSpec struct {
-	Controller     string   `json:"controller"`
-	Application    string   `json:"application"`
-	Operations     []string `json:"operations"` // path.Match patterns; none means all
-	Price          uint64   `json:"price"`
-	DiscoveryPrice uint64   `json:"discoveryPrice"`
-	// RefusalPrice is what an application's answer other than 2xx costs
-	// (at most Price; 0, the default, charges nothing for it).
-	RefusalPrice uint64    `json:"refusalPrice"`
-	PerDay       uint64    `json:"perDay"`
-	NotBefore    time.Time `json:"notBefore"` // zero: now
-	NotAfter     time.Time `json:"notAfter"`
-}
-
-// GrantView is a grant as `grant list` shows it.
-type GrantView struct {
-	ID             string   `json:"id"`
-	Controller     string   `json:"controller"`
-	Application    string   `json:"application"`
-	Operations     []string `json:"operations"`
-	Price          uint64   `json:"price"`
-	DiscoveryPrice uint64   `json:"discoveryPrice"`
-	RefusalPrice   uint64   `json:"refusalPrice"`
-	PerDay         uint64   `json:"perDay"`
-	UsedToday      uint64   `json:"usedToday"`
-	NotBefore      string   `json:"notBefore"`
-	NotAfter       string   `json:"notAfter"`
-	Revoked        bool     `json:"revoked"`
+	p := c.Purse
+	return views.PurseView{Controller: name, Funded: p.Funded, Charged: p.Charged, Balance: p.balance(), Holds: p.Holds, Frozen: p.Frozen}, nil
 }
 
 // IssueGrant signs a new grant with the operator's hybrid key and journals it.
-func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
+func (s *Store) IssueGrant(spec views.GrantSpec) (views.GrantView, error) {
 	if s.key == nil {
-		return GrantView{}, fmt.Errorf("store %s is open read-only", s.dir)
+		return views.GrantView{}, fmt.Errorf("store %s is open read-only", s.dir)
 	}
 	now := s.clock()
 	if spec.NotBefore.IsZero() {
 		spec.NotBefore = now
 	}
 	if !spec.NotAfter.After(now) {
-		return GrantView{}, Refusedf("grant not-after %s is not in the future", spec.NotAfter.UTC().Format(time.RFC3339))
+		return views.GrantView{}, views.Refusedf("grant not-after %s is not in the future", spec.NotAfter.UTC().Format(time.RFC3339))
 	}
 	if spec.RefusalPrice > spec.Price {
-		return GrantView{}, Refusedf("grant refusal price %d is above the price %d: a refusal never costs more than an answer", spec.RefusalPrice, spec.Price)
+		return views.GrantView{}, views.Refusedf("grant refusal price %d is above the price %d: a refusal never costs more than an answer", spec.RefusalPrice, spec.Price)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
-		return GrantView{}, err
+		return views.GrantView{}, err
 	}
 	g := msg.Grant{
 		ID: "g-" + hex.EncodeToString(id[:]), Controller: spec.Controller, Application: spec.Application,
@@ -233,19 +181,19 @@ func (s *Store) IssueGrant(spec GrantSpec) (GrantView, error) {
 	}
 	signed, err := msg.SignGrant(s.key, g)
 	if err != nil {
-		return GrantView{}, err
+		return views.GrantView{}, err
 	}
 	return s.ImportGrant(signed)
 }
 
 // ImportGrant journals a grant already signed with the operator's key,
 // refusing one that does not verify (a byte changed) or does not fit.
-func (s *Store) ImportGrant(signed []byte) (GrantView, error) {
+func (s *Store) ImportGrant(signed []byte) (views.GrantView, error) {
 	var g msg.Grant
-	var v GrantView
+	var v views.GrantView
 	err := s.mutate(hostlog.KindGrantIssue, hostlog.GrantIssue{Grant: signed},
 		func() (err error) { g, err = s.st.checkGrant(signed, s.pub); return err },
-		func() { s.st.addGrant(g, signed); v = s.grantView(s.st.grants[g.ID]) })
+		func() { s.st.addGrant(g, signed); v = s.grantView(s.st.Grants[g.ID]) })
 	return v, err
 }
 
@@ -255,24 +203,24 @@ func (s *Store) RevokeGrant(id string) error {
 	return s.mutate(hostlog.KindGrantRevoke, hostlog.GrantRevoke{ID: id},
 		func() error {
 			var ok bool
-			if g, ok = s.st.grants[id]; !ok {
-				return Refusedf("no grant %s", id)
+			if g, ok = s.st.Grants[id]; !ok {
+				return views.Refusedf("no grant %s", id)
 			}
-			if g.revoked {
-				return Refusedf("grant %s is already revoked", id)
+			if g.Revoked {
+				return views.Refusedf("grant %s is already revoked", id)
 			}
 			return nil
 		},
-		func() { g.revoked = true })
+		func() { g.Revoked = true })
 }
 
 // Grants lists every grant, revoked and expired ones included.
-func (s *Store) Grants() []GrantView {
+func (s *Store) Grants() []views.GrantView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]GrantView, 0, len(s.st.grantOrder))
-	for _, id := range s.st.grantOrder {
-		out = append(out, s.grantView(s.st.grants[id]))
+	out := make([]views.GrantView, 0, len(s.st.GrantOrder))
+	for _, id := range s.st.GrantOrder {
+		out = append(out, s.grantView(s.st.Grants[id]))
 	}
 	return out
 }
@@ -281,122 +229,63 @@ func (s *Store) Grants() []GrantView {
 func (s *Store) SignedGrant(id string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.st.grants[id]
+	g, ok := s.st.Grants[id]
 	if !ok {
-		return nil, Refusedf("no grant %s", id)
+		return nil, views.Refusedf("no grant %s", id)
 	}
-	return bytes.Clone(g.signed), nil
+	return bytes.Clone(g.Signed), nil
 }
 
-func (s *Store) grantView(g *grant) GrantView {
-	ops := g.g.Operations
+func (s *Store) grantView(g *grant) views.GrantView {
+	ops := g.Grant.Operations
 	if ops == nil {
 		ops = []string{}
 	}
-	return GrantView{
-		ID: g.g.ID, Controller: g.g.Controller, Application: g.g.Application, Operations: ops,
-		Price: g.g.Price, DiscoveryPrice: g.g.DiscoveryPrice, RefusalPrice: g.g.RefusalPrice, PerDay: g.g.PerDay,
+	return views.GrantView{
+		ID: g.Grant.ID, Controller: g.Grant.Controller, Application: g.Grant.Application, Operations: ops,
+		Price: g.Grant.Price, DiscoveryPrice: g.Grant.DiscoveryPrice, RefusalPrice: g.Grant.RefusalPrice, PerDay: g.Grant.PerDay,
 		UsedToday: g.usedOn(utcDay(s.clockLocked())),
-		NotBefore: time.UnixMilli(g.g.NotBefore).UTC().Format(time.RFC3339),
-		NotAfter:  time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339),
-		Revoked:   g.revoked,
+		NotBefore: time.UnixMilli(g.Grant.NotBefore).UTC().Format(time.RFC3339),
+		NotAfter:  time.UnixMilli(g.Grant.NotAfter).UTC().Format(time.RFC3339),
+		Revoked:   g.Revoked,
 	}
 }
 
-// RouteRequest is the REQUEST.json of `route register`.
-type RouteRequest struct {
-	Controller string       `json:"controller"`
-	Upstream   string       `json:"upstream"`
-	Forward    string       `json:"forward"`
-	Reverse    string       `json:"reverse"`
-	Prefix     string       `json:"prefix"`
-	Timeouts   msg.Timeouts `json:"timeouts"`
-	Replaces   string       `json:"replaces,omitempty"` // hex RouteID of the selected revision
-	// AppAccount is the account the application runs as: the host dials
-	// its upstream socket only when that account owns the socket and
-	// serves it (SO_PEERCRED). Absent, the socket is dialled unchecked.
-	AppAccount string `json:"appAccount,omitempty"`
-}
-
-// MaxRouteRequest bounds a REQUEST.json file.
-const MaxRouteRequest = 64 << 10
-
-// ParseRouteRequest decodes a REQUEST.json strictly (unknown fields refused).
-func ParseRouteRequest(b []byte) (RouteRequest, error) {
-	if len(b) > MaxRouteRequest {
-		return RouteRequest{}, Refusedf("route request of %d bytes exceeds the bound of %d", len(b), MaxRouteRequest)
-	}
-	var r RouteRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return RouteRequest{}, Refusedf("route request: %v", err)
-	}
-	if dec.More() {
-		return RouteRequest{}, Refusedf("route request: trailing data")
-	}
-	return r, nil
-}
-
-// RouteView is one route's selected revision.
-type RouteView struct {
-	Route       string       `json:"route"`
-	Revision    uint64       `json:"revision"`
-	Revisions   int          `json:"revisions"`
-	ID          string       `json:"id"`
-	Replaces    string       `json:"replaces"`
-	Application string       `json:"application"`
-	Controller  string       `json:"controller"`
-	Upstream    string       `json:"upstream"`
-	Forward     string       `json:"forward"`
-	Reverse     string       `json:"reverse"`
-	Prefix      string       `json:"prefix"`
-	Timeouts    msg.Timeouts `json:"timeouts"`
-	IssuedAt    string       `json:"issuedAt"`
-	AppAccount  string       `json:"appAccount,omitempty"` // "" when the route's socket is dialled unchecked
-	// State is the route's (route_state.go), StateBy who set it ("uid:N")
-	// and StateAt when (RFC 3339); both empty for a route registered
-	// before route states, which is active.
-	State   hostlog.RouteState `json:"state"`
-	StateBy string             `json:"stateBy,omitempty"`
-	StateAt string             `json:"stateAt,omitempty"`
-}
-
-func routeView(r *route) RouteView {
+func routeView(r *route) views.RouteView {
 	sel := r.selected()
-	rec := sel.rec
-	return RouteView{
-		Route: rec.Route, Revision: rec.Revision, Revisions: len(r.revs), ID: hex.EncodeToString(sel.id),
+	rec := sel.Record
+	return views.RouteView{
+		Route: rec.Route, Revision: rec.Revision, Revisions: len(r.Revs), ID: hex.EncodeToString(sel.ID),
 		Replaces: hex.EncodeToString(rec.Replaces), Application: rec.Application, Controller: rec.Controller,
 		Upstream: rec.Upstream, Forward: rec.Forward, Reverse: rec.Reverse, Prefix: rec.Prefix,
 		Timeouts: rec.Timeouts, IssuedAt: time.UnixMilli(rec.IssuedAt).UTC().Format(time.RFC3339Nano),
-		AppAccount: rec.AppAccount, State: r.state, StateBy: r.by, StateAt: markTime(r.routeStateMark),
+		AppAccount: rec.AppAccount, State: r.State, StateBy: r.By, StateAt: markTime(r.routeStateMark),
 	}
 }
 
 // Routes lists the selected revision of every route, removed ones included.
-func (s *Store) Routes() []RouteView {
+func (s *Store) Routes() []views.RouteView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]RouteView, 0, len(s.st.routeOrder))
-	for _, n := range s.st.routeOrder {
-		out = append(out, routeView(s.st.routes[n]))
+	out := make([]views.RouteView, 0, len(s.st.RouteOrder))
+	for _, n := range s.st.RouteOrder {
+		out = append(out, routeView(s.st.Routes[n]))
 	}
 	return out
 }
 
 // Route returns every revision of one route, oldest first.
-func (s *Store) Route(name string) ([]RouteView, error) {
+func (s *Store) Route(name string) ([]views.RouteView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.st.routes[name]
+	r, ok := s.st.Routes[name]
 	if !ok {
-		return nil, Refusedf("no route %s", name)
+		return nil, views.Refusedf("no route %s", name)
 	}
-	out := make([]RouteView, 0, len(r.revs))
-	for i := range r.revs {
-		v := routeView(&route{name: name, revs: r.revs[:i+1], routeStateMark: r.routeStateMark})
-		v.Revisions = len(r.revs)
+	out := make([]views.RouteView, 0, len(r.Revs))
+	for i := range r.Revs {
+		v := routeView(&route{Name: name, Revs: r.Revs[:i+1], routeStateMark: r.routeStateMark})
+		v.Revisions = len(r.Revs)
 		out = append(out, v)
 	}
 	return out, nil
@@ -406,11 +295,11 @@ func (s *Store) Route(name string) ([]RouteView, error) {
 func (s *Store) SignedRoute(name string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.st.routes[name]
+	r, ok := s.st.Routes[name]
 	if !ok {
-		return nil, Refusedf("no route %s", name)
+		return nil, views.Refusedf("no route %s", name)
 	}
-	return bytes.Clone(r.selected().signed), nil
+	return bytes.Clone(r.selected().Signed), nil
 }
 
 // BuildBundle signs a bundle for a controller: the host's public keys and
@@ -428,13 +317,13 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 		s.mu.Unlock()
 		return nil, err
 	}
-	if c.control == "" {
+	if c.Control == "" {
 		s.mu.Unlock()
-		return nil, Refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
+		return nil, views.Refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
 	}
-	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.control}
+	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.Control}
 	for _, rv := range s.st.activeRoutes(controllerName) {
-		b.Routes = append(b.Routes, rv.signed)
+		b.Routes = append(b.Routes, rv.Signed)
 	}
 	s.mu.Unlock()
 	return msg.SignBundle(s.key, b)

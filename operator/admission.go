@@ -45,11 +45,14 @@ type admission struct {
 // A call the agent's limits record marks for approval (an invoke) is
 // admitted the same way but holds nothing: its admission's approval is
 // set, and the dispatch raises an ask for it (ask_dispatch.go).
-func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Refusal) {
+func (s *Store) admit(ctrlName string, d *hostlog.CheckedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.st.attempts[d.attempt]; dup {
-		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.attempt)}
+	if a, err := s.st.attemptOf(d.Attempt); err != nil {
+		s.log.Error("steward-operator: the history index", "attempt", d.Attempt, "err", err)
+		return nil, &msg.Refusal{Code: msg.CodeInternal, Reason: "the host could not read its history; nothing was reserved or sent"}
+	} else if a != nil {
+		return nil, &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s was already dispatched; it is never delivered twice", d.Attempt)}
 	}
 	return s.admitLocked(ctrlName, d, nil)
 }
@@ -57,10 +60,10 @@ func (s *Store) admit(ctrlName string, d *checkedDispatch) (*admission, *msg.Ref
 // admitLocked is admit with s.mu held, past the duplicate check. prior is
 // the attempt awaiting approval that a collect admits again (its ask was
 // approved), which the admission takes over; nil for a new dispatch.
-func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt) (*admission, *msg.Refusal) {
+func (s *Store) admitLocked(ctrlName string, d *hostlog.CheckedDispatch, prior *attempt) (*admission, *msg.Refusal) {
 	st := s.st
 	now := s.clockLocked()
-	c, ok := st.controllers[ctrlName]
+	c, ok := st.Controllers[ctrlName]
 	if !ok {
 		s.logRefusal(d, "the route's controller is not pinned", "controller", ctrlName)
 		return nil, noGrantRefusal(d)
@@ -69,12 +72,12 @@ func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt)
 	if ref != nil {
 		return nil, ref
 	}
-	charge := chosen.g.DiscoveryPrice
-	if d.kind == msg.KindInvoke {
-		charge = chosen.g.Price
+	charge := chosen.Grant.DiscoveryPrice
+	if d.Kind == msg.KindInvoke {
+		charge = chosen.Grant.Price
 	}
 	// The day counted is never earlier than the grant's latest one: see use.
-	day := max(utcDay(now), chosen.day)
+	day := max(utcDay(now), chosen.Day)
 	if ref := s.limits(c, chosen, d, charge, day, 0, 0); ref != nil {
 		return nil, ref
 	}
@@ -83,44 +86,44 @@ func (s *Store) admitLocked(ctrlName string, d *checkedDispatch, prior *attempt)
 		return nil, ref
 	}
 	var al *agentLimits // the one look-up of the agent's record: its patterns and its approval policy
-	if d.agent != "" {
-		al = st.agents[agentKey{ctrlName, d.agent}]
+	if d.Agent != "" {
+		al = st.Agents[agentKey{ctrlName, d.Agent}]
 	}
-	adm := &admission{ctrl: c, g: chosen, grant: chosen.g, charge: charge, day: day, agentOps: al.operations()}
-	if prior == nil && al != nil && d.kind == msg.KindInvoke && al.l.Approval.Marks(d.application, d.operation) {
-		adm.approval, adm.limitsRevision = al.l.Approval, al.l.Revision
-		adm.a = &attempt{id: d.attempt, controller: ctrlName, application: d.application, state: stateAdmitting,
-			agent: d.agent, conversation: d.conversation}
-		st.attempts[d.attempt] = adm.a
+	adm := &admission{ctrl: c, g: chosen, grant: chosen.Grant, charge: charge, day: day, agentOps: al.operations()}
+	if prior == nil && al != nil && d.Kind == msg.KindInvoke && al.Limits.Approval.Marks(d.Application, d.Operation) {
+		adm.approval, adm.limitsRevision = al.Limits.Approval, al.Limits.Revision
+		adm.a = &attempt{ID: d.Attempt, Controller: ctrlName, Application: d.Application, State: stateAdmitting,
+			Agent: d.Agent, Conversation: d.Conversation}
+		st.Attempts[d.Attempt] = adm.a
 		return adm, nil
 	}
-	c.purse.holds += charge
+	c.Purse.Holds += charge
 	chosen.use(day)
-	st.agentHold(ctrlName, d.agent, d.conversation, day, charge)
+	st.agentHold(ctrlName, d.Agent, d.Conversation, day, charge)
 	adm.a = prior
 	if adm.a == nil {
-		adm.a = &attempt{id: d.attempt, controller: ctrlName, state: stateAdmitting, agent: d.agent, conversation: d.conversation}
-		st.attempts[d.attempt] = adm.a
+		adm.a = &attempt{ID: d.Attempt, Controller: ctrlName, State: stateAdmitting, Agent: d.Agent, Conversation: d.Conversation}
+		st.Attempts[d.Attempt] = adm.a
 	}
-	adm.a.application, adm.a.grant, adm.a.charge, adm.a.day = d.application, chosen.g.ID, charge, day
+	adm.a.Application, adm.a.Grant, adm.a.Charge, adm.a.Day = d.Application, chosen.Grant.ID, charge, day
 	return adm, nil
 }
 
 // chooseGrant picks the first grant of controller c in force that covers
 // d, or refuses: an expired or revoked grant that covers it is named as
 // such (the agent learns which limit refused, not the grant).
-func (s *Store) chooseGrant(c *controller, d *checkedDispatch, nowMs int64) (*grant, *msg.Refusal) {
+func (s *Store) chooseGrant(c *controller, d *hostlog.CheckedDispatch, nowMs int64) (*grant, *msg.Refusal) {
 	st := s.st
 	var revoked, expired *grant
-	for _, id := range st.grantOrder {
-		g := st.grants[id]
-		if g.g.Controller != c.name || !g.g.Covers(d.application, d.operation) {
+	for _, id := range st.GrantOrder {
+		g := st.Grants[id]
+		if g.Grant.Controller != c.Name || !g.Grant.Covers(d.Application, d.Operation) {
 			continue
 		}
 		switch {
-		case g.revoked:
+		case g.Revoked:
 			revoked = g
-		case !g.g.Live(nowMs):
+		case !g.Grant.Live(nowMs):
 			expired = g
 		default:
 			return g, nil
@@ -128,16 +131,16 @@ func (s *Store) chooseGrant(c *controller, d *checkedDispatch, nowMs int64) (*gr
 	}
 	switch {
 	case expired != nil:
-		s.logRefusal(d, "the grant is not in force", "grant", expired.g.ID,
-			"notBefore", time.UnixMilli(expired.g.NotBefore).UTC().Format(time.RFC3339),
-			"notAfter", time.UnixMilli(expired.g.NotAfter).UTC().Format(time.RFC3339),
+		s.logRefusal(d, "the grant is not in force", "grant", expired.Grant.ID,
+			"notBefore", time.UnixMilli(expired.Grant.NotBefore).UTC().Format(time.RFC3339),
+			"notAfter", time.UnixMilli(expired.Grant.NotAfter).UTC().Format(time.RFC3339),
 			"clock", time.UnixMilli(nowMs).UTC().Format(time.RFC3339))
 		return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: notInForceReason(d)}
 	case revoked != nil:
-		s.logRefusal(d, "the grant is revoked", "grant", revoked.g.ID)
+		s.logRefusal(d, "the grant is revoked", "grant", revoked.Grant.ID)
 		return nil, &msg.Refusal{Code: msg.CodeNoGrant, Reason: revokedReason(d)}
 	default:
-		s.logRefusal(d, "no grant covers the call", "controller", c.name)
+		s.logRefusal(d, "no grant covers the call", "controller", c.Name)
 		return nil, noGrantRefusal(d)
 	}
 }
@@ -146,18 +149,18 @@ func (s *Store) chooseGrant(c *controller, d *checkedDispatch, nowMs int64) (*gr
 // charge on day. held and counted are what the call already holds of them:
 // nothing at admission; checked again, its own hold and daily count.
 // Nil when they allow it.
-func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint64, day int64, held, counted uint64) *msg.Refusal {
-	p := &c.purse
-	if p.frozen {
-		s.logRefusal(d, "the purse is frozen", "controller", c.name)
+func (s *Store) limits(c *controller, g *grant, d *hostlog.CheckedDispatch, charge uint64, day int64, held, counted uint64) *msg.Refusal {
+	p := &c.Purse
+	if p.Frozen {
+		s.logRefusal(d, "the purse is frozen", "controller", c.Name)
 		return &msg.Refusal{Code: msg.CodeFrozen, Reason: "the purse is frozen: calls resume when the operator thaws it"}
 	}
 	if avail := p.available() + held; avail < charge {
-		s.logRefusal(d, "the purse has too few credits", "controller", c.name, "available", avail, "charge", charge)
+		s.logRefusal(d, "the purse has too few credits", "controller", c.Name, "available", avail, "charge", charge)
 		return &msg.Refusal{Code: msg.CodeInsufficient, Reason: "the purse has too few credits for this call: calls resume when the operator funds it"}
 	}
-	if used := g.usedOn(day) - min(counted, g.usedOn(day)); used >= g.g.PerDay {
-		s.logRefusal(d, "the grant's daily count is used up", "grant", g.g.ID, "perDay", g.g.PerDay, "day", day)
+	if used := g.usedOn(day) - min(counted, g.usedOn(day)); used >= g.Grant.PerDay {
+		s.logRefusal(d, "the grant's daily count is used up", "grant", g.Grant.ID, "perDay", g.Grant.PerDay, "day", day)
 		return &msg.Refusal{Code: msg.CodeDailyLimit, Reason: dailyLimitReason(day)}
 	}
 	return nil
@@ -166,10 +169,10 @@ func (s *Store) limits(c *controller, g *grant, d *checkedDispatch, charge uint6
 // unuse gives back the daily count an admission took, on its day, and
 // its agent's counts.
 func (st *state) unuse(adm *admission) {
-	if adm.g.day == adm.day && adm.g.count > 0 {
-		adm.g.count--
+	if adm.g.Day == adm.day && adm.g.Count > 0 {
+		adm.g.Count--
 	}
-	st.agentUnhold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
+	st.agentUnhold(adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
 }
 
 // stoppedBeforeSending ends a refusal of an admitted call checked again.
@@ -181,27 +184,27 @@ const stoppedBeforeSending = "; the call was admitted, then stopped before it wa
 // route deactivated or removed, or the dispatch's deadline passing, stops
 // the call. The admission still holds its charge and its daily count
 // (unless the day turned since), which the purse and count checks allow for.
-func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
+func (s *Store) recheck(adm *admission, d *hostlog.CheckedDispatch) *msg.Refusal {
 	now := s.clockLocked()
 	if ref := s.deadlineRefusal(d, "during the consent wait"); ref != nil {
 		return ref
 	}
 	g := adm.g
 	var ref *msg.Refusal
-	switch why := s.st.notActiveReason(d.route); {
+	switch why := s.st.notActiveReason(d.Route); {
 	case why != "":
-		s.logRefusal(d, "the route was deactivated or removed during the consent wait", "route", d.route)
+		s.logRefusal(d, "the route was deactivated or removed during the consent wait", "route", d.Route)
 		ref = &msg.Refusal{Code: msg.CodeUnavailable, Reason: strings.TrimSuffix(why, nothingReservedOrSent)}
-	case g.revoked:
-		s.logRefusal(d, "the grant was revoked during the consent wait", "grant", g.g.ID)
+	case g.Revoked:
+		s.logRefusal(d, "the grant was revoked during the consent wait", "grant", g.Grant.ID)
 		ref = &msg.Refusal{Code: msg.CodeNoGrant, Reason: revokedReason(d)}
-	case !g.g.Live(now.UnixMilli()):
-		s.logRefusal(d, "the grant went out of force during the consent wait", "grant", g.g.ID,
-			"notAfter", time.UnixMilli(g.g.NotAfter).UTC().Format(time.RFC3339), "clock", now.UTC().Format(time.RFC3339))
+	case !g.Grant.Live(now.UnixMilli()):
+		s.logRefusal(d, "the grant went out of force during the consent wait", "grant", g.Grant.ID,
+			"notAfter", time.UnixMilli(g.Grant.NotAfter).UTC().Format(time.RFC3339), "clock", now.UTC().Format(time.RFC3339))
 		ref = &msg.Refusal{Code: msg.CodeNoGrant, Reason: notInForceReason(d)}
 	default:
 		var counted uint64
-		if g.day == adm.day {
+		if g.Day == adm.day {
 			counted = 1
 		}
 		ref = s.limits(adm.ctrl, g, d, adm.charge, adm.day, adm.charge, counted)
@@ -221,35 +224,38 @@ func (s *Store) recheck(adm *admission, d *checkedDispatch) *msg.Refusal {
 // refusal the admission still holds its place, and the caller ends it with
 // commitRefused; when it returns neither a refusal nor an error, delivery
 // may begin.
-func (s *Store) commitReserve(adm *admission, d *checkedDispatch, consent []byte) (*msg.Refusal, error) {
+func (s *Store) commitReserve(adm *admission, d *hostlog.CheckedDispatch, consent []byte) (*msg.Refusal, error) {
 	s.mu.Lock()
 	if ref := s.recheck(adm, d); ref != nil {
 		s.mu.Unlock()
 		return ref, nil
 	}
-	p := &adm.ctrl.purse
-	p.holds -= adm.charge
-	p.charged += adm.charge
-	s.st.ledger++
+	p := &adm.ctrl.Purse
+	p.Holds -= adm.charge
+	p.Charged += adm.charge
+	s.st.Ledger++
 	rec := hostlog.ReserveV2{
-		Reserve: hostlog.Reserve{Attempt: d.attempt, Controller: adm.ctrl.name, Grant: adm.grant.ID, Application: d.application,
-			Operation: d.operation, Kind: d.kind, RequestSHA256: d.sha[:], Charge: adm.charge,
-			Consent: consent, Day: adm.day, Ledger: s.st.ledger},
-		Method: d.req.Method, Path: d.req.Path, Body: d.req.Body, Agent: d.agent, Conversation: d.conversation,
+		Reserve: hostlog.Reserve{Attempt: d.Attempt, Controller: adm.ctrl.Name, Grant: adm.grant.ID, Application: d.Application,
+			Operation: d.Operation, Kind: d.Kind, RequestSHA256: d.SHA[:], Charge: adm.charge,
+			Consent: consent, Day: adm.day, Ledger: s.st.Ledger},
+		Method: d.Req.Method, Path: d.Req.Path, Body: d.Req.Body, Agent: d.Agent, Conversation: d.Conversation,
 	}
-	adm.a.state = msg.StateDeliveryRequested
+	adm.a.State = msg.StateDeliveryRequested
 	s.mu.Unlock()
-	seq, err := s.append(hostlog.KindReserveV2, rec)
+	at, err := s.append(hostlog.KindReserveV2, rec)
 	if err == nil {
 		s.mu.Lock()
-		adm.a.reserveSeq = seq
+		adm.a.ReserveAt = at
+		if adm.a.First == 0 {
+			adm.a.First = at.Seq
+		}
 		s.mu.Unlock()
 	}
 	if err != nil {
 		s.mu.Lock()
-		p.charged -= adm.charge
+		p.Charged -= adm.charge
 		s.st.unuse(adm)
-		delete(s.st.attempts, adm.a.id)
+		delete(s.st.Attempts, adm.a.ID)
 		s.mu.Unlock()
 		return nil, err
 	}
@@ -263,12 +269,12 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 	// The state turns uncertain only once the record is appended (or
 	// failed): an operator may resolve an uncertain attempt, and the
 	// resolve record must follow this one in the journal.
-	_, err := s.append(hostlog.KindUncertain, hostlog.Uncertain{Attempt: adm.a.id, Detail: detail})
+	_, err := s.append(hostlog.KindUncertain, hostlog.Uncertain{Attempt: adm.a.ID, Detail: detail})
 	if err != nil {
-		log.Error("steward-operator: uncertain record", "attempt", adm.a.id, "err", err)
+		log.Error("steward-operator: uncertain record", "attempt", adm.a.ID, "err", err)
 	}
 	s.mu.Lock()
-	adm.a.state, adm.a.detail = msg.StateUncertain, detail
+	adm.a.State, adm.a.Detail = msg.StateUncertain, detail
 	s.mu.Unlock()
 }
 
@@ -277,21 +283,25 @@ func (s *Store) commitUncertain(adm *admission, detail string, log *slog.Logger)
 // nothing of other controllers' attempts.
 func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 	s.mu.Lock()
-	a, ok := s.st.attempts[id]
-	if !ok || a.controller != ctrl || a.state == stateAdmitting {
+	a, err := s.st.attemptOf(id)
+	if err != nil {
+		s.mu.Unlock()
+		return msg.InspectResult{}, err
+	}
+	if a == nil || a.Controller != ctrl || a.State == stateAdmitting {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
 	}
-	res := msg.InspectResult{Attempt: id, State: a.state, Detail: a.inspectDetail(), RedeliveredBy: a.redeliveredBy}
-	if k := s.st.askByAttempt[id]; k != nil && a.state == msg.StateAwaitingApproval {
+	res := msg.InspectResult{Attempt: id, State: a.State, Detail: a.inspectDetail(), RedeliveredBy: a.RedeliveredBy}
+	if k := s.st.askByAttempt[id]; k != nil && a.State == msg.StateAwaitingApproval {
 		res.Ask = k.ticket(s.clockLocked().UnixMilli())
 	}
-	seq := a.outcomeSeq
+	at := a.EndAt
 	s.mu.Unlock()
-	if seq == 0 {
+	if at.Seq == 0 {
 		return res, nil
 	}
-	out, err := s.endRecord(seq, id)
+	out, err := s.endRecord(at, id)
 	if err != nil {
 		return msg.InspectResult{}, err
 	}

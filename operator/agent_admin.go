@@ -5,58 +5,22 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// AgentSpec is what `agent set` asks for: the limits of one agent of one
-// controller. A nil limit is not limited.
-type AgentSpec struct {
-	Controller             string   `cbor:"controller" json:"controller"`
-	Agent                  string   `cbor:"agent" json:"agent"`
-	Operations             []string `cbor:"operations" json:"operations"`
-	CallsPerDay            *uint64  `cbor:"callsPerDay" json:"callsPerDay"`
-	CreditsPerDay          *uint64  `cbor:"creditsPerDay" json:"creditsPerDay"`
-	CreditsPerConversation *uint64  `cbor:"creditsPerConversation" json:"creditsPerConversation"`
-	ConversationsPerDay    uint64   `cbor:"conversationsPerDay" json:"conversationsPerDay"`
-	RatePerMinute          *uint64  `cbor:"ratePerMinute" json:"ratePerMinute"`
-	Burst                  uint64   `cbor:"burst" json:"burst"`
-	// Approval marks operations whose calls wait for an approval; nil:
-	// none do. Omitted when nil, as the signed record omits it.
-	Approval *msg.ApprovalPolicy `cbor:"approval,omitempty" json:"approval,omitempty"`
-}
-
-// AgentView is an agent's limits and what it spent today, as `agent show`
-// and `agent list` print them (nil: not limited).
-type AgentView struct {
-	Controller             string              `json:"controller"`
-	Agent                  string              `json:"agent"`
-	Revision               uint64              `json:"revision"`
-	Operations             []string            `json:"operations"`
-	CallsPerDay            *uint64             `json:"callsPerDay"`
-	CreditsPerDay          *uint64             `json:"creditsPerDay"`
-	CreditsPerConversation *uint64             `json:"creditsPerConversation"`
-	ConversationsPerDay    uint64              `json:"conversationsPerDay"` // the bound in force (the default when the record says 0)
-	RatePerMinute          *uint64             `json:"ratePerMinute"`
-	Burst                  uint64              `json:"burst"`
-	IssuedAt               string              `json:"issuedAt"`
-	CallsToday             uint64              `json:"callsToday"`
-	CreditsToday           uint64              `json:"creditsToday"`
-	ConversationsToday     int                 `json:"conversationsToday"`
-	Approval               *msg.ApprovalPolicy `json:"approval,omitempty"`
-}
-
 // SetAgentLimits signs the next revision of an agent's limits with the
 // operator's hybrid key and journals it; it replaces the one before.
-func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
+func (s *Store) SetAgentLimits(spec views.AgentSpec) (views.AgentView, error) {
 	if s.key == nil {
-		return AgentView{}, fmt.Errorf("store %s is open read-only", s.dir)
+		return views.AgentView{}, fmt.Errorf("store %s is open read-only", s.dir)
 	}
 	// Of two sets at once, the check refuses the second one's revision:
 	// it is signed again by running the command again, never merged.
 	s.mu.Lock()
 	var rev uint64 = 1
-	if prev := s.st.agents[agentKey{spec.Controller, spec.Agent}]; prev != nil {
-		rev = prev.l.Revision + 1
+	if prev := s.st.Agents[agentKey{spec.Controller, spec.Agent}]; prev != nil {
+		rev = prev.Limits.Revision + 1
 	}
 	s.mu.Unlock()
 	l := msg.AgentLimits{
@@ -66,11 +30,11 @@ func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
 		IssuedAt: s.clock().UnixMilli(), Approval: spec.Approval,
 	}
 	if err := hostlog.ValidAgentLimits(&l); err != nil {
-		return AgentView{}, refusedInput(err)
+		return views.AgentView{}, refusedInput(err)
 	}
 	signed, err := msg.SignAgentLimits(s.key, l)
 	if err != nil {
-		return AgentView{}, err
+		return views.AgentView{}, err
 	}
 	return s.ImportAgentLimits(signed)
 }
@@ -78,45 +42,45 @@ func (s *Store) SetAgentLimits(spec AgentSpec) (AgentView, error) {
 // ImportAgentLimits journals agent limits already signed with the
 // operator's key, refusing a record that does not verify, passes a bound
 // or is not its agent's next revision.
-func (s *Store) ImportAgentLimits(signed []byte) (AgentView, error) {
+func (s *Store) ImportAgentLimits(signed []byte) (views.AgentView, error) {
 	var l msg.AgentLimits
-	var v AgentView
+	var v views.AgentView
 	err := s.mutate(hostlog.KindAgentLimits, hostlog.AgentLimits{Limits: signed},
 		func() (err error) { l, err = s.st.checkAgentLimits(signed, s.pub); return err },
 		func() {
 			s.st.addAgentLimits(l, signed)
-			v = s.agentView(s.st.agents[agentKey{l.Controller, l.Agent}])
+			v = s.agentView(s.st.Agents[agentKey{l.Controller, l.Agent}])
 		})
 	return v, err
 }
 
 // AgentShow returns the limits of agent of controller ctrl.
-func (s *Store) AgentShow(ctrl, agent string) (AgentView, error) {
+func (s *Store) AgentShow(ctrl, agent string) (views.AgentView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.st.controller(ctrl); err != nil {
-		return AgentView{}, err
+		return views.AgentView{}, err
 	}
-	al := s.st.agents[agentKey{ctrl, agent}]
+	al := s.st.Agents[agentKey{ctrl, agent}]
 	if al == nil {
-		return AgentView{}, Refusedf("agent %s of controller %s has no limits: only its grants and the payer limit it", agent, ctrl)
+		return views.AgentView{}, views.Refusedf("agent %s of controller %s has no limits: only its grants and the payer limit it", agent, ctrl)
 	}
 	return s.agentView(al), nil
 }
 
 // Agents lists every agent's limits, in the order they were first set.
-func (s *Store) Agents() []AgentView {
+func (s *Store) Agents() []views.AgentView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]AgentView, 0, len(s.st.agentOrder))
-	for _, k := range s.st.agentOrder {
-		out = append(out, s.agentView(s.st.agents[k]))
+	out := make([]views.AgentView, 0, len(s.st.AgentOrder))
+	for _, k := range s.st.AgentOrder {
+		out = append(out, s.agentView(s.st.Agents[k]))
 	}
 	return out
 }
 
-func (s *Store) agentView(al *agentLimits) AgentView {
-	l := al.l
+func (s *Store) agentView(al *agentLimits) views.AgentView {
+	l := al.Limits
 	ops := l.Operations
 	if ops == nil {
 		ops = []string{}
@@ -126,7 +90,7 @@ func (s *Store) agentView(al *agentLimits) AgentView {
 		convs = msg.DefaultConversationsPerDay
 	}
 	n := s.st.countsOn(agentKey{l.Controller, l.Agent}, utcDay(s.clockLocked()), "", false, 0)
-	return AgentView{
+	return views.AgentView{
 		Controller: l.Controller, Agent: l.Agent, Revision: l.Revision, Operations: ops,
 		CallsPerDay: l.CallsPerDay, CreditsPerDay: l.CreditsPerDay, CreditsPerConversation: l.CreditsPerConversation,
 		ConversationsPerDay: convs, RatePerMinute: l.RatePerMinute, Burst: l.Burst,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -19,12 +20,12 @@ import (
 // replaces the one before it.
 
 // agentKey names one agent of one controller.
-type agentKey struct{ controller, agent string }
+type agentKey struct{ Controller, Agent string }
 
 // agentLimits is an agent's selected limits record and its signed bytes.
 type agentLimits struct {
-	l      msg.AgentLimits
-	signed []byte
+	Limits msg.AgentLimits
+	Signed []byte
 }
 
 // checkAgentLimits verifies a signed limits record for the store: signed
@@ -33,20 +34,20 @@ type agentLimits struct {
 func (st *state) checkAgentLimits(signed []byte, pub *wire.HybridPublicKey) (msg.AgentLimits, error) {
 	l, err := msg.VerifyAgentLimits(signed, pub)
 	if err != nil {
-		return l, Refusedf("%v", err)
+		return l, views.Refusedf("%v", err)
 	}
 	if err := hostlog.ValidAgentLimits(&l); err != nil {
 		return l, refusedInput(err)
 	}
-	if _, ok := st.controllers[l.Controller]; !ok {
-		return l, Refusedf("agent %s: no controller named %s", l.Agent, l.Controller)
+	if _, ok := st.Controllers[l.Controller]; !ok {
+		return l, views.Refusedf("agent %s: no controller named %s", l.Agent, l.Controller)
 	}
 	var want uint64 = 1
-	if prev := st.agents[agentKey{l.Controller, l.Agent}]; prev != nil {
-		want = prev.l.Revision + 1
+	if prev := st.Agents[agentKey{l.Controller, l.Agent}]; prev != nil {
+		want = prev.Limits.Revision + 1
 	}
 	if l.Revision != want {
-		return l, Refusedf("agent %s of controller %s: revision %d must be %d", l.Agent, l.Controller, l.Revision, want)
+		return l, views.Refusedf("agent %s of controller %s: revision %d must be %d", l.Agent, l.Controller, l.Revision, want)
 	}
 	return l, nil
 }
@@ -54,10 +55,10 @@ func (st *state) checkAgentLimits(signed []byte, pub *wire.HybridPublicKey) (msg
 // addAgentLimits selects l as its agent's limits.
 func (st *state) addAgentLimits(l msg.AgentLimits, signed []byte) {
 	k := agentKey{l.Controller, l.Agent}
-	if st.agents[k] == nil {
-		st.agentOrder = append(st.agentOrder, k)
+	if st.Agents[k] == nil {
+		st.AgentOrder = append(st.AgentOrder, k)
 	}
-	st.agents[k] = &agentLimits{l: l, signed: bytes.Clone(signed)}
+	st.Agents[k] = &agentLimits{Limits: l, Signed: bytes.Clone(signed)}
 }
 
 func (rp *replayer) AgentLimits(_ journal.Record, b *hostlog.AgentLimits) error {

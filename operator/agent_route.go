@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -19,11 +20,11 @@ func (s *Store) Allowance(ctrl, agent string) msg.AllowanceResult {
 	day := utcDay(s.clockLocked())
 	res := msg.AllowanceResult{Agent: agent, RefillsAt: (day + 1) * 86_400_000}
 	k := agentKey{ctrl, agent}
-	al := s.st.agents[k]
+	al := s.st.Agents[k]
 	if al == nil {
 		return res
 	}
-	l := &al.l
+	l := &al.Limits
 	n := s.st.countsOn(k, day, "", false, 0)
 	res.Limited, res.Operations = true, slices.Clone(l.Operations)
 	if l.CallsPerDay != nil {
@@ -47,7 +48,7 @@ type principalMismatch struct {
 }
 
 func (e *principalMismatch) Error() string {
-	return "the payer's consent names principal " + strconv.Quote(trunc(e.principal, 80)) + ", not the dispatch's agent"
+	return "the payer's consent names principal " + strconv.Quote(hostlog.Trunc(e.principal, 80)) + ", not the dispatch's agent"
 }
 
 func (e *principalMismatch) refusal() *msg.Refusal {
@@ -62,8 +63,8 @@ func (e *principalMismatch) receiptReason() string {
 // the consent's principal is another (msg.Consent.Principal must equal
 // msg.Dispatch.Agent). A dispatch naming no agent (a controller before
 // agents) is checked by the grant and the payer alone.
-func checkPrincipal(d *checkedDispatch, c msg.Consent, signed []byte) error {
-	if d.agent == "" || c.Principal == d.agent {
+func checkPrincipal(d *hostlog.CheckedDispatch, c msg.Consent, signed []byte) error {
+	if d.Agent == "" || c.Principal == d.Agent {
 		return nil
 	}
 	return &principalMismatch{principal: c.Principal, consent: signed}

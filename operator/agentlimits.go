@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -24,10 +25,10 @@ import (
 // bucket. Counts exist whether or not the agent has a limits record, so
 // that a record set during a day counts what the day already spent.
 type agentUse struct {
-	day     int64
-	calls   uint64
-	credits uint64
-	convs   map[string]*convUse // the day's conversations
+	Day     int64
+	Calls   uint64
+	Credits uint64
+	Convs   map[string]*convUse // the day's conversations
 	// tokens is the rate bucket in 1/tokenUnit of a call, as of filled
 	// (unix ms); primed is false until the first call fills it.
 	tokens int64
@@ -36,7 +37,7 @@ type agentUse struct {
 }
 
 // convUse is one conversation's share of an agent's day.
-type convUse struct{ calls, credits uint64 }
+type convUse struct{ Calls, Credits uint64 }
 
 // tokenUnit is one call of the rate bucket: a rate of N calls a minute
 // refills N units a millisecond, so the bucket is exact integers.
@@ -46,8 +47,8 @@ const tokenUnit = 60_000
 // An earlier day (never, since the store's clock never runs backwards
 // past a day recorded) counts on the latest, as a grant's does.
 func (u *agentUse) roll(d int64) {
-	if d > u.day || u.convs == nil {
-		u.day, u.calls, u.credits, u.convs = max(d, u.day), 0, 0, map[string]*convUse{}
+	if d > u.Day || u.Convs == nil {
+		u.Day, u.Calls, u.Credits, u.Convs = max(d, u.Day), 0, 0, map[string]*convUse{}
 	}
 }
 
@@ -61,25 +62,25 @@ func (st *state) agentHold(ctrl, agent, conv string, d int64, charge uint64) {
 	k := agentKey{ctrl, agent}
 	u := st.useOf(k, d)
 	u.roll(d)
-	u.calls++
-	u.credits += charge
+	u.Calls++
+	u.Credits += charge
 	if conv != "" {
-		cu := u.convs[conv]
+		cu := u.Convs[conv]
 		if cu == nil {
 			cu = &convUse{}
-			u.convs[conv] = cu
+			u.Convs[conv] = cu
 		}
-		cu.calls++
-		cu.credits += charge
+		cu.Calls++
+		cu.Credits += charge
 	}
 }
 
 // useOf is agent k's counts, made (on day d) when it has none yet.
 func (st *state) useOf(k agentKey, d int64) *agentUse {
-	u := st.agentUse[k]
+	u := st.AgentUse[k]
 	if u == nil {
-		u = &agentUse{day: d}
-		st.agentUse[k] = u
+		u = &agentUse{Day: d}
+		st.AgentUse[k] = u
 	}
 	return u
 }
@@ -87,17 +88,17 @@ func (st *state) useOf(k agentKey, d int64) *agentUse {
 // agentUnhold gives back what agentHold counted, when its day is still
 // the agent's latest: a refusal after admission, a release.
 func (st *state) agentUnhold(ctrl, agent, conv string, d int64, charge uint64) {
-	u := st.agentUse[agentKey{ctrl, agent}]
-	if agent == "" || u == nil || u.day != d || u.calls == 0 {
+	u := st.AgentUse[agentKey{ctrl, agent}]
+	if agent == "" || u == nil || u.Day != d || u.Calls == 0 {
 		return
 	}
-	u.calls--
-	u.credits -= min(charge, u.credits)
-	if cu := u.convs[conv]; cu != nil {
-		cu.calls--
-		cu.credits -= min(charge, cu.credits)
-		if cu.calls == 0 {
-			delete(u.convs, conv)
+	u.Calls--
+	u.Credits -= min(charge, u.Credits)
+	if cu := u.Convs[conv]; cu != nil {
+		cu.Calls--
+		cu.Credits -= min(charge, cu.Credits)
+		if cu.Calls == 0 {
+			delete(u.Convs, conv)
 		}
 	}
 }
@@ -108,13 +109,13 @@ func (st *state) agentUnhold(ctrl, agent, conv string, d int64, charge uint64) {
 // credits count what was charged, as the purse does. The call still
 // counts as a call.
 func (st *state) agentSettle(a *attempt, released uint64) {
-	u := st.agentUse[agentKey{a.controller, a.agent}]
-	if a.agent == "" || released == 0 || u == nil || u.day != a.day {
+	u := st.AgentUse[agentKey{a.Controller, a.Agent}]
+	if a.Agent == "" || released == 0 || u == nil || u.Day != a.Day {
 		return
 	}
-	u.credits -= min(released, u.credits)
-	if cu := u.convs[a.conversation]; cu != nil {
-		cu.credits -= min(released, cu.credits)
+	u.Credits -= min(released, u.Credits)
+	if cu := u.Convs[a.Conversation]; cu != nil {
+		cu.Credits -= min(released, cu.Credits)
 	}
 }
 
@@ -129,25 +130,25 @@ type agentCounts struct {
 // countsOn reads the agent's counts of day d, less own (the call's own
 // hold, of charge in conv, when it is checked again).
 func (st *state) countsOn(k agentKey, d int64, conv string, own bool, charge uint64) agentCounts {
-	u := st.agentUse[k]
-	if u == nil || u.day < d || u.convs == nil {
+	u := st.AgentUse[k]
+	if u == nil || u.Day < d || u.Convs == nil {
 		return agentCounts{}
 	}
-	if u.day > d {
+	if u.Day > d {
 		// The day turned since the call was held: it counts on the
 		// latest day, which its own hold is not part of.
 		own = false
 	}
-	n := agentCounts{calls: u.calls, credits: u.credits, convs: len(u.convs)}
-	if cu := u.convs[conv]; conv != "" && cu != nil {
+	n := agentCounts{calls: u.Calls, credits: u.Credits, convs: len(u.Convs)}
+	if cu := u.Convs[conv]; conv != "" && cu != nil {
 		n.conv, n.convKnown = *cu, true
 	}
 	if own {
 		n.calls -= min(1, n.calls)
 		n.credits -= min(charge, n.credits)
-		n.conv.calls -= min(1, n.conv.calls)
-		n.conv.credits -= min(charge, n.conv.credits)
-		if n.convKnown && n.conv.calls == 0 {
+		n.conv.Calls -= min(1, n.conv.Calls)
+		n.conv.Credits -= min(charge, n.conv.Credits)
+		if n.convKnown && n.conv.Calls == 0 {
 			n.convKnown = false
 			n.convs--
 		}
@@ -189,23 +190,23 @@ func patternsAllow(ps []string, app, op string) bool {
 // call's own hold is not counted against it, and the rate is not taken
 // twice). Nil when the dispatch names no agent, the agent has no limits
 // record, or they allow it.
-func (s *Store) agentRefusal(c *controller, d *checkedDispatch, charge uint64, day, nowMs int64, own bool) *msg.Refusal {
-	k := agentKey{c.name, d.agent}
-	al := s.st.agents[k]
-	if d.agent == "" || al == nil {
+func (s *Store) agentRefusal(c *controller, d *hostlog.CheckedDispatch, charge uint64, day, nowMs int64, own bool) *msg.Refusal {
+	k := agentKey{c.Name, d.Agent}
+	al := s.st.Agents[k]
+	if d.Agent == "" || al == nil {
 		return nil
 	}
-	l := &al.l
+	l := &al.Limits
 	refusal := func(why, reason string, args ...any) *msg.Refusal {
-		s.logRefusal(d, why, append([]any{"controller", c.name, "agent", d.agent, "revision", l.Revision}, args...)...)
+		s.logRefusal(d, why, append([]any{"controller", c.Name, "agent", d.Agent, "revision", l.Revision}, args...)...)
 		return &msg.Refusal{Code: msg.CodeAgentLimit, Reason: reason}
 	}
 	refill := nextUTCDay(day)
-	if !agentAllows(l, d.application, d.operation) {
+	if !agentAllows(l, d.Application, d.Operation) {
 		return refusal("the agent's limits do not allow the call",
 			"the operator's limits for this agent do not allow "+callDesc(d)+": calls resume once the operator allows it")
 	}
-	n := s.st.countsOn(k, day, d.conversation, own, charge)
+	n := s.st.countsOn(k, day, d.Conversation, own, charge)
 	convs := int(l.ConversationsPerDay)
 	if convs == 0 {
 		convs = msg.DefaultConversationsPerDay
@@ -217,12 +218,12 @@ func (s *Store) agentRefusal(c *controller, d *checkedDispatch, charge uint64, d
 	case l.CreditsPerDay != nil && charge > 0 && n.credits+charge > *l.CreditsPerDay:
 		return refusal("the agent's daily credit limit is reached", "the daily credit limit for this agent is reached: it refills at "+refill,
 			"credits", n.credits, "charge", charge, "creditsPerDay", *l.CreditsPerDay)
-	case d.conversation != "" && !n.convKnown && n.convs >= convs:
+	case d.Conversation != "" && !n.convKnown && n.convs >= convs:
 		return refusal("the agent's daily conversation count is reached", "the daily limit of conversations for this agent is reached: a new conversation can start at "+refill,
 			"conversations", n.convs, "conversationsPerDay", convs)
-	case d.conversation != "" && l.CreditsPerConversation != nil && charge > 0 && n.conv.credits+charge > *l.CreditsPerConversation:
+	case d.Conversation != "" && l.CreditsPerConversation != nil && charge > 0 && n.conv.Credits+charge > *l.CreditsPerConversation:
 		return refusal("the conversation's daily credit limit is reached", "the credit limit of this conversation for this agent is reached: it refills at "+refill,
-			"conversation", d.conversation, "credits", n.conv.credits, "charge", charge, "creditsPerConversation", *l.CreditsPerConversation)
+			"conversation", d.Conversation, "credits", n.conv.Credits, "charge", charge, "creditsPerConversation", *l.CreditsPerConversation)
 	}
 	if l.RatePerMinute == nil || own {
 		return nil
@@ -264,11 +265,11 @@ func nextUTCDay(day int64) string {
 
 // agentOps is a copy of the operation patterns of d's agent, for a
 // listing filtered by them (nil: not filtered by the agent).
-func (s *Store) agentOps(ctrl string, d *checkedDispatch) []string {
-	if d.agent == "" {
+func (s *Store) agentOps(ctrl string, d *hostlog.CheckedDispatch) []string {
+	if d.Agent == "" {
 		return nil
 	}
-	return s.st.agents[agentKey{ctrl, d.agent}].operations()
+	return s.st.Agents[agentKey{ctrl, d.Agent}].operations()
 }
 
 // operations is a copy of al's operation patterns; nil for no record.
@@ -276,5 +277,5 @@ func (al *agentLimits) operations() []string {
 	if al == nil {
 		return nil
 	}
-	return slices.Clone(al.l.Operations)
+	return slices.Clone(al.Limits.Operations)
 }

@@ -5,23 +5,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// Answer is a decision on an ask: approve or deny, by whom. A human's By
-// is "uid:N" (from SO_PEERCRED) and Account its account name; an
-// advisor's Advisor is its agent name and By "agent:NAME". Note is the
-// human's --note or the advisor's sentence.
-type Answer struct {
-	Verdict msg.Verdict
-	By      string
-	Account string
-	Advisor string
-	Note    string
-}
 
 // AskRefusal is an answer the host did not take: the ask is unchanged.
 // It matches ErrRefused (a CLI exits 2); Reason is the one line the
@@ -29,10 +17,10 @@ type Answer struct {
 type AskRefusal struct{ Reason string }
 
 // Error is the refusal as refusedf words one: "refused: REASON".
-func (e *AskRefusal) Error() string { return ErrRefused.Error() + ": " + e.Reason }
+func (e *AskRefusal) Error() string { return views.ErrRefused.Error() + ": " + e.Reason }
 
 // Is makes an AskRefusal match ErrRefused.
-func (e *AskRefusal) Is(target error) bool { return target == ErrRefused }
+func (e *AskRefusal) Is(target error) bool { return target == views.ErrRefused }
 
 // Refusal is e as the control channel answers it (code msg.CodeApprovals).
 func (e *AskRefusal) Refusal() msg.Refusal {
@@ -45,7 +33,7 @@ func (e *AskRefusal) Refusal() msg.Refusal {
 // append). An advisor answers through Advise alone, which holds it to its
 // checks and bound. An ask whose expiry has passed is expired first, and
 // the answer refused.
-func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
+func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 	if err := checkAnswer(&a); err != nil {
 		return msg.AskView{}, err
 	}
@@ -55,10 +43,10 @@ func (s *Store) AnswerAsk(id string, a Answer) (msg.AskView, error) {
 		return msg.AskView{}, err
 	}
 	s.mu.Lock()
-	k := s.st.asks[id]
+	k, err := s.st.askOf(id)
 	if k == nil {
 		s.mu.Unlock()
-		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
+		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
 	if why := k.answeredRefusal(); why != "" {
 		v := k.view()
@@ -84,12 +72,12 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		return msg.AdviseResult{Refused: &msg.Refusal{Code: code, Reason: reason}}
 	}
 	if err := hostlog.ValidAgentName(ad.Advisor); err != nil {
-		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), views.ErrRefused.Error()+": "))
 	}
 	if ad.Verdict != msg.VerdictApprove && ad.Verdict != msg.VerdictDeny && ad.Verdict != msg.VerdictWait {
-		return refused(msg.CodeBadRequest, fmt.Sprintf("verdict %q is none of approve, deny and wait", quoteLine(string(ad.Verdict), 20)))
+		return refused(msg.CodeBadRequest, fmt.Sprintf("verdict %q is none of approve, deny and wait", hostlog.QuoteLine(string(ad.Verdict), 20)))
 	}
-	if why := lineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
+	if why := hostlog.LineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
 		return refused(msg.CodeBadRequest, why)
 	}
 	s.askMu.Lock()
@@ -99,10 +87,15 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		return refused(msg.CodeJournal, "the host could not journal the ask's expiry; the ask is unchanged")
 	}
 	s.mu.Lock()
-	k := s.st.asks[ad.Ask]
-	if k == nil || k.controller != controller {
+	k, err := s.st.askOf(ad.Ask)
+	if err != nil {
 		s.mu.Unlock()
-		return refused(msg.CodeApprovals, "no ask "+quoteLine(ad.Ask, 40))
+		s.log.Error("steward-operator: the history index", "ask", ad.Ask, "err", err)
+		return refused(msg.CodeInternal, "the host could not read its history; the ask is unchanged")
+	}
+	if k == nil || k.Controller != controller {
+		s.mu.Unlock()
+		return refused(msg.CodeApprovals, "no ask "+hostlog.QuoteLine(ad.Ask, 40))
 	}
 	if why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait); why != "" {
 		v := k.view()
@@ -117,7 +110,7 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	}
 	at := k.claimAnswer(s.clockLocked())
 	s.mu.Unlock()
-	v, err := s.recordAnswer(k, Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence}, at)
+	v, err := s.recordAnswer(k, views.Answer{Verdict: ad.Verdict, By: "agent:" + ad.Advisor, Advisor: ad.Advisor, Note: ad.Sentence}, at)
 	if err != nil {
 		s.log.Error("steward-operator: ask answer record", "ask", ad.Ask, "err", err)
 		return msg.AdviseResult{Ask: v, Refused: &msg.Refusal{Code: msg.CodeJournal, Reason: "the host could not journal the answer; the ask is unchanged"}}
@@ -130,29 +123,29 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 // of them, the ask already answered and, when counted (approve and
 // deny, not wait), the bound of agent answers spent.
 func (st *state) advisorRefusal(k *ask, advisor string, counted bool) string {
-	if advisor == k.agent {
+	if advisor == k.Agent {
 		return "an advisor never answers an ask raised by its own identity"
 	}
 	var p *msg.ApprovalPolicy
-	if al := st.agents[agentKey{k.controller, k.agent}]; al != nil {
-		p = al.l.Approval
+	if al := st.Agents[agentKey{k.Controller, k.Agent}]; al != nil {
+		p = al.Limits.Approval
 	}
 	switch {
 	case p == nil || len(p.Advisors) == 0:
-		return fmt.Sprintf("agent answers are not allowed for agent %s's asks", k.agent)
+		return fmt.Sprintf("agent answers are not allowed for agent %s's asks", k.Agent)
 	case !p.MayAdvise(advisor):
-		return fmt.Sprintf("agent %s is not an advisor of agent %s's asks", advisor, k.agent)
-	case k.state != msg.AskPending || k.answering:
-		return fmt.Sprintf("ask %s was already answered", k.id)
+		return fmt.Sprintf("agent %s is not an advisor of agent %s's asks", advisor, k.Agent)
+	case k.State != msg.AskPending || k.answering:
+		return fmt.Sprintf("ask %s was already answered", k.ID)
 	}
 	if !counted {
 		return ""
 	}
 	bound := p.AgentAnswerBound()
-	if n := st.advisorAnswers[convKey{k.controller, k.agent, k.conversation}]; n >= bound {
+	if n := st.AdvisorAnswers[convKey{k.Controller, k.Agent, k.Conversation}]; n >= bound {
 		conv := "no conversation"
-		if k.conversation != "" {
-			conv = "conversation " + k.conversation
+		if k.Conversation != "" {
+			conv = "conversation " + k.Conversation
 		}
 		return fmt.Sprintf("agent answers spent: %d of %d for %s; this ask waits for a human", n, bound, conv)
 	}
@@ -166,15 +159,15 @@ func (k *ask) answeredRefusal() string {
 	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 	switch {
 	case k.answering:
-		return fmt.Sprintf("ask %s is being answered", k.id)
-	case k.state == msg.AskExpired:
-		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.id, at(k.answeredAt), k.verdict)
-	case k.state != msg.AskPending:
-		who := k.answeredBy
-		if k.account != "" {
-			who += " (" + k.account + ")"
+		return fmt.Sprintf("ask %s is being answered", k.ID)
+	case k.State == msg.AskExpired:
+		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.ID, at(k.AnsweredAt), k.Verdict)
+	case k.State != msg.AskPending:
+		who := k.AnsweredBy
+		if k.Account != "" {
+			who += " (" + k.Account + ")"
 		}
-		return fmt.Sprintf("ask %s was already answered: %s by %s at %s", k.id, k.state, who, at(k.answeredAt))
+		return fmt.Sprintf("ask %s was already answered: %s by %s at %s", k.ID, k.State, who, at(k.AnsweredAt))
 	}
 	return ""
 }
@@ -191,21 +184,21 @@ func (k *ask) claimAnswer(now time.Time) int64 {
 // recordAnswer journals answer a to ask k, which claimAnswer marked, at
 // at, and applies it; a failed append gives the claim up. Called with
 // s.askMu held.
-func (s *Store) recordAnswer(k *ask, a Answer, at int64) (msg.AskView, error) {
-	rec := hostlog.AskAnswer{Ask: k.id, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
+func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, error) {
+	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
 	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()
 	if err != nil {
 		k.answering = false
 		v := k.view()
 		s.mu.Unlock()
-		return v, fmt.Errorf("ask %s: the host could not journal the answer: %w", k.id, err)
+		return v, fmt.Errorf("ask %s: the host could not journal the answer: %w", k.ID, err)
 	}
 	state := msg.AskApproved
 	if a.Verdict == msg.VerdictDeny {
 		state = msg.AskDenied
 	}
-	s.st.decideAsk(k, seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
+	s.st.decideAsk(k, seq.Seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
 	s.mu.Unlock()
@@ -215,52 +208,22 @@ func (s *Store) recordAnswer(k *ask, a Answer, at int64) (msg.AskView, error) {
 }
 
 func (k *ask) decision() AskDecision {
-	return AskDecision{Attempt: k.attempt, Ask: k.id, Route: k.route, Controller: k.controller, State: k.state}
+	return AskDecision{Attempt: k.Attempt, Ask: k.ID, Route: k.Route, Controller: k.Controller, State: k.State}
 }
 
 // checkAnswer checks a human's answer's own fields: a verdict that
 // decides, a note within its bound on one line, who answered.
-func checkAnswer(a *Answer) error {
-	if err := CheckAnswer(a.Verdict, a.Note); err != nil {
+func checkAnswer(a *views.Answer) error {
+	if err := views.CheckAnswer(a.Verdict, a.Note); err != nil {
 		return err
 	}
 	if a.Advisor != "" {
-		return Refusedf("an advisor answers through its controller's control channel (advise), not as a human")
+		return views.Refusedf("an advisor answers through its controller's control channel (advise), not as a human")
 	}
 	if a.By == "" {
-		return Refusedf("an answer names who gave it")
+		return views.Refusedf("an answer names who gave it")
 	}
 	return nil
-}
-
-// CheckAnswer refuses a human's verdict other than approve or deny, and a
-// note past msg.MaxApprovalNote or of more than one line: what AnswerAsk
-// refuses before anything is journaled, for a client to refuse before
-// anything is sent.
-func CheckAnswer(v msg.Verdict, note string) error {
-	if v != msg.VerdictApprove && v != msg.VerdictDeny {
-		return Refusedf("verdict %q: an answer approves or denies", quoteLine(string(v), 20))
-	}
-	if why := lineWithin("the note", note, 0, msg.MaxApprovalNote); why != "" {
-		return Refusedf("%s", why)
-	}
-	return nil
-}
-
-// lineWithin is why text (what) is not one line of min to max bytes of
-// UTF-8, or "".
-func lineWithin(what, text string, minLen, maxLen int) string {
-	switch {
-	case len(text) < minLen:
-		return what + " is empty"
-	case len(text) > maxLen:
-		return fmt.Sprintf("%s of %d bytes is over the bound of %d", what, len(text), maxLen)
-	case !utf8.ValidString(text):
-		return what + " is not UTF-8"
-	case msg.LineBreakAt(text) >= 0:
-		return what + " must be one line"
-	}
-	return ""
 }
 
 // expireDue applies lazy expiry: every pending ask past its expiry (only
@@ -282,7 +245,7 @@ func (s *Store) expireDueLocked(id string) error {
 	now := s.clockLocked().UnixMilli()
 	var due []*ask
 	if id != "" {
-		if k := s.st.asks[id]; k != nil && k.due(now) {
+		if k := s.st.Asks[id]; k != nil && k.due(now) {
 			due = append(due, k)
 		}
 	} else {
@@ -291,7 +254,7 @@ func (s *Store) expireDueLocked(id string) error {
 				due = append(due, k)
 			}
 		}
-		slices.SortFunc(due, func(a, b *ask) int { return strings.Compare(a.id, b.id) })
+		slices.SortFunc(due, func(a, b *ask) int { return strings.Compare(a.ID, b.ID) })
 	}
 	s.mu.Unlock()
 	for _, k := range due {
@@ -307,20 +270,20 @@ func (s *Store) expireDueLocked(id string) error {
 func (s *Store) expire(k *ask) error {
 	s.mu.Lock()
 	k.answering = true
-	rec := hostlog.AskExpired{Ask: k.id, Verdict: k.onTimeout, At: k.expiresAt}
+	rec := hostlog.AskExpired{Ask: k.ID, Verdict: k.OnTimeout, At: k.ExpiresAt}
 	s.mu.Unlock()
 	seq, err := s.append(hostlog.KindAskExpired, rec)
 	s.mu.Lock()
 	if err != nil {
 		k.answering = false
 		s.mu.Unlock()
-		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.id, err)
+		return fmt.Errorf("ask %s: the host could not journal its expiry: %w", k.ID, err)
 	}
-	s.st.decideAsk(k, seq, msg.AskExpired, k.onTimeout, hostlog.AnsweredByExpiry, "", "", "", k.expiresAt)
+	s.st.decideAsk(k, seq.Seq, msg.AskExpired, k.OnTimeout, hostlog.AnsweredByExpiry, "", "", "", k.ExpiresAt)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
 	s.mu.Unlock()
-	s.logAsk("expired", v, "verdict", k.onTimeout)
+	s.logAsk("expired", v, "verdict", k.OnTimeout)
 	s.daemon.AskDecided(dec)
 	return nil
 }

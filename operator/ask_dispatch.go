@@ -31,26 +31,26 @@ const nothingReservedSentOrCharged = "; nothing was reserved, sent or charged"
 // raiseAsk journals the ask of admitted call c, which holds nothing, and
 // answers its ticket. A journal failure forgets the attempt: nothing was
 // reserved or sent.
-func (s *Store) raiseAsk(c *checkedDispatch, adm *admission) msg.DispatchResult {
+func (s *Store) raiseAsk(c *hostlog.CheckedDispatch, adm *admission) msg.DispatchResult {
 	now := s.clock().UnixMilli()
 	p := adm.approval
 	// checkDispatch parsed this body already: it is an invoke's, canonical.
-	ib, _ := oracleops.ParseInvokeBody(c.req.Body)
+	ib, _ := oracleops.ParseInvokeBody(c.Req.Body)
 	k := &ask{
-		attempt: c.attempt, controller: adm.ctrl.name, route: c.route, agent: c.agent, conversation: c.conversation,
-		application: c.application, operation: c.operation, kind: c.kind, requestSHA: bytes.Clone(c.sha[:]),
-		method: c.req.Method, path: c.req.Path, body: c.req.Body, arguments: ib.Arguments, price: adm.charge,
-		justification: c.justification, raisedAt: now, expiresAt: now + p.Expiry().Milliseconds(), park: p.Park(),
-		onTimeout: p.TimeoutVerdict(), limitsRevision: adm.limitsRevision,
+		Attempt: c.Attempt, Controller: adm.ctrl.Name, Route: c.Route, Agent: c.Agent, Conversation: c.Conversation,
+		Application: c.Application, Operation: c.Operation, Kind: c.Kind, RequestSHA: bytes.Clone(c.SHA[:]),
+		Method: c.Req.Method, Path: c.Req.Path, Body: c.Req.Body, Arguments: ib.Arguments, Price: adm.charge,
+		Justification: c.Justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
+		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision,
 	}
 	if err := s.raise(k); err != nil {
 		if !errors.Is(err, journal.ErrFailed) {
-			s.forgetAttempt(c.attempt)
+			s.forgetAttempt(c.Attempt)
 		}
-		return askFailed(c.attempt, err, s.log)
+		return askFailed(c.Attempt, err, s.log)
 	}
 	failpoint.Hit(FailAfterAsk)
-	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
+	return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateAwaitingApproval, Ask: k.ticket(now)}
 }
 
 // askFailed answers a dispatch whose ask record could not be appended.
@@ -75,7 +75,7 @@ func askFailed(attempt string, err error, log *slog.Logger) msg.DispatchResult {
 // became of the ask of one of its controller's attempts awaiting
 // approval, and its end when it was decided.
 func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect) msg.DispatchResult {
-	if err := validAttemptID(col.Attempt); err != nil {
+	if err := hostlog.ValidAttemptID(col.Attempt); err != nil {
 		return refused(&msg.Dispatch{Attempt: col.Attempt}, msg.CodeBadRequest, "collect: %v", err)
 	}
 	k, tk, ref := s.claimCollect(at.Controller, col.Attempt)
@@ -84,7 +84,7 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 		return msg.DispatchResult{Attempt: col.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	case tk != nil:
 		return msg.DispatchResult{Attempt: col.Attempt, Outcome: msg.StateAwaitingApproval, Ask: tk}
-	case k.verdict == msg.VerdictDeny:
+	case k.Verdict == msg.VerdictDeny:
 		receiptWhy, agentWhy := deniedReasons(k)
 		return s.endAsked(k, &msg.Refusal{Code: msg.CodeDenied, Reason: agentWhy}, receiptWhy)
 	}
@@ -94,14 +94,14 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 // deniedReasons are a denied ask's receipt reason and the agent's: who
 // denied it and their words, or its expiry.
 func deniedReasons(k *ask) (receipt, agent string) {
-	if k.answeredBy == hostlog.AnsweredByExpiry {
-		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.expiresAt).UTC().Format(time.RFC3339)),
-			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.id) + nothingReservedSentOrCharged
+	if k.AnsweredBy == hostlog.AnsweredByExpiry {
+		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.ExpiresAt).UTC().Format(time.RFC3339)),
+			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.ID) + nothingReservedSentOrCharged
 	}
-	receipt = "denied by " + k.answeredBy
-	agent = fmt.Sprintf("the call's approval was denied (ask %s, by %s)", k.id, k.answeredBy)
-	if k.note != "" {
-		note := quoteLine(k.note, maxPayerReason)
+	receipt = "denied by " + k.AnsweredBy
+	agent = fmt.Sprintf("the call's approval was denied (ask %s, by %s)", k.ID, k.AnsweredBy)
+	if k.Note != "" {
+		note := hostlog.QuoteLine(k.Note, maxPayerReason)
 		receipt += ": " + note
 		agent += ": " + note
 	}
@@ -115,28 +115,28 @@ func deniedReasons(k *ask) (receipt, agent string) {
 // admitted once, and its id is taken); a collect that cannot go on now (a
 // deadline already past, another route's channel) ends nothing.
 func (s *Store) goOnApproved(ctx context.Context, at ForwardSocket, k *ask, deadline int64) msg.DispatchResult {
-	d := &msg.Dispatch{Attempt: k.attempt}
-	if at.Route != k.route {
-		s.unclaim(k.attempt)
-		return refused(d, msg.CodeBadRequest, "attempt %s was dispatched on route %s: collect it there", k.attempt, k.route)
+	d := &msg.Dispatch{Attempt: k.Attempt}
+	if at.Route != k.Route {
+		s.unclaim(k.Attempt)
+		return refused(d, msg.CodeBadRequest, "attempt %s was dispatched on route %s: collect it there", k.Attempt, k.Route)
 	}
 	rt, why := s.routeToServe(at)
 	if why != "" {
 		return s.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: why}, "refused after approval, when admitted again: "+strings.TrimSuffix(why, nothingReservedOrSent))
 	}
-	c, err := checkDispatch(&rt, &msg.Dispatch{Attempt: k.attempt, Method: k.method, Path: k.path, Body: k.body,
-		Agent: k.agent, Deadline: deadline, Justification: k.justification})
-	if err == nil && !bytes.Equal(c.sha[:], k.requestSHA) {
+	c, err := hostlog.CheckDispatch(&rt, &msg.Dispatch{Attempt: k.Attempt, Method: k.Method, Path: k.Path, Body: k.Body,
+		Agent: k.Agent, Deadline: deadline, Justification: k.Justification})
+	if err == nil && !bytes.Equal(c.SHA[:], k.RequestSHA) {
 		err = errors.New("the request is no longer the one asked")
 	}
 	if err != nil {
-		s.log.Warn("steward-operator: an approved call no longer fits its route", "attempt", k.attempt, "ask", k.id, "err", err)
+		s.log.Warn("steward-operator: an approved call no longer fits its route", "attempt", k.Attempt, "ask", k.ID, "err", err)
 		return s.endAsked(k, &msg.Refusal{Code: msg.CodeUnavailable, Reason: "the route no longer takes the call as it was asked" + nothingReservedSentOrCharged},
 			"refused after approval: the route no longer takes the request as it was asked")
 	}
 	if ref := s.checkDeadline(rt.Controller, c); ref != nil {
-		s.unclaim(k.attempt)
-		return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref}
+		s.unclaim(k.Attempt)
+		return msg.DispatchResult{Attempt: k.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
 	adm, ref := s.admitAgain(rt.Controller, c)
 	if ref != nil {
@@ -153,12 +153,12 @@ func (s *Store) goOnApproved(ctx context.Context, at ForwardSocket, k *ask, dead
 func (s *Store) endAsked(k *ask, ref *msg.Refusal, receiptWhy string) msg.DispatchResult {
 	receipt, err := s.commitAskRefused(k, receiptWhy)
 	if err != nil {
-		s.log.Error("steward-operator: refused record of an asked attempt; nothing sent or charged", "attempt", k.attempt, "ask", k.id, "err", err)
+		s.log.Error("steward-operator: refused record of an asked attempt; nothing sent or charged", "attempt", k.Attempt, "ask", k.ID, "err", err)
 		ref.Reason += refusalUnrecorded(err)
-		return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref}
+		return msg.DispatchResult{Attempt: k.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
 	failpoint.Hit(FailAfterRefused)
-	return msg.DispatchResult{Attempt: k.attempt, Outcome: msg.StateRefused, Refusal: ref, Receipt: receipt}
+	return msg.DispatchResult{Attempt: k.Attempt, Outcome: msg.StateRefused, Refusal: ref, Receipt: receipt}
 }
 
 // claimCollect finds the ask of attempt id of controller ctrl, its expiry
@@ -167,11 +167,16 @@ func (s *Store) endAsked(k *ask, ref *msg.Refusal, receiptWhy string) msg.Dispat
 // until this one ends it. Otherwise the refusal naming the attempt's state.
 func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusal) {
 	s.mu.Lock()
-	a := s.st.attempts[id]
+	a, err := s.st.attemptOf(id) // an ended one is refused by its state
+	if err != nil {
+		s.mu.Unlock()
+		s.log.Error("steward-operator: the history index", "attempt", id, "err", err)
+		return nil, nil, &msg.Refusal{Code: msg.CodeInternal, Reason: "the host could not read its history; nothing was done: collect again"}
+	}
 	ref := collectRefusal(a, ctrl, id)
 	var askID string
 	if ref == nil {
-		askID = a.ask
+		askID = a.Ask
 	}
 	s.mu.Unlock()
 	if ref != nil {
@@ -183,12 +188,12 @@ func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusa
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a = s.st.attempts[id]
+	a = s.st.Attempts[id]
 	if ref := collectRefusal(a, ctrl, id); ref != nil {
 		return nil, nil, ref
 	}
-	k := s.st.asks[a.ask]
-	if k.state == msg.AskPending {
+	k := s.st.Asks[a.Ask]
+	if k.State == msg.AskPending {
 		return nil, k.ticket(s.clockLocked().UnixMilli()), nil
 	}
 	a.collecting = true
@@ -201,12 +206,12 @@ func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusa
 // collected already. With s.mu held.
 func collectRefusal(a *attempt, ctrl, id string) *msg.Refusal {
 	switch {
-	case a == nil || a.controller != ctrl || a.state == stateAdmitting:
+	case a == nil || a.Controller != ctrl || a.State == stateAdmitting:
 		return &msg.Refusal{Code: msg.CodeUnknown, Reason: fmt.Sprintf("attempt %s awaits no approval: the host has not seen it", id)}
-	case a.state == msg.StateDeliveryRequested || a.state == msg.StateAwaitingApproval && a.collecting:
+	case a.State == msg.StateDeliveryRequested || a.State == msg.StateAwaitingApproval && a.collecting:
 		return &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s is already being delivered", id)}
-	case a.state != msg.StateAwaitingApproval:
-		return &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s is %s, not awaiting approval: it is never delivered twice", id, a.state)}
+	case a.State != msg.StateAwaitingApproval:
+		return &msg.Refusal{Code: msg.CodeDuplicate, Reason: fmt.Sprintf("attempt %s is %s, not awaiting approval: it is never delivered twice", id, a.State)}
 	}
 	return nil
 }
@@ -215,7 +220,7 @@ func collectRefusal(a *attempt, ctrl, id string) *msg.Refusal {
 // approval.
 func (s *Store) unclaim(id string) {
 	s.mu.Lock()
-	if a := s.st.attempts[id]; a != nil {
+	if a := s.st.Attempts[id]; a != nil {
 		a.collecting = false
 	}
 	s.mu.Unlock()
@@ -225,16 +230,16 @@ func (s *Store) unclaim(id string) {
 // record failed).
 func (s *Store) forgetAttempt(id string) {
 	s.mu.Lock()
-	delete(s.st.attempts, id)
+	delete(s.st.Attempts, id)
 	s.mu.Unlock()
 }
 
 // admitAgain admits the claimed attempt of an approved ask again, as a
 // dispatch is admitted now; the admission holds its charge and counts.
-func (s *Store) admitAgain(ctrl string, c *checkedDispatch) (*admission, *msg.Refusal) {
+func (s *Store) admitAgain(ctrl string, c *hostlog.CheckedDispatch) (*admission, *msg.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.admitLocked(ctrl, c, s.st.attempts[c.attempt])
+	return s.admitLocked(ctrl, c, s.st.Attempts[c.Attempt])
 }
 
 // commitAskRefused ends ask k's attempt, which holds nothing, with a
@@ -245,21 +250,21 @@ func (s *Store) commitAskRefused(k *ask, reason string) ([]byte, error) {
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindRefused,
 		receipt: func() msg.Receipt {
-			a = s.st.attempts[k.attempt]
-			c := s.st.controllers[k.controller]
+			a = s.st.Attempts[k.Attempt]
+			c := s.st.Controllers[k.Controller]
 			return msg.Receipt{
-				Attempt: k.attempt, Controller: k.controller, Application: k.application, Operation: k.operation, Kind: k.kind,
-				RequestSHA256: k.requestSHA, BalanceAfter: c.purse.balance(), Outcome: msg.StateRefused, Reason: reason,
-				PriceApplied: msg.PriceNone, Agent: k.agent, Conversation: k.conversation, Ask: k.id, AnsweredBy: k.answeredBy,
+				Attempt: k.Attempt, Controller: k.Controller, Application: k.Application, Operation: k.Operation, Kind: k.Kind,
+				RequestSHA256: k.RequestSHA, BalanceAfter: c.Purse.balance(), Outcome: msg.StateRefused, Reason: reason,
+				PriceApplied: msg.PriceNone, Agent: k.Agent, Conversation: k.Conversation, Ask: k.ID, AnsweredBy: k.AnsweredBy,
 			}
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.Refused{Attempt: k.attempt, Controller: k.controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
-				Agent: k.agent, Conversation: k.conversation}
+			return hostlog.Refused{Attempt: k.Attempt, Controller: k.Controller, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.Ledger,
+				Agent: k.Agent, Conversation: k.Conversation}
 		},
 		undo: func() { a.collecting = false },
-		apply: func(jseq uint64) {
-			a.state, a.detail, a.outcomeSeq, a.charge, a.collecting = msg.StateRefused, reason, jseq, 0, false
+		apply: func(at journal.Place) {
+			a.State, a.Detail, a.EndAt, a.Charge, a.collecting = msg.StateRefused, reason, at, 0, false
 		},
 	})
 }

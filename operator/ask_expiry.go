@@ -15,8 +15,8 @@ func (s *Store) NextAskExpiry() (time.Duration, bool, <-chan struct{}) {
 	defer s.mu.Unlock()
 	var next int64
 	for _, k := range s.st.asksPending {
-		if !k.answering && (next == 0 || k.expiresAt < next) {
-			next = k.expiresAt
+		if !k.answering && (next == 0 || k.ExpiresAt < next) {
+			next = k.ExpiresAt
 		}
 	}
 	if next == 0 {

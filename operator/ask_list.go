@@ -2,46 +2,39 @@ package operator
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
-
-// The ask events `approvals watch` prints, one JSON line each.
-const (
-	AskRaised       = "raised"
-	AskAnswered     = "answered"
-	AskExpiredEvent = "expired"
-)
-
-// AskEvent is one event of an ask, as its record made it: Seq is the
-// record's journal sequence number (the watch's cursor), At when it
-// happened (unix ms), Ask the ask as of that event.
-type AskEvent struct {
-	Seq   uint64      `cbor:"seq" json:"-"`
-	Event string      `cbor:"event" json:"event"`
-	At    int64       `cbor:"at" json:"at"`
-	Ask   msg.AskView `cbor:"ask" json:"ask"`
-}
 
 // AskList lists the pending asks, oldest first, or with all every ask;
 // at most msg.MaxAsksListed (all: the latest ones). Expiry is applied
 // first.
-func (s *Store) AskList(all bool) []msg.AskView {
+func (s *Store) AskList(all bool) ([]msg.AskView, error) {
 	s.expireForRead("")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []msg.AskView
-	if all {
-		ids := s.st.askOrder[max(0, len(s.st.askOrder)-msg.MaxAsksListed):]
-		out = make([]msg.AskView, 0, len(ids))
-		for _, id := range ids {
-			out = append(out, s.st.asks[id].view())
-		}
-		return out
+	if !all {
+		return s.st.pendingViews(func(*ask) bool { return true }), nil
 	}
-	return s.st.pendingViews(func(*ask) bool { return true })
+	ks, err := s.st.pastAsks(msg.MaxAsksListed)
+	if err != nil {
+		return nil, err
+	}
+	ks = slices.DeleteFunc(ks, func(k *ask) bool { return s.st.Asks[k.ID] != nil })
+	for _, id := range s.st.AskOrder {
+		ks = append(ks, s.st.Asks[id])
+	}
+	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Seq < ks[j].Seq })
+	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
+	for _, k := range ks[max(0, len(ks)-msg.MaxAsksListed):] {
+		out = append(out, k.view())
+	}
+	return out, nil
 }
 
 // pendingViews is the pending asks that keep, oldest first, at most
@@ -54,10 +47,10 @@ func (st *state) pendingViews(keep func(*ask) bool) []msg.AskView {
 		}
 	}
 	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].raisedAt != ks[j].raisedAt {
-			return ks[i].raisedAt < ks[j].raisedAt
+		if ks[i].RaisedAt != ks[j].RaisedAt {
+			return ks[i].RaisedAt < ks[j].RaisedAt
 		}
-		return ks[i].id < ks[j].id
+		return ks[i].ID < ks[j].ID
 	})
 	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
 	for _, k := range ks[:min(len(ks), msg.MaxAsksListed)] {
@@ -71,9 +64,9 @@ func (s *Store) AskShow(id string) (msg.AskView, error) {
 	s.expireForRead(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := s.st.asks[id]
+	k, err := s.st.askOf(id)
 	if k == nil {
-		return msg.AskView{}, &AskRefusal{Reason: "no ask " + quoteLine(id, 40)}
+		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
 	return k.view(), nil
 }
@@ -89,17 +82,17 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 	defer s.mu.Unlock()
 	st := s.st
 	mayAdvise := func(k agentKey) bool {
-		al := st.agents[k]
-		return k.controller == controller && k.agent != advisor && al != nil && al.l.Approval.MayAdvise(advisor)
+		al := st.Agents[k]
+		return k.Controller == controller && k.Agent != advisor && al != nil && al.Limits.Approval.MayAdvise(advisor)
 	}
 	named := false
-	for _, k := range st.agentOrder {
+	for _, k := range st.AgentOrder {
 		named = named || mayAdvise(k)
 	}
 	if !named {
-		return nil, &AskRefusal{Reason: "agent " + quoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
+		return nil, &AskRefusal{Reason: "agent " + hostlog.QuoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
 	}
-	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.controller, k.agent}) }), nil
+	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.Controller, k.Agent}) }), nil
 }
 
 // AskEvents returns the ask events of the records after journal sequence
@@ -108,7 +101,7 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 // it waits up to wait for one, on the signal every new event gives (no
 // polling). Expiry is applied first, so an ask whose expiry passed shows
 // its expired event.
-func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration) ([]AskEvent, uint64, error) {
+func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration) ([]views.AskEvent, uint64, error) {
 	if err := s.expireDue(""); err != nil {
 		s.log.Error("steward-operator: ask expiry record", "err", err)
 	}
@@ -120,10 +113,18 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 	}
 	for {
 		s.mu.Lock()
-		evs := s.st.askEvents
-		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
-		if n := min(len(evs)-i, msg.MaxAsksListed); n > 0 {
-			out := append([]AskEvent(nil), evs[i:i+n]...)
+		out, err := s.st.pastEvents(after, msg.MaxAsksListed)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, after, err
+		}
+		evs, from := s.st.AskEvents, after
+		if len(out) != 0 {
+			from = out[len(out)-1].Seq
+		}
+		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > from })
+		out = append(out, evs[i:i+min(len(evs)-i, msg.MaxAsksListed-len(out))]...)
+		if n := len(out); n > 0 {
 			s.mu.Unlock()
 			return out, out[n-1].Seq, nil
 		}

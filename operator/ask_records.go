@@ -27,42 +27,42 @@ func askOf(b *hostlog.Ask) (*ask, error) {
 		return nil, fmt.Errorf("ask %s: on-timeout verdict %q is neither approve nor deny", b.Ask, b.OnTimeout)
 	}
 	return &ask{
-		id: b.Ask, attempt: b.Attempt, controller: b.Controller, route: b.Route, agent: b.Agent,
-		conversation: b.Conversation, application: b.Application, operation: b.Operation, kind: b.Kind,
-		requestSHA: b.RequestSHA256, method: b.Method, path: b.Path, body: b.Body, arguments: ib.Arguments,
-		price: b.Price, justification: b.Justification, raisedAt: b.RaisedAt, expiresAt: b.ExpiresAt,
-		park: time.Duration(b.ParkMs) * time.Millisecond, onTimeout: b.OnTimeout, limitsRevision: b.LimitsRevision,
-		state: msg.AskPending,
+		ID: b.Ask, Attempt: b.Attempt, Controller: b.Controller, Route: b.Route, Agent: b.Agent,
+		Conversation: b.Conversation, Application: b.Application, Operation: b.Operation, Kind: b.Kind,
+		RequestSHA: b.RequestSHA256, Method: b.Method, Path: b.Path, Body: b.Body, Arguments: ib.Arguments,
+		Price: b.Price, Justification: b.Justification, RaisedAt: b.RaisedAt, ExpiresAt: b.ExpiresAt,
+		Park: time.Duration(b.ParkMs) * time.Millisecond, OnTimeout: b.OnTimeout, LimitsRevision: b.LimitsRevision,
+		State: msg.AskPending,
 	}, nil
 }
 
 // record is the ask record of a.
 func (a *ask) record() hostlog.Ask {
 	return hostlog.Ask{
-		Ask: a.id, Attempt: a.attempt, Controller: a.controller, Route: a.route, Agent: a.agent,
-		Conversation: a.conversation, Application: a.application, Operation: a.operation, Kind: a.kind,
-		RequestSHA256: a.requestSHA, Method: a.method, Path: a.path, Body: a.body, Price: a.price,
-		Justification: a.justification, RaisedAt: a.raisedAt, ExpiresAt: a.expiresAt, ParkMs: a.park.Milliseconds(),
-		OnTimeout: a.onTimeout, LimitsRevision: a.limitsRevision,
+		Ask: a.ID, Attempt: a.Attempt, Controller: a.Controller, Route: a.Route, Agent: a.Agent,
+		Conversation: a.Conversation, Application: a.Application, Operation: a.Operation, Kind: a.Kind,
+		RequestSHA256: a.RequestSHA, Method: a.Method, Path: a.Path, Body: a.Body, Price: a.Price,
+		Justification: a.Justification, RaisedAt: a.RaisedAt, ExpiresAt: a.ExpiresAt, ParkMs: a.Park.Milliseconds(),
+		OnTimeout: a.OnTimeout, LimitsRevision: a.LimitsRevision,
 	}
 }
 
 // askAttempt is the attempt an ask holds: awaiting approval, nothing
 // reserved or held (its id is taken).
 func askAttempt(a *ask) *attempt {
-	return &attempt{id: a.attempt, controller: a.controller, application: a.application, state: msg.StateAwaitingApproval,
-		agent: a.agent, conversation: a.conversation, ask: a.id}
+	return &attempt{ID: a.Attempt, Controller: a.Controller, Application: a.Application, State: msg.StateAwaitingApproval,
+		Agent: a.Agent, Conversation: a.Conversation, Ask: a.ID}
 }
 
 // ask replays an ask record: the ask, pending, and its attempt awaiting
 // approval with nothing held.
 func (rp *replayer) Ask(r journal.Record, b *hostlog.Ask) error {
 	st := rp.st
-	if _, dup := st.asks[b.Ask]; dup {
-		return fmt.Errorf("ask %s raised twice", b.Ask)
+	if seen, err := st.askSeenBefore(b.Ask, r.Seq); err != nil || seen {
+		return lookupOr(err, fmt.Errorf("ask %s raised twice", b.Ask))
 	}
-	if _, dup := st.attempts[b.Attempt]; dup {
-		return fmt.Errorf("ask %s: attempt %s was recorded before its ask", b.Ask, b.Attempt)
+	if seen, err := st.seenBefore(b.Attempt, r.Seq); err != nil || seen {
+		return lookupOr(err, fmt.Errorf("ask %s: attempt %s was recorded before its ask", b.Ask, b.Attempt))
 	}
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
@@ -71,7 +71,9 @@ func (rp *replayer) Ask(r journal.Record, b *hostlog.Ask) error {
 	if err != nil {
 		return err
 	}
-	st.attempts[a.attempt] = askAttempt(a)
+	at := askAttempt(a)
+	at.First = r.Seq
+	st.Attempts[a.Attempt] = at
 	st.addAsk(a, r.Seq)
 	return nil
 }
@@ -102,8 +104,8 @@ func (rp *replayer) AskExpired(r journal.Record, b *hostlog.AskExpired) error {
 	if err != nil {
 		return err
 	}
-	if b.Verdict != a.onTimeout {
-		return fmt.Errorf("ask %s expires to %s, not its on-timeout verdict %s", b.Ask, b.Verdict, a.onTimeout)
+	if b.Verdict != a.OnTimeout {
+		return fmt.Errorf("ask %s expires to %s, not its on-timeout verdict %s", b.Ask, b.Verdict, a.OnTimeout)
 	}
 	rp.st.decideAsk(a, r.Seq, msg.AskExpired, b.Verdict, hostlog.AnsweredByExpiry, "", "", "", b.At)
 	rp.st.attemptAnswered(a)
@@ -112,12 +114,12 @@ func (rp *replayer) AskExpired(r journal.Record, b *hostlog.AskExpired) error {
 
 // pendingAsk is ask id, which must be pending.
 func (st *state) pendingAsk(id string) (*ask, error) {
-	a, ok := st.asks[id]
+	a, ok := st.Asks[id]
 	if !ok {
 		return nil, fmt.Errorf("ask %s has no ask record", id)
 	}
-	if a.state != msg.AskPending {
-		return nil, fmt.Errorf("ask %s is answered twice: it is already %s", id, a.state)
+	if a.State != msg.AskPending {
+		return nil, fmt.Errorf("ask %s is answered twice: it is already %s", id, a.State)
 	}
 	return a, nil
 }
@@ -125,25 +127,29 @@ func (st *state) pendingAsk(id string) (*ask, error) {
 // attemptAnswered gives an ask's attempt, while it is still the ask's,
 // the ask's answerer: every receipt of the attempt names it.
 func (st *state) attemptAnswered(a *ask) {
-	if at := st.attempts[a.attempt]; at != nil && at.ask == a.id {
-		at.answeredBy = a.answeredBy
+	if at := st.Attempts[a.Attempt]; at != nil && at.Ask == a.ID {
+		at.AnsweredBy = a.AnsweredBy
 	}
 }
 
-// askedAttempt is the attempt a reserve or refused record ends or goes on
-// with: a new one, or the one awaiting approval an ask record made, whose
-// ask (and answerer) it keeps. Any other attempt with the id is a
-// journal no host writes.
-func (st *state) askedAttempt(id, what string, dupErr error) (prior *attempt, err error) {
-	prior, dup := st.attempts[id]
+// askedAttempt is the attempt a reserve or refused record (at seq) ends
+// or goes on with: a new one, or the one awaiting approval an ask record
+// made, whose ask (and answerer) it keeps. Any other attempt with the id,
+// live or in the history index from another record, is a journal no host
+// writes.
+func (st *state) askedAttempt(id string, seq uint64, what string, dupErr error) (prior *attempt, err error) {
+	prior, dup := st.Attempts[id]
 	if !dup {
+		if seen, err := st.seenBefore(id, seq); err != nil || seen {
+			return nil, lookupOr(err, dupErr)
+		}
 		return nil, nil
 	}
-	if prior.state != msg.StateAwaitingApproval {
+	if prior.State != msg.StateAwaitingApproval {
 		return nil, dupErr
 	}
-	if a := st.asks[prior.ask]; a == nil || a.state == msg.AskPending {
-		return nil, fmt.Errorf("attempt %s %s while its ask %s is pending", id, what, prior.ask)
+	if a := st.Asks[prior.Ask]; a == nil || a.State == msg.AskPending {
+		return nil, fmt.Errorf("attempt %s %s while its ask %s is pending", id, what, prior.Ask)
 	}
 	return prior, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -43,7 +44,7 @@ func newAskStore(t *testing.T, policies map[string]*msg.ApprovalPolicy) *askStor
 		t.Fatal(err)
 	}
 	for agent, pol := range policies {
-		if _, err := a.s.SetAgentLimits(AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
+		if _, err := a.s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,15 +80,15 @@ func (a *askStore) raise(attempt, agent, conv string) *ask {
 		a.t.Fatal(err)
 	}
 	a.s.mu.Lock()
-	pol := a.s.st.agents[agentKey{"ctl", agent}].l.Approval
+	pol := a.s.st.Agents[agentKey{"ctl", agent}].Limits.Approval
 	a.s.mu.Unlock()
 	now := a.clk.Now().UnixMilli()
 	sum := req.SHA256()
 	k := &ask{
-		attempt: attempt, controller: "ctl", route: "r1", agent: agent, conversation: conv, application: "app",
-		operation: "calc.evaluate", kind: msg.KindInvoke, requestSHA: sum[:], method: req.Method, path: req.Path,
-		body: req.Body, arguments: []byte(`{"expression":"1+1"}`), price: 4, raisedAt: now,
-		expiresAt: now + pol.Expiry().Milliseconds(), park: pol.Park(), onTimeout: pol.TimeoutVerdict(), limitsRevision: 1,
+		Attempt: attempt, Controller: "ctl", Route: "r1", Agent: agent, Conversation: conv, Application: "app",
+		Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA: sum[:], Method: req.Method, Path: req.Path,
+		Body: req.Body, Arguments: []byte(`{"expression":"1+1"}`), Price: 4, RaisedAt: now,
+		ExpiresAt: now + pol.Expiry().Milliseconds(), Park: pol.Park(), OnTimeout: pol.TimeoutVerdict(), LimitsRevision: 1,
 	}
 	if err := a.s.raise(k); err != nil {
 		a.t.Fatal(err)
@@ -104,8 +105,8 @@ func (a *askStore) kinds() map[string]int {
 	return n
 }
 
-func human(v msg.Verdict, uid int, account string) Answer {
-	return Answer{Verdict: v, By: fmt.Sprintf("uid:%d", uid), Account: account}
+func human(v msg.Verdict, uid int, account string) views.Answer {
+	return views.Answer{Verdict: v, By: fmt.Sprintf("uid:%d", uid), Account: account}
 }
 
 func advise(id, advisor string, v msg.Verdict) msg.Advise {
@@ -115,7 +116,7 @@ func advise(id, advisor string, v msg.Verdict) msg.Advise {
 func wantAskRefusal(t *testing.T, err error, reason string) {
 	t.Helper()
 	var ar *AskRefusal
-	if !errors.As(err, &ar) || !errors.Is(err, ErrRefused) || ar.Reason != reason {
+	if !errors.As(err, &ar) || !errors.Is(err, views.ErrRefused) || ar.Reason != reason {
 		t.Fatalf("want the refusal %q, got %v", reason, err)
 	}
 }
@@ -149,23 +150,23 @@ func withAdvisors(bound *uint64, advisors ...string) *msg.ApprovalPolicy {
 func TestAskFirstAnswerWins(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": withAdvisors(nil, "rev")})
 	k := a.raise("a1", "alice", "c1")
-	v, err := a.s.AnswerAsk(k.id, human(msg.VerdictApprove, 1001, "alice-h"))
+	v, err := a.s.AnswerAsk(k.ID, human(msg.VerdictApprove, 1001, "alice-h"))
 	if err != nil || v.State != msg.AskApproved || v.AnsweredBy != "uid:1001" {
 		t.Fatalf("first answer: %+v %v", v, err)
 	}
-	_, err = a.s.AnswerAsk(k.id, human(msg.VerdictDeny, 1002, "bob"))
-	wantAskRefusal(t, err, fmt.Sprintf("ask %s was already answered: approved by uid:1001 (alice-h) at %s", k.id, rfc3339(v.AnsweredAt)))
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(k.id, "rev", msg.VerdictDeny)), "ask "+k.id+" was already answered")
+	_, err = a.s.AnswerAsk(k.ID, human(msg.VerdictDeny, 1002, "bob"))
+	wantAskRefusal(t, err, fmt.Sprintf("ask %s was already answered: approved by uid:1001 (alice-h) at %s", k.ID, rfc3339(v.AnsweredAt)))
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(k.ID, "rev", msg.VerdictDeny)), "ask "+k.ID+" was already answered")
 	if n := a.kinds(); n[hostlog.KindAskAnswer] != 1 {
 		t.Fatalf("journal %v", n)
 	}
-	if !strings.Contains(a.log.String(), `msg="steward-operator: ask answer refused" ask=`+k.id) {
+	if !strings.Contains(a.log.String(), `msg="steward-operator: ask answer refused" ask=`+k.ID) {
 		t.Fatalf("no refused-answer line in the log:\n%s", a.log)
 	}
 	_, err = a.s.AnswerAsk("ask-000000000000", human(msg.VerdictDeny, 1002, ""))
 	wantAskRefusal(t, err, "no ask ask-000000000000")
-	_, err = a.s.AnswerAsk(k.id, human(msg.VerdictWait, 1002, ""))
-	if !errors.Is(err, ErrRefused) {
+	_, err = a.s.AnswerAsk(k.ID, human(msg.VerdictWait, 1002, ""))
+	if !errors.Is(err, views.ErrRefused) {
 		t.Fatalf("a human's wait: %v", err)
 	}
 }
@@ -181,12 +182,12 @@ func TestAskConcurrentAnswers(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, err := a.s.AnswerAsk(k.id, human(msg.VerdictApprove, 1000+i, ""))
+			_, err := a.s.AnswerAsk(k.ID, human(msg.VerdictApprove, 1000+i, ""))
 			errs <- err
 		}()
 		go func() {
 			defer wg.Done()
-			if r := a.s.Advise("ctl", advise(k.id, "rev", msg.VerdictDeny)); r.Refused != nil {
+			if r := a.s.Advise("ctl", advise(k.ID, "rev", msg.VerdictDeny)); r.Refused != nil {
 				errs <- &AskRefusal{Reason: r.Refused.Reason}
 			} else {
 				errs <- nil
@@ -218,11 +219,11 @@ func TestAskConcurrentAnswers(t *testing.T) {
 func TestAdvisorBound(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": withAdvisors(u64(2), "rev", "rev2")})
 	k1, k2, k3 := a.raise("a1", "alice", "c1"), a.raise("a2", "alice", "c1"), a.raise("a3", "alice", "c1")
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(k1.id, "rev", msg.VerdictApprove)))
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(k2.id, "rev2", msg.VerdictDeny)))
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(k1.ID, "rev", msg.VerdictApprove)))
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(k2.ID, "rev2", msg.VerdictDeny)))
 	spent := "agent answers spent: 2 of 2 for conversation c1; this ask waits for a human"
 	before := a.kinds()
-	r := a.s.Advise("ctl", advise(k3.id, "rev", msg.VerdictApprove))
+	r := a.s.Advise("ctl", advise(k3.ID, "rev", msg.VerdictApprove))
 	wantAdviceRefused(t, r, spent)
 	if r.Ask.State != msg.AskPending {
 		t.Fatalf("the refused ask: %+v", r.Ask)
@@ -230,24 +231,24 @@ func TestAdvisorBound(t *testing.T) {
 	if after := a.kinds(); after[hostlog.KindAskAnswer] != before[hostlog.KindAskAnswer] {
 		t.Fatalf("the answer past the bound was journaled: %v", after)
 	}
-	_, err := a.s.AnswerAsk(k3.id, Answer{Verdict: msg.VerdictApprove, By: "agent:rev", Advisor: "rev"})
-	if !errors.Is(err, ErrRefused) || err.Error() != "refused: an advisor answers through its controller's control channel (advise), not as a human" {
+	_, err := a.s.AnswerAsk(k3.ID, views.Answer{Verdict: msg.VerdictApprove, By: "agent:rev", Advisor: "rev"})
+	if !errors.Is(err, views.ErrRefused) || err.Error() != "refused: an advisor answers through its controller's control channel (advise), not as a human" {
 		t.Fatalf("an advisor's answer as a human's: %v", err)
 	}
 	k4 := a.raise("a4", "alice", "c2")
 	k5 := a.raise("a5", "alice", "c3")
 	a.reopen()
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(k3.id, "rev2", msg.VerdictDeny)), spent)
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(k4.id, "rev", msg.VerdictApprove)))
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(k5.id, "rev", msg.VerdictApprove)))
-	if v, _ := a.s.AskShow(k4.id); v.State != msg.AskApproved || v.AnsweredBy != "agent:rev" || v.Note != "looks fine to me" {
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(k3.ID, "rev2", msg.VerdictDeny)), spent)
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(k4.ID, "rev", msg.VerdictApprove)))
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(k5.ID, "rev", msg.VerdictApprove)))
+	if v, _ := a.s.AskShow(k4.ID); v.State != msg.AskApproved || v.AnsweredBy != "agent:rev" || v.Note != "looks fine to me" {
 		t.Fatalf("k4 %+v", v)
 	}
-	if v, err := a.s.AnswerAsk(k3.id, human(msg.VerdictApprove, 1001, "")); err != nil || v.State != msg.AskApproved {
+	if v, err := a.s.AnswerAsk(k3.ID, human(msg.VerdictApprove, 1001, "")); err != nil || v.State != msg.AskApproved {
 		t.Fatalf("a human answers past the bound: %+v %v", v, err)
 	}
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(a.raise("a6", "alice", "c3").id, "rev", msg.VerdictApprove)))
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("a7", "alice", "c3").id, "rev", msg.VerdictApprove)),
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(a.raise("a6", "alice", "c3").ID, "rev", msg.VerdictApprove)))
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("a7", "alice", "c3").ID, "rev", msg.VerdictApprove)),
 		"agent answers spent: 2 of 2 for conversation c3; this ask waits for a human")
 }
 
@@ -255,11 +256,11 @@ func TestAdvisorBound(t *testing.T) {
 func TestAdvisorBoundDefaultAndZero(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": withAdvisors(nil, "rev"), "bob": withAdvisors(u64(0), "rev")})
 	for i := range 3 {
-		wantAdviceTaken(t, a.s.Advise("ctl", advise(a.raise(fmt.Sprint("a", i), "alice", "c1").id, "rev", msg.VerdictApprove)))
+		wantAdviceTaken(t, a.s.Advise("ctl", advise(a.raise(fmt.Sprint("a", i), "alice", "c1").ID, "rev", msg.VerdictApprove)))
 	}
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("a3", "alice", "c1").id, "rev", msg.VerdictApprove)),
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("a3", "alice", "c1").ID, "rev", msg.VerdictApprove)),
 		"agent answers spent: 3 of 3 for conversation c1; this ask waits for a human")
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("b1", "bob", "c1").id, "rev", msg.VerdictDeny)),
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("b1", "bob", "c1").ID, "rev", msg.VerdictDeny)),
 		"agent answers spent: 0 of 0 for conversation c1; this ask waits for a human")
 }
 
@@ -269,16 +270,16 @@ func TestAdvisorNotAllowed(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": humansOnly(), "bob": withAdvisors(nil, "rev"), "rev": withAdvisors(nil, "bob")})
 	ka, kb, kr := a.raise("a1", "alice", "c1"), a.raise("b1", "bob", "c1"), a.raise("r1", "rev", "c1")
 	before := a.kinds()
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(ka.id, "rev", msg.VerdictApprove)), "agent answers are not allowed for agent alice's asks")
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(kb.id, "mallory", msg.VerdictApprove)), "agent mallory is not an advisor of agent bob's asks")
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(kr.id, "rev", msg.VerdictApprove)), "an advisor never answers an ask raised by its own identity")
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(kr.id, "rev", msg.VerdictWait)), "an advisor never answers an ask raised by its own identity")
-	wantAdviceRefused(t, a.s.Advise("other", advise(kb.id, "rev", msg.VerdictApprove)), "no ask "+kb.id)
-	if r := a.s.Advise("ctl", msg.Advise{Advisor: "rev", Ask: kb.id, Verdict: msg.VerdictApprove, Sentence: "two\nlines"}); r.Refused == nil || r.Refused.Code != msg.CodeBadRequest {
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(ka.ID, "rev", msg.VerdictApprove)), "agent answers are not allowed for agent alice's asks")
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(kb.ID, "mallory", msg.VerdictApprove)), "agent mallory is not an advisor of agent bob's asks")
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(kr.ID, "rev", msg.VerdictApprove)), "an advisor never answers an ask raised by its own identity")
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(kr.ID, "rev", msg.VerdictWait)), "an advisor never answers an ask raised by its own identity")
+	wantAdviceRefused(t, a.s.Advise("other", advise(kb.ID, "rev", msg.VerdictApprove)), "no ask "+kb.ID)
+	if r := a.s.Advise("ctl", msg.Advise{Advisor: "rev", Ask: kb.ID, Verdict: msg.VerdictApprove, Sentence: "two\nlines"}); r.Refused == nil || r.Refused.Code != msg.CodeBadRequest {
 		t.Fatalf("a two-line sentence: %+v", r.Refused)
 	}
 	long := strings.Repeat("x", msg.MaxAdviceSentence+1)
-	if r := a.s.Advise("ctl", msg.Advise{Advisor: "rev", Ask: kb.id, Verdict: msg.VerdictApprove, Sentence: long}); r.Refused == nil ||
+	if r := a.s.Advise("ctl", msg.Advise{Advisor: "rev", Ask: kb.ID, Verdict: msg.VerdictApprove, Sentence: long}); r.Refused == nil ||
 		r.Refused.Reason != "the sentence of 281 bytes is over the bound of 280" {
 		t.Fatalf("a sentence one past its bound: %+v", r.Refused)
 	}
@@ -291,10 +292,10 @@ func TestAdvisorNotAllowed(t *testing.T) {
 		wantAskRefusal(t, err, "agent mallory is not an advisor of any agent's asks")
 	}
 	vs, err := a.s.AdvisorAsks("ctl", "rev")
-	if err != nil || len(vs) != 1 || vs[0].ID != kb.id || string(vs[0].Arguments) != `{"expression":"1+1"}` {
+	if err != nil || len(vs) != 1 || vs[0].ID != kb.ID || string(vs[0].Arguments) != `{"expression":"1+1"}` {
 		t.Fatalf("rev's asks: %+v %v", vs, err)
 	}
-	if vs, err := a.s.AdvisorAsks("ctl", "bob"); err != nil || len(vs) != 1 || vs[0].ID != kr.id {
+	if vs, err := a.s.AdvisorAsks("ctl", "bob"); err != nil || len(vs) != 1 || vs[0].ID != kr.ID {
 		t.Fatalf("bob's asks: %+v %v", vs, err)
 	}
 }
@@ -306,7 +307,7 @@ func TestAdvisorWaitNotCounted(t *testing.T) {
 	k := a.raise("a1", "alice", "c1")
 	before := a.kinds()
 	for range 3 {
-		r := a.s.Advise("ctl", advise(k.id, "rev", msg.VerdictWait))
+		r := a.s.Advise("ctl", advise(k.ID, "rev", msg.VerdictWait))
 		wantAdviceTaken(t, r)
 		if r.Ask.State != msg.AskPending {
 			t.Fatalf("a wait changed the ask: %+v", r.Ask)
@@ -315,8 +316,8 @@ func TestAdvisorWaitNotCounted(t *testing.T) {
 	if after := a.kinds(); len(after) != len(before) || after[hostlog.KindAskAnswer] != 0 {
 		t.Fatalf("a wait was journaled: %v", after)
 	}
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(k.id, "rev", msg.VerdictApprove)))
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("a2", "alice", "c1").id, "rev", msg.VerdictApprove)),
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(k.ID, "rev", msg.VerdictApprove)))
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(a.raise("a2", "alice", "c1").ID, "rev", msg.VerdictApprove)),
 		"agent answers spent: 1 of 1 for conversation c1; this ask waits for a human")
 }
 
@@ -329,24 +330,27 @@ func TestAskExpiry(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": deny, "bob": approve})
 	kd, ka := a.raise("a1", "alice", "c1"), a.raise("b1", "bob", "c1")
 	a.clk.Add(59_999 * time.Millisecond)
-	if v, _ := a.s.AskShow(kd.id); v.State != msg.AskPending {
+	if v, _ := a.s.AskShow(kd.ID); v.State != msg.AskPending {
 		t.Fatalf("before its expiry: %+v", v)
 	}
 	a.clk.Add(time.Millisecond)
-	v, err := a.s.AskShow(kd.id)
-	if err != nil || v.State != msg.AskExpired || v.AnsweredBy != "expiry" || v.AnsweredAt != kd.expiresAt {
+	v, err := a.s.AskShow(kd.ID)
+	if err != nil || v.State != msg.AskExpired || v.AnsweredBy != "expiry" || v.AnsweredAt != kd.ExpiresAt {
 		t.Fatalf("at its expiry: %+v %v", v, err)
 	}
-	_, err = a.s.AnswerAsk(kd.id, human(msg.VerdictApprove, 1001, ""))
-	wantAskRefusal(t, err, fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to deny", kd.id, rfc3339(kd.expiresAt)))
-	if l := a.s.AskList(false); len(l) != 1 || l[0].ID != ka.id {
+	_, err = a.s.AnswerAsk(kd.ID, human(msg.VerdictApprove, 1001, ""))
+	wantAskRefusal(t, err, fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to deny", kd.ID, rfc3339(kd.ExpiresAt)))
+	if l, err := a.s.AskList(false); err != nil || len(l) != 1 || l[0].ID != ka.ID {
 		t.Fatalf("pending %+v", l)
 	}
 	a.clk.Add(time.Minute)
-	if l := a.s.AskList(false); len(l) != 0 {
+	if l, err := a.s.AskList(false); err != nil || len(l) != 0 {
 		t.Fatalf("pending after both expiries %+v", l)
 	}
-	all := a.s.AskList(true)
+	all, err := a.s.AskList(true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(all) != 2 || all[1].State != msg.AskExpired || all[1].OnTimeout != msg.VerdictApprove {
 		t.Fatalf("all %+v", all)
 	}
@@ -355,9 +359,9 @@ func TestAskExpiry(t *testing.T) {
 	}
 	a.reopen()
 	a.s.mu.Lock()
-	gotD, gotA := a.s.st.asks[kd.id], a.s.st.asks[ka.id]
+	gotD, gotA := a.s.st.Asks[kd.ID], a.s.st.Asks[ka.ID]
 	a.s.mu.Unlock()
-	if gotD.state != msg.AskExpired || gotD.verdict != msg.VerdictDeny || gotA.verdict != msg.VerdictApprove {
+	if gotD.State != msg.AskExpired || gotD.Verdict != msg.VerdictDeny || gotA.Verdict != msg.VerdictApprove {
 		t.Fatalf("after reopening: %+v %+v", gotD, gotA)
 	}
 	if !strings.Contains(a.log.String(), "steward-operator: ask expired") {
@@ -371,22 +375,22 @@ func TestAskExpiry(t *testing.T) {
 func TestAskReplay(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": withAdvisors(u64(1), "rev")})
 	k1, k2 := a.raise("a1", "alice", "c1"), a.raise("a2", "alice", "c1")
-	wantAdviceTaken(t, a.s.Advise("ctl", advise(k1.id, "rev", msg.VerdictDeny)))
+	wantAdviceTaken(t, a.s.Advise("ctl", advise(k1.ID, "rev", msg.VerdictDeny)))
 	evs, cur, err := a.s.AskEvents(context.Background(), 0, 0)
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("events %+v %v", evs, err)
 	}
 	a.reopen()
 	evs2, cur2, _ := a.s.AskEvents(context.Background(), 0, 0)
-	if len(evs2) != 3 || cur2 != cur || evs2[2].Event != AskAnswered || evs2[2].Ask.State != msg.AskDenied || evs2[0].Ask.State != msg.AskPending {
+	if len(evs2) != 3 || cur2 != cur || evs2[2].Event != views.AskAnswered || evs2[2].Ask.State != msg.AskDenied || evs2[0].Ask.State != msg.AskPending {
 		t.Fatalf("events after reopening %+v", evs2)
 	}
-	v1, _ := a.s.AskShow(k1.id)
-	v2, _ := a.s.AskShow(k2.id)
+	v1, _ := a.s.AskShow(k1.ID)
+	v2, _ := a.s.AskShow(k2.ID)
 	if v1.State != msg.AskDenied || v1.AnsweredBy != "agent:rev" || v2.State != msg.AskPending || v2.Justification != "" {
 		t.Fatalf("after reopening: %+v %+v", v1, v2)
 	}
-	wantAdviceRefused(t, a.s.Advise("ctl", advise(k2.id, "rev", msg.VerdictApprove)),
+	wantAdviceRefused(t, a.s.Advise("ctl", advise(k2.ID, "rev", msg.VerdictApprove)),
 		"agent answers spent: 1 of 1 for conversation c1; this ask waits for a human")
 	in, err := a.s.Inspect("ctl", "a2")
 	if err != nil || in.State != msg.StateAwaitingApproval {
@@ -403,22 +407,22 @@ func TestAskEventsWait(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": humansOnly()})
 	k := a.raise("a1", "alice", "c1")
 	evs, cur, _ := a.s.AskEvents(context.Background(), 0, 0)
-	if len(evs) != 1 || evs[0].Event != AskRaised || evs[0].Ask.ID != k.id {
+	if len(evs) != 1 || evs[0].Event != views.AskRaised || evs[0].Ask.ID != k.ID {
 		t.Fatalf("%+v", evs)
 	}
 	if none, c, _ := a.s.AskEvents(context.Background(), cur, 0); len(none) != 0 || c != cur {
 		t.Fatalf("nothing new: %+v %d", none, c)
 	}
-	got := make(chan []AskEvent)
+	got := make(chan []views.AskEvent)
 	go func() {
 		evs, _, _ := a.s.AskEvents(context.Background(), cur, time.Minute)
 		got <- evs
 	}()
-	if _, err := a.s.AnswerAsk(k.id, human(msg.VerdictApprove, 1001, "")); err != nil {
+	if _, err := a.s.AnswerAsk(k.ID, human(msg.VerdictApprove, 1001, "")); err != nil {
 		t.Fatal(err)
 	}
 	evs = <-got
-	if len(evs) != 1 || evs[0].Event != AskAnswered || evs[0].Ask.State != msg.AskApproved || evs[0].Seq <= cur {
+	if len(evs) != 1 || evs[0].Event != views.AskAnswered || evs[0].Ask.State != msg.AskApproved || evs[0].Seq <= cur {
 		t.Fatalf("%+v", evs)
 	}
 	b, err := json.Marshal(evs[0])
@@ -436,7 +440,7 @@ func TestAskEventsEndWithTheirContext(t *testing.T) {
 	_, cur, _ := a.s.AskEvents(context.Background(), 0, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	type answer struct {
-		evs []AskEvent
+		evs []views.AskEvent
 		cur uint64
 		err error
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -24,38 +25,39 @@ import (
 // ask is one ask as the host keeps it: the call it stands for, as the ask
 // record holds it, and its resolution.
 type ask struct {
-	id           string
-	attempt      string
-	controller   string
-	route        string // the route the call came on, whose reverse channel a verdict is pushed on
-	agent        string
-	conversation string
-	application  string
-	operation    string
-	kind         string
-	requestSHA   []byte
-	method, path string
-	body         []byte // the canonical invoke body (the arguments are in it)
-	arguments    []byte // the canonical JSON of the arguments, read from body
-	price        uint64
-	// justification is the agent's own short reason (at most
+	ID           string
+	Seq          uint64 // its ask record's
+	Attempt      string
+	Controller   string
+	Route        string // the route the call came on, whose reverse channel a verdict is pushed on
+	Agent        string
+	Conversation string
+	Application  string
+	Operation    string
+	Kind         string
+	RequestSHA   []byte
+	Method, Path string
+	Body         []byte // the canonical invoke body (the arguments are in it)
+	Arguments    []byte // the canonical JSON of the arguments, read from body
+	Price        uint64
+	// Justification is the agent's own short reason (at most
 	// msg.MaxJustification bytes, one line).
-	justification string
-	raisedAt      int64 // unix ms, the store's clock
-	expiresAt     int64
-	park          time.Duration
-	onTimeout     msg.Verdict
-	// limitsRevision is the revision of the agent's limits record that
+	Justification string
+	RaisedAt      int64 // unix ms, the store's clock
+	ExpiresAt     int64
+	Park          time.Duration
+	OnTimeout     msg.Verdict
+	// LimitsRevision is the revision of the agent's limits record that
 	// marked the call (receipts verify reads the marking against it).
-	limitsRevision uint64
+	LimitsRevision uint64
 
-	state      msg.AskState
-	verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)
-	answeredBy string      // "uid:N", "agent:NAME" or "expiry"
-	account    string      // the human's account name beside uid:N
-	advisor    string      // the advisor's agent name, when an advisor answered
-	note       string      // the human's note or the advisor's sentence
-	answeredAt int64
+	State      msg.AskState
+	Verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)
+	AnsweredBy string      // "uid:N", "agent:NAME" or "expiry"
+	Account    string      // the human's account name beside uid:N
+	Advisor    string      // the advisor's agent name, when an advisor answered
+	Note       string      // the human's note or the advisor's sentence
+	AnsweredAt int64
 	// answering is set, under Store.mu, while an answer's or an expiry's
 	// record is being appended: the compare-and-swap on the durable record.
 	// A reader sees the ask still pending until the record is applied.
@@ -64,24 +66,24 @@ type ask struct {
 
 // convKey names one conversation of one agent of one controller: what an
 // advisor bound counts by.
-type convKey struct{ controller, agent, conversation string }
+type convKey struct{ Controller, Agent, Conversation string }
 
 // askState is the part of state that holds the asks. Store.mu guards it,
 // as the rest of state; Store.askMu serializes the appends of ask records
 // with their apply (see Store.askMu).
 type askState struct {
 	// mu (Store.mu) guards the fields that follow.
-	asks         map[string]*ask // by id
-	askOrder     []string        // ids in the order raised
+	Asks         map[string]*ask // by id
+	AskOrder     []string        // ids in the order raised
 	askByAttempt map[string]*ask
 	asksPending  map[string]*ask // the asks still pending (not answered or expired)
-	// advisorAnswers counts the approve and deny answers advisors gave,
+	// AdvisorAnswers counts the approve and deny answers advisors gave,
 	// per asking agent's conversation: from ask-answer records only, so a
 	// restart refills nothing.
-	advisorAnswers map[convKey]uint64
-	// askEvents is every ask event (raised, answered, expired) in journal
+	AdvisorAnswers map[convKey]uint64
+	// AskEvents is every ask event (raised, answered, expired) in journal
 	// order, which `approvals watch` follows by journal sequence number.
-	askEvents []AskEvent
+	AskEvents []views.AskEvent
 	// askSignal is closed, and replaced, when an event is added: AskEvents
 	// waits on it.
 	askSignal chan struct{}
@@ -89,31 +91,32 @@ type askState struct {
 
 func newAskState() askState {
 	return askState{
-		asks: map[string]*ask{}, askByAttempt: map[string]*ask{}, asksPending: map[string]*ask{},
-		advisorAnswers: map[convKey]uint64{}, askSignal: make(chan struct{}),
+		Asks: map[string]*ask{}, askByAttempt: map[string]*ask{}, asksPending: map[string]*ask{},
+		AdvisorAnswers: map[convKey]uint64{}, askSignal: make(chan struct{}),
 	}
 }
 
 // addAsk records a newly raised ask and its event (journal seq).
 func (st *state) addAsk(a *ask, seq uint64) {
-	st.asks[a.id] = a
-	st.askOrder = append(st.askOrder, a.id)
-	st.askByAttempt[a.attempt] = a
-	st.asksPending[a.id] = a
-	st.addAskEvent(seq, AskRaised, a.raisedAt, a)
+	a.Seq = seq
+	st.Asks[a.ID] = a
+	st.AskOrder = append(st.AskOrder, a.ID)
+	st.askByAttempt[a.Attempt] = a
+	st.asksPending[a.ID] = a
+	st.addAskEvent(seq, views.AskRaised, a.RaisedAt, a)
 }
 
 // decideAsk applies an answer or an expiry to a pending ask.
 func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict, by, account, advisor, note string, at int64) {
-	a.state, a.verdict, a.answeredBy, a.account, a.advisor, a.note, a.answeredAt = state, v, by, account, advisor, note, at
+	a.State, a.Verdict, a.AnsweredBy, a.Account, a.Advisor, a.Note, a.AnsweredAt = state, v, by, account, advisor, note, at
 	a.answering = false
-	delete(st.asksPending, a.id)
-	event := AskAnswered
+	delete(st.asksPending, a.ID)
+	event := views.AskAnswered
 	if state == msg.AskExpired {
-		event = AskExpiredEvent
+		event = views.AskExpiredEvent
 	}
 	if advisor != "" {
-		st.advisorAnswers[convKey{a.controller, a.agent, a.conversation}]++
+		st.AdvisorAnswers[convKey{a.Controller, a.Agent, a.Conversation}]++
 	}
 	st.addAskEvent(seq, event, at, a)
 }
@@ -121,7 +124,7 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 // addAskEvent appends an event with the ask's view as of it and wakes
 // the waiting AskEvents calls.
 func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
-	st.askEvents = append(st.askEvents, AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
+	st.AskEvents = append(st.AskEvents, views.AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
 	close(st.askSignal)
 	st.askSignal = make(chan struct{})
 }
@@ -130,24 +133,24 @@ func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
 // is applied before a view is read: expireDue).
 func (a *ask) view() msg.AskView {
 	return msg.AskView{
-		ID: a.id, Attempt: a.attempt, Controller: a.controller, Agent: a.agent, Conversation: a.conversation,
-		Application: a.application, Operation: a.operation, RequestSHA256: hex.EncodeToString(a.requestSHA),
-		Arguments: a.arguments, Price: a.price, Justification: a.justification, RaisedAt: a.raisedAt,
-		ExpiresAt: a.expiresAt, OnTimeout: a.onTimeout, State: a.state, AnsweredBy: a.answeredBy,
-		AnsweredAt: a.answeredAt, Note: a.note,
+		ID: a.ID, Attempt: a.Attempt, Controller: a.Controller, Agent: a.Agent, Conversation: a.Conversation,
+		Application: a.Application, Operation: a.Operation, RequestSHA256: hex.EncodeToString(a.RequestSHA),
+		Arguments: a.Arguments, Price: a.Price, Justification: a.Justification, RaisedAt: a.RaisedAt,
+		ExpiresAt: a.ExpiresAt, OnTimeout: a.OnTimeout, State: a.State, AnsweredBy: a.AnsweredBy,
+		AnsweredAt: a.AnsweredAt, Note: a.Note,
 	}
 }
 
 // ticket is what a dispatch or a collect answers for a pending ask at
 // now (unix ms): park until the window ends or the ask expires.
 func (a *ask) ticket(now int64) *msg.AskTicket {
-	return &msg.AskTicket{ID: a.id, ParkUntil: min(now+a.park.Milliseconds(), a.expiresAt), ExpiresAt: a.expiresAt, OnTimeout: a.onTimeout}
+	return &msg.AskTicket{ID: a.ID, ParkUntil: min(now+a.Park.Milliseconds(), a.ExpiresAt), ExpiresAt: a.ExpiresAt, OnTimeout: a.OnTimeout}
 }
 
 // due reports whether a pending ask has expired at now (unix ms) and no
 // answer is being appended.
 func (a *ask) due(now int64) bool {
-	return a.state == msg.AskPending && !a.answering && now >= a.expiresAt
+	return a.State == msg.AskPending && !a.answering && now >= a.ExpiresAt
 }
 
 // askIDBytes is how many random bytes an ask id carries: 12 hex digits,
@@ -161,7 +164,7 @@ func (st *state) newAskID() string {
 		var b [askIDBytes]byte
 		rand.Read(b[:]) // never fails (crypto/rand)
 		id := "ask-" + hex.EncodeToString(b[:])
-		if _, taken := st.asks[id]; !taken {
+		if _, taken := st.Asks[id]; !taken {
 			return id
 		}
 	}
@@ -174,20 +177,23 @@ func (s *Store) raise(k *ask) error {
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
 	s.mu.Lock()
-	k.id, k.state = s.st.newAskID(), msg.AskPending
+	k.ID, k.State = s.st.newAskID(), msg.AskPending
 	s.mu.Unlock()
 	seq, err := s.append(hostlog.KindAsk, k.record())
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	at := s.st.attempts[k.attempt]
+	at := s.st.Attempts[k.Attempt]
 	if at == nil {
 		at = askAttempt(k)
-		s.st.attempts[k.attempt] = at
+		s.st.Attempts[k.Attempt] = at
 	}
-	at.state, at.ask = msg.StateAwaitingApproval, k.id
-	s.st.addAsk(k, seq)
+	at.State, at.Ask = msg.StateAwaitingApproval, k.ID
+	if at.First == 0 {
+		at.First = seq.Seq
+	}
+	s.st.addAsk(k, seq.Seq)
 	v := k.view()
 	s.mu.Unlock()
 	s.logAsk("raised", v, "price", v.Price, "expiresAt", time.UnixMilli(v.ExpiresAt).UTC().Format(time.RFC3339))

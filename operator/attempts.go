@@ -4,11 +4,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/stewardrt/steward/internal/failpoint"
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -19,126 +20,72 @@ const (
 	FailAfterResolve         = "host-after-resolve"
 )
 
-// MaxResolveReason bounds the reason an operator gives for a resolution:
-// one line, at most this many bytes of UTF-8. It goes into a signed
-// receipt and reaches the agent.
-const MaxResolveReason = 200
-
-// The resolutions an operator may choose for an uncertain attempt.
-const (
-	ResolveRedeliver = "redeliver" // send the attempt's exact request again
-	ResolveRelease   = "release"   // it was not performed: release, charge 0
-	ResolveCharge    = "charge"    // it was performed, no answer known: settle
-)
-
-// ResolveRequest is an operator's decision on one uncertain attempt.
-type ResolveRequest struct {
-	Attempt string `cbor:"attempt"`
-	Action  string `cbor:"action"` // ResolveRedeliver, ResolveRelease or ResolveCharge
-	Reason  string `cbor:"reason"`
-	// By is who resolved it, "uid:N". On the admin socket the host sets it
-	// from the peer's SO_PEERCRED, whatever the request said; a command
-	// that opened the store itself names its own uid.
-	By string `cbor:"by"`
-}
-
-// AttemptView is one attempt as `steward-operator attempts` shows it. The
-// fields after Detail are filled by inspect (and after a resolution).
-type AttemptView struct {
-	Attempt    string    `json:"attempt" cbor:"attempt"`
-	Controller string    `json:"controller" cbor:"controller"`
-	State      msg.State `json:"state" cbor:"state"`
-	Reserved   uint64    `json:"reserved" cbor:"reserved"` // the reservation's charge
-	Detail     string    `json:"detail,omitempty" cbor:"detail"`
-	Agent      string    `json:"agent,omitempty" cbor:"agent,omitempty"` // the dispatch's agent, when it named one
-
-	Application   string    `json:"application,omitempty" cbor:"application"`
-	Operation     string    `json:"operation,omitempty" cbor:"operation"`
-	Kind          string    `json:"kind,omitempty" cbor:"kind"`
-	Redeliverable bool      `json:"redeliverable" cbor:"redeliverable"` // the reservation kept its request bytes
-	Status        int       `json:"status,omitempty" cbor:"status"`
-	BodyText      string    `json:"bodyText,omitempty" cbor:"bodyText"` // the recorded answer, when UTF-8
-	ReceiptID     string    `json:"receiptId,omitempty" cbor:"receiptId"`
-	Outcome       msg.State `json:"outcome,omitempty" cbor:"outcome"` // the receipt's
-	Charged       *uint64   `json:"charged,omitempty" cbor:"charged"` // the receipt's charge
-	Reason        string    `json:"reason,omitempty" cbor:"reason"`   // the receipt's
-	ResolvedBy    string    `json:"resolvedBy,omitempty" cbor:"resolvedBy"`
-}
-
-// MaxListedAttempts bounds what one attempts list shows: the latest ones,
-// so that the answer fits one reply frame of the admin socket (and a CBOR
-// array's bound) however long the host's history is.
-const MaxListedAttempts = 1000
-
 // Attempts lists the attempts the host has reserved, in journal order;
-// with state, only those in it; at most the latest MaxListedAttempts, and
-// how many earlier ones were left off.
-func (s *Store) Attempts(state msg.State) ([]AttemptView, int, error) {
-	all, err := s.allAttempts(state)
+// with state, only those in it; at most the latest MaxListedAttempts (of
+// those the history index holds, the latest MaxListedAttempts looked at),
+// and how many earlier ones were left off.
+func (s *Store) Attempts(state msg.State) ([]views.AttemptView, int, error) {
+	if state != "" {
+		if err := views.KnownHostState(state); err != nil {
+			return nil, 0, err
+		}
+	}
+	keep := func(a *attempt) bool { return a.State != stateAdmitting && (state == "" || a.State == state) }
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []*attempt
+	for _, a := range s.st.Attempts {
+		if keep(a) {
+			all = append(all, a)
+		}
+	}
+	total := len(all)
+	for st, n := range s.st.Forgotten {
+		if state == "" || st == state {
+			total += int(n)
+		}
+	}
+	past, err := s.st.pastAttempts(views.MaxListedAttempts)
 	if err != nil {
 		return nil, 0, err
 	}
-	left := max(0, len(all)-MaxListedAttempts)
-	return all[left:], left, nil
-}
-
-// allAttempts is every attempt Attempts would list, in journal order.
-func (s *Store) allAttempts(state msg.State) ([]AttemptView, error) {
-	if state != "" {
-		if err := knownHostState(state); err != nil {
-			return nil, err
+	for _, a := range past {
+		if keep(a) && s.st.Attempts[a.ID] == nil {
+			all = append(all, a)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []AttemptView{}
-	for _, a := range s.st.attempts {
-		if a.state == stateAdmitting || state != "" && a.state != state {
-			continue
-		}
-		out = append(out, AttemptView{Attempt: a.id, Controller: a.controller, State: a.state, Reserved: a.charge, Detail: a.inspectDetail(), Agent: a.agent})
+	sort.Slice(all, func(i, j int) bool { return all[i].First < all[j].First })
+	all = all[max(0, len(all)-views.MaxListedAttempts):]
+	out := make([]views.AttemptView, 0, len(all))
+	for _, a := range all {
+		out = append(out, views.AttemptView{Attempt: a.ID, Controller: a.Controller, State: a.State, Reserved: a.Charge, Detail: a.inspectDetail(), Agent: a.Agent})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return s.st.attempts[out[i].Attempt].reserveSeq < s.st.attempts[out[j].Attempt].reserveSeq
-	})
-	return out, nil
-}
-
-// knownHostState refuses a state the host never gives an attempt.
-func knownHostState(st msg.State) error {
-	switch st {
-	case msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateUncertain, msg.StateReleased, msg.StatePerformed,
-		msg.StateAwaitingApproval, msg.StateRefused:
-		return nil
-	}
-	return Refusedf("--state %q: the host's attempt states are %s, %s, %s, %s, %s, %s, %s and %s", trunc(string(st), 40),
-		msg.StateAwaitingApproval, msg.StateDeliveryRequested, msg.StateNotSent, msg.StateDefinite, msg.StateRefused,
-		msg.StateUncertain, msg.StateReleased, msg.StatePerformed)
+	return out, max(0, total-len(out)), nil
 }
 
 // AttemptInspect shows one attempt: what Inspect answers its controller,
 // with the reservation's application, operation and kind, and the receipt.
-func (s *Store) AttemptInspect(id string) (AttemptView, error) {
+func (s *Store) AttemptInspect(id string) (views.AttemptView, error) {
 	s.mu.Lock()
-	a, ok := s.st.attempts[id]
-	if !ok || a.state == stateAdmitting {
+	a, err := s.st.attemptOf(id)
+	if a == nil || a.State == stateAdmitting {
 		s.mu.Unlock()
-		return AttemptView{}, Refusedf("attempt %s: the host has no reservation for it", trunc(id, maxAttemptID))
+		return views.AttemptView{}, lookupOr(err, views.Refusedf("attempt %s: the host has no reservation for it", hostlog.Trunc(id, hostlog.MaxAttemptID)))
 	}
-	v := AttemptView{Attempt: a.id, Controller: a.controller, Reserved: a.charge, Agent: a.agent}
-	seq := a.reserveSeq
+	v := views.AttemptView{Attempt: a.ID, Controller: a.Controller, Reserved: a.Charge, Agent: a.Agent}
+	reserved := a.ReserveAt
 	s.mu.Unlock()
 	ir, err := s.Inspect(v.Controller, id)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	v.State, v.Detail, v.Status = ir.State, ir.Detail, ir.Status
 	// An attempt refused after admission reserved nothing: it has no
 	// reserve record, and its receipt says what it was for.
-	if seq != 0 {
-		rr, err := s.readReserve(id, seq)
+	if reserved.Seq != 0 {
+		rr, err := s.readReserve(id, reserved)
 		if err != nil {
-			return AttemptView{}, err
+			return views.AttemptView{}, err
 		}
 		v.Application, v.Operation, v.Kind, v.Redeliverable = rr.Application, rr.Operation, rr.Kind, rr.HasRequest()
 	}
@@ -149,11 +96,11 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 		v.ReceiptID = hex.EncodeToString(msg.ReceiptHash(ir.Receipt))
 		rc, err := msg.VerifyReceipt(ir.Receipt, s.hostRing)
 		if err != nil {
-			return AttemptView{}, fmt.Errorf("attempt %s: its receipt: %w", id, err)
+			return views.AttemptView{}, fmt.Errorf("attempt %s: its receipt: %w", id, err)
 		}
 		charged := rc.Charge
 		v.Outcome, v.Charged, v.Reason, v.ResolvedBy = rc.Outcome, &charged, rc.Reason, rc.ResolvedBy
-		if seq == 0 {
+		if reserved.Seq == 0 {
 			v.Application, v.Operation, v.Kind = rc.Application, rc.Operation, rc.Kind
 		}
 		if rc.Outcome == "" {
@@ -167,12 +114,12 @@ func (s *Store) AttemptInspect(id string) (AttemptView, error) {
 // who redelivered it and why.
 func (a *attempt) inspectDetail() string {
 	switch {
-	case a.resolution == "":
-		return a.detail
-	case a.state == msg.StateDefinite:
-		return a.resolution
+	case a.Resolution == "":
+		return a.Detail
+	case a.State == msg.StateDefinite:
+		return a.Resolution
 	default:
-		return a.detail + " (" + a.resolution + ")"
+		return a.Detail + " (" + a.Resolution + ")"
 	}
 }
 
@@ -186,51 +133,28 @@ func resolvedLine(state msg.State, by, reason string) string {
 	return "performed by the operator's word (" + by + "): " + reason + "; charged, and its answer was never recorded"
 }
 
-// CheckResolveRequest refuses a request no resolution may take: an
-// unknown action, no resolver, or a reason that is empty, longer than
-// MaxResolveReason or not one line of UTF-8.
-func CheckResolveRequest(req ResolveRequest) error {
-	switch req.Action {
-	case ResolveRedeliver, ResolveRelease, ResolveCharge:
-	default:
-		return Refusedf("resolve: %q is none of %s, %s or %s", trunc(req.Action, 40), ResolveRedeliver, ResolveRelease, ResolveCharge)
-	}
-	if !strings.HasPrefix(req.By, "uid:") {
-		return Refusedf("resolve: the resolver %q is not an account (uid:N)", trunc(req.By, 40))
-	}
-	switch {
-	case req.Reason == "":
-		return Refusedf("resolve: --reason is required: say why the attempt is resolved so")
-	case len(req.Reason) > MaxResolveReason:
-		return Refusedf("resolve: --reason of %d bytes: the bound is %d", len(req.Reason), MaxResolveReason)
-	case !utf8.ValidString(req.Reason):
-		return Refusedf("resolve: --reason is not UTF-8")
-	case strings.ContainsFunc(req.Reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return Refusedf("resolve: --reason must be one line with no control characters")
-	}
-	return validAttemptID(req.Attempt)
-}
-
 // beginResolve checks that attempt req.Attempt can be resolved and marks
 // its resolution under way; endResolve clears the mark. Only an uncertain
 // attempt can be resolved (an attempt found delivery-requested at start
 // is uncertain after replay); anything else is refused with its state.
-func (s *Store) beginResolve(req ResolveRequest) (*attempt, error) {
-	if err := CheckResolveRequest(req); err != nil {
+func (s *Store) beginResolve(req views.ResolveRequest) (*attempt, error) {
+	if err := views.CheckResolveRequest(req); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, ok := s.st.attempts[req.Attempt]
+	a, err := s.st.attemptOf(req.Attempt) // an ended one is refused by its state
 	switch {
-	case !ok || a.state == stateAdmitting:
-		return nil, Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
+	case err != nil:
+		return nil, err
+	case a == nil || a.State == stateAdmitting:
+		return nil, views.Refusedf("attempt %s: the host has no reservation for it; there is nothing to resolve", req.Attempt)
 	case a.resolving:
-		return nil, Refusedf("attempt %s: another resolution of it is under way", req.Attempt)
-	case a.state == msg.StateDeliveryRequested:
-		return nil, Refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
-	case a.state != msg.StateUncertain:
-		return nil, Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.state)
+		return nil, views.Refusedf("attempt %s: another resolution of it is under way", req.Attempt)
+	case a.State == msg.StateDeliveryRequested:
+		return nil, views.Refusedf("attempt %s is being delivered now; only an uncertain attempt can be resolved", req.Attempt)
+	case a.State != msg.StateUncertain:
+		return nil, views.Refusedf("attempt %s is %s, not uncertain; only an uncertain attempt can be resolved", req.Attempt, a.State)
 	}
 	a.resolving = true
 	return a, nil
@@ -248,36 +172,36 @@ func (s *Store) endResolve(a *attempt) {
 // or --charge (performed, no answer recorded: the reservation is settled).
 // A redelivery needs the running host (Store.Redeliver, which the host
 // runs).
-func (s *Store) SettleAttempt(req ResolveRequest) (AttemptView, error) {
-	if req.Action == ResolveRedeliver {
-		return AttemptView{}, Refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", trunc(req.Attempt, maxAttemptID))
+func (s *Store) SettleAttempt(req views.ResolveRequest) (views.AttemptView, error) {
+	if req.Action == views.ResolveRedeliver {
+		return views.AttemptView{}, views.Refusedf("attempt %s: --redeliver is done by the running host, which delivers to the application: start steward-operator serve and run the command again", hostlog.Trunc(req.Attempt, hostlog.MaxAttemptID))
 	}
 	a, err := s.beginResolve(req)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	defer s.endResolve(a)
 	s.mu.Lock()
-	seq := a.reserveSeq
+	reserved := a.ReserveAt
 	s.mu.Unlock()
-	rr, err := s.readReserve(a.id, seq)
+	rr, err := s.readReserve(a.ID, reserved)
 	if err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	if err := s.commitResolve(a, rr, req); err != nil {
-		return AttemptView{}, err
+		return views.AttemptView{}, err
 	}
 	failpoint.Hit(FailAfterResolve)
-	return s.AttemptInspect(a.id)
+	return s.AttemptInspect(a.ID)
 }
 
 // commitResolve signs the resolution's receipt and journals it with the
 // resolution in one record (commitEnd); a release is a balance change,
 // applied in memory before its append and undone if the append fails.
-func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequest) error {
-	state, charge := msg.StatePerformed, a.charge
+func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req views.ResolveRequest) error {
+	state, charge := msg.StatePerformed, a.Charge
 	reason := "no response was recorded; the operator states it was performed: " + req.Reason
-	if req.Action == ResolveRelease {
+	if req.Action == views.ResolveRelease {
 		state, charge, reason = msg.StateReleased, 0, req.Reason
 	}
 	var c *controller
@@ -287,36 +211,36 @@ func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req ResolveRequ
 		kind: hostlog.KindResolve,
 		receipt: func() msg.Receipt {
 			st := s.st
-			c, g = st.controllers[a.controller], st.grants[a.grant]
-			counted = g != nil && g.day == a.day && g.count > 0
+			c, g = st.Controllers[a.Controller], st.Grants[a.Grant]
+			counted = g != nil && g.Day == a.Day && g.Count > 0
 			if state == msg.StateReleased {
 				st.release(a)
-				st.ledger++
+				st.Ledger++
 			}
 			return msg.Receipt{
-				Attempt: a.id, Controller: a.controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
-				RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.purse.balance(), Consent: rr.Consent,
+				Attempt: a.ID, Controller: a.Controller, Application: rr.Application, Operation: rr.Operation, Kind: rr.Kind,
+				RequestSHA256: rr.RequestSHA256, Charge: charge, BalanceAfter: c.Purse.balance(), Consent: rr.Consent,
 				Outcome: state, Reason: reason, PriceApplied: priceApplied(charge, msg.PriceAnswer), ResolvedBy: req.By,
-				Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.ask, AnsweredBy: a.answeredBy,
+				Agent: rr.Agent, Conversation: rr.Conversation, Ask: a.Ask, AnsweredBy: a.AnsweredBy,
 			}
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.Resolve{Attempt: a.id, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+			return hostlog.Resolve{Attempt: a.ID, State: state, By: req.By, Reason: req.Reason, Receipt: signed, Seq: seq, Ledger: s.st.Ledger}
 		},
 		undo: func() {
 			if state == msg.StateReleased {
-				c.purse.charged += a.charge
+				c.Purse.Charged += a.Charge
 				if counted {
-					g.count++
+					g.Count++
 				}
-				s.st.agentHold(a.controller, a.agent, a.conversation, a.day, a.charge)
+				s.st.agentHold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 			}
 		},
-		apply: func(jseq uint64) {
-			a.state, a.outcomeSeq, a.detail = state, jseq, resolvedLine(state, req.By, req.Reason)
+		apply: func(at journal.Place) {
+			a.State, a.EndAt, a.Detail = state, at, resolvedLine(state, req.By, req.Reason)
 		},
 		appendFailed: func(err error) error {
-			return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.id, err)
+			return fmt.Errorf("attempt %s: journaling the resolution: %w; it stays uncertain", a.ID, err)
 		},
 	})
 	return err

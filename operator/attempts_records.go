@@ -10,10 +10,10 @@ import (
 
 // reserveV1 applies a first-version reservation (no request bytes).
 func (rp *replayer) Reserve(r journal.Record, b *hostlog.Reserve) error {
-	if err := rp.reserve(b); err != nil {
+	if err := rp.reserve(r.Seq, b); err != nil {
 		return err
 	}
-	rp.st.attempts[b.Attempt].reserveSeq = r.Seq
+	rp.st.Attempts[b.Attempt].ReserveAt = r.Place
 	return nil
 }
 
@@ -32,8 +32,8 @@ func (rp *replayer) ReserveV2(r journal.Record, b *hostlog.ReserveV2) error {
 		return err
 	}
 	// The agent's counts come from the journal: a restart refills none.
-	a := rp.st.attempts[b.Attempt]
-	a.agent, a.conversation = b.Agent, b.Conversation
+	a := rp.st.Attempts[b.Attempt]
+	a.Agent, a.Conversation = b.Agent, b.Conversation
 	rp.st.agentHold(b.Controller, b.Agent, b.Conversation, b.Day, b.Charge)
 	return nil
 }
@@ -43,7 +43,7 @@ func (rp *replayer) Redeliver(_ journal.Record, b *hostlog.Redeliver) error {
 	if err != nil {
 		return err
 	}
-	a.resolution, a.redeliveredBy = redeliveredLine(b.By, b.Reason), b.By
+	a.Resolution, a.RedeliveredBy = redeliveredLine(b.By, b.Reason), b.By
 	return nil
 }
 
@@ -60,11 +60,11 @@ func (rp *replayer) Resolve(r journal.Record, b *hostlog.Resolve) error {
 	default:
 		return fmt.Errorf("attempt %s: resolved to %q, which is neither %s nor %s", b.Attempt, b.State, msg.StateReleased, msg.StatePerformed)
 	}
-	if b.Seq <= st.durableSeq || st.pending[b.Seq] != nil {
+	if b.Seq <= st.DurableSeq || st.Pending[b.Seq] != nil {
 		return fmt.Errorf("receipt %d appears twice", b.Seq)
 	}
-	a.state, a.outcomeSeq, a.detail = b.State, r.Seq, resolvedLine(b.State, b.By, b.Reason)
+	a.State, a.EndAt, a.Detail = b.State, r.Place, resolvedLine(b.State, b.By, b.Reason)
 	st.markDurable(b.Seq, msg.ReceiptHash(b.Receipt))
 	st.seeLedger(b.Ledger)
-	return nil
+	return st.sweep(a)
 }

@@ -137,6 +137,9 @@ type Options struct {
 	// Daemon is the running host serving the store; nil for a store a
 	// command opened, which listens on nothing and has no payer.
 	Daemon Daemon
+	// SnapshotEvery is how many records the store's history makes a
+	// snapshot after (package journal/history's default when 0).
+	SnapshotEvery uint64
 }
 
 // errNoHost is the payer of a store no host serves.
@@ -171,7 +174,7 @@ func (noChange) Discard() {}
 func (s *Store) Peer(name string) (Peer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.st.controllers[name]
+	c, ok := s.st.Controllers[name]
 	if !ok {
 		return Peer{}, false
 	}
@@ -192,9 +195,9 @@ func (s *Store) ControlSockets() []ControlSocket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []ControlSocket
-	for _, n := range s.st.ctrlOrder {
-		if c := s.st.controllers[n]; c.control != "" {
-			out = append(out, ControlSocket{Peer: c.peer(), Path: c.control})
+	for _, n := range s.st.CtrlOrder {
+		if c := s.st.Controllers[n]; c.Control != "" {
+			out = append(out, ControlSocket{Peer: c.peer(), Path: c.Control})
 		}
 	}
 	return out
@@ -207,9 +210,9 @@ func (s *Store) ActiveRoutes() []msg.RouteRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []msg.RouteRecord
-	for _, c := range s.st.ctrlOrder {
+	for _, c := range s.st.CtrlOrder {
 		for _, rv := range s.st.activeRoutes(c) {
-			out = append(out, rv.rec)
+			out = append(out, rv.Record)
 		}
 	}
 	return out
@@ -220,11 +223,11 @@ func (s *Store) ActiveRoutes() []msg.RouteRecord {
 func (s *Store) SelectedRoute(name string) (msg.RouteRecord, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.st.routes[name]
+	r := s.st.Routes[name]
 	if r == nil {
 		return msg.RouteRecord{}, false
 	}
-	return r.selected().rec, true
+	return r.selected().Record, true
 }
 
 // RouteTable is controller's live route table (msg.RoutesResult): the
@@ -239,9 +242,9 @@ func (s *Store) RouteTable(controller string, known map[string]bool) msg.RoutesR
 	for _, rv := range revs {
 		// The state's bytes are never changed once recorded: the answer
 		// may hold them after the lock.
-		res.Active = append(res.Active, rv.id)
-		if !known[string(rv.id)] {
-			res.Records = append(res.Records, rv.signed)
+		res.Active = append(res.Active, rv.ID)
+		if !known[string(rv.ID)] {
+			res.Records = append(res.Records, rv.Signed)
 		}
 	}
 	return res

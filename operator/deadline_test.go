@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -21,7 +22,7 @@ func TestDeadlineBounds(t *testing.T) {
 		{now.UnixMilli() - tol, false},
 		{now.UnixMilli() - tol - 1, true},
 	} {
-		if got := deadlinePassed(c.deadline, now); got != c.passed {
+		if got := hostlog.DeadlinePassed(c.deadline, now); got != c.passed {
 			t.Errorf("deadline %d at %d: passed %v, want %v", c.deadline, now.UnixMilli(), got, c.passed)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -22,9 +23,6 @@ const (
 	FailAfterRefused  = "host-after-refused"
 	FailAfterAsk      = "host-after-ask"
 )
-
-// maxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
-const maxAttemptID = 80
 
 // ReserveTimeout bounds the payer-consent round trip on the reverse
 // channel, and the running host's verdict push on it.
@@ -73,16 +71,16 @@ func (s *Store) routeToServe(at ForwardSocket) (msg.RouteRecord, string) {
 	if why := s.st.notActiveReason(at.Route); why != "" {
 		return msg.RouteRecord{}, why
 	}
-	sel := s.st.routes[at.Route].selected()
-	if !at.Serves(sel.rec) {
-		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.rec.Revision)
+	sel := s.st.Routes[at.Route].selected()
+	if !at.Serves(sel.Record) {
+		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.Record.Revision)
 	}
-	return sel.rec, ""
+	return sel.Record, ""
 }
 
 // dispatch runs DESIGN.md section 5 steps 4 to 6 for one request on route rt.
 func (s *Store) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispatch) msg.DispatchResult {
-	c, err := checkDispatch(rt, d)
+	c, err := hostlog.CheckDispatch(rt, d)
 	if err != nil {
 		return refused(d, msg.CodeBadRequest, "%v", err)
 	}
@@ -104,25 +102,25 @@ func (s *Store) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispat
 // which was admitted again (ask_dispatch.go). From here on the attempt
 // holds its place: every exit journals either a reserve record or a
 // refused one, with its receipt.
-func (s *Store) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) msg.DispatchResult {
+func (s *Store) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *hostlog.CheckedDispatch, adm *admission) msg.DispatchResult {
 	var err error
 	var consent []byte
 	if adm.charge > 0 {
 		consent, err = s.consent(ctx, rt, c, adm)
 		if errors.Is(err, errConsentDeadline) {
-			s.logRefusal(c, "the deadline passed during the consent wait", "deadline", time.UnixMilli(c.deadline).UTC().Format(time.RFC3339Nano))
+			s.logRefusal(c, "the deadline passed during the consent wait", "deadline", time.UnixMilli(c.Deadline).UTC().Format(time.RFC3339Nano))
 			ref := &msg.Refusal{Code: msg.CodeDeadlinePassed, Reason: deadlinePassedReason}
 			return s.refuseAdmitted(adm, c, nil, ref, "refused before consent: the call's deadline passed during the consent wait")
 		}
 		var pm *principalMismatch
 		if errors.As(err, &pm) {
-			s.logRefusal(c, "the payer's consent names another principal than the dispatch's agent", "agent", c.agent, "principal", pm.principal)
+			s.logRefusal(c, "the payer's consent names another principal than the dispatch's agent", "agent", c.Agent, "principal", pm.principal)
 			return s.refuseAdmitted(adm, c, pm.consent, pm.refusal(), pm.receiptReason())
 		}
 		if err != nil {
 			// The refusal may go out on a channel that is already dead: log
 			// it, so that an attempt refused here is never dropped silently.
-			s.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", c.attempt, "err", err)
+			s.log.Warn("steward-operator: no payer consent; nothing sent or charged", "attempt", c.Attempt, "err", err)
 			ref := &msg.Refusal{Code: msg.CodeNoConsent, Reason: noConsentReason(err) + "; nothing was sent or charged"}
 			return s.refuseAdmitted(adm, c, nil, ref, noConsentReceiptReason(err))
 		}
@@ -138,7 +136,7 @@ func (s *Store) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *che
 		return s.refuseAdmitted(adm, c, consent, ref, why+ref.Reason)
 	}
 	if err != nil {
-		return reserveFailed(&msg.Dispatch{Attempt: c.attempt}, err, s.log)
+		return reserveFailed(&msg.Dispatch{Attempt: c.Attempt}, err, s.log)
 	}
 	failpoint.Hit(FailAfterReserve)
 	return s.deliverReserved(rt, c, adm, consent)
@@ -146,48 +144,48 @@ func (s *Store) deliverAdmitted(ctx context.Context, rt *msg.RouteRecord, c *che
 
 // deliverReserved delivers an attempt whose reservation is durable and
 // journals its end: not sent, uncertain, or the application's answer.
-func (s *Store) deliverReserved(rt *msg.RouteRecord, c *checkedDispatch, adm *admission, consent []byte) msg.DispatchResult {
+func (s *Store) deliverReserved(rt *msg.RouteRecord, c *hostlog.CheckedDispatch, adm *admission, consent []byte) msg.DispatchResult {
 	var dl Delivery
-	cutoff := c.cutoff(s.deadlineClock())
-	if c.kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
-		dl = s.deliverFiltered(rt, c.list, adm.listFilter(), cutoff)
+	cutoff := c.Cutoff(s.deadlineClock())
+	if c.Kind == msg.KindList && (len(adm.grant.Operations) > 0 || len(adm.agentOps) > 0) {
+		dl = s.deliverFiltered(rt, c.List, adm.listFilter(), cutoff)
 	} else {
-		dl = s.daemon.Deliver(rt, c.req, cutoff)
+		dl = s.daemon.Deliver(rt, c.Req, cutoff)
 	}
 	if dl.Sent && dl.Err == "" && dl.Cause != nil {
 		// An answer the host made itself (a listing it would not filter).
-		s.log.Warn("steward-operator: filtered listing", "attempt", c.attempt, "err", dl.Cause)
+		s.log.Warn("steward-operator: filtered listing", "attempt", c.Attempt, "err", dl.Cause)
 	}
 	switch {
 	case !dl.Sent:
-		s.log.Warn("steward-operator: not sent", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.Cause)
+		s.log.Warn("steward-operator: not sent", "attempt", c.Attempt, "upstream", rt.Upstream, "err", dl.Cause)
 		receipt, err := s.commitNotSent(adm, c, consent, dl.Detail)
 		if err != nil {
 			// The reservation is durable and its release is not (or not
 			// known to be): charged until the operator resolves it.
-			s.log.Error("steward-operator: not-sent record", "attempt", c.attempt, "err", err)
-			return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
+			s.log.Error("steward-operator: not-sent record", "attempt", c.Attempt, "err", err)
+			return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateUncertain,
 				Detail: "delivery failed before sending (" + dl.Detail + ") but the host could not journal the release"}
 		}
 		failpoint.Hit(FailAfterNotSent)
-		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateNotSent, Detail: dl.Detail, Receipt: receipt}
+		return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateNotSent, Detail: dl.Detail, Receipt: receipt}
 	case dl.Err != "":
-		s.log.Warn("steward-operator: uncertain", "attempt", c.attempt, "upstream", rt.Upstream, "err", dl.Cause)
+		s.log.Warn("steward-operator: uncertain", "attempt", c.Attempt, "upstream", rt.Upstream, "err", dl.Cause)
 		s.commitUncertain(adm, dl.Err, s.log)
-		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain, Detail: dl.Err}
+		return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateUncertain, Detail: dl.Err}
 	}
 
 	body := dl.Body
 	receipt, err := s.commitOutcome(adm, c, consent, dl.Status, body)
 	if err != nil {
-		s.log.Error("steward-operator: outcome record", "attempt", c.attempt, "err", err)
+		s.log.Error("steward-operator: outcome record", "attempt", c.Attempt, "err", err)
 		s.commitUncertain(adm, "the host could not journal the answer", s.log)
-		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateUncertain,
+		return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateUncertain,
 			Detail: "the application answered but the host could not journal the outcome"}
 	}
 	failpoint.Hit(FailAfterOutcome)
-	res := msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateDefinite, Status: dl.Status, Body: body, Receipt: receipt}
-	if c.kind != msg.KindInvoke {
+	res := msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateDefinite, Status: dl.Status, Body: body, Receipt: receipt}
+	if c.Kind != msg.KindInvoke {
 		price := adm.grant.Price
 		res.CallPrice = &price
 	}
@@ -205,15 +203,15 @@ var errConsentDeadline = errors.New("the dispatch's deadline passed during the c
 // what is known of it: a record the journal removed is not there (nothing
 // of the attempt is recorded), one whose fdatasync failed is known only
 // once the host has restarted.
-func (s *Store) refuseAdmitted(adm *admission, c *checkedDispatch, consent []byte, ref *msg.Refusal, reason string) msg.DispatchResult {
+func (s *Store) refuseAdmitted(adm *admission, c *hostlog.CheckedDispatch, consent []byte, ref *msg.Refusal, reason string) msg.DispatchResult {
 	receipt, err := s.commitRefused(adm, c, consent, reason)
 	if err != nil {
-		s.log.Error("steward-operator: refused record; nothing sent or charged", "attempt", c.attempt, "err", err)
+		s.log.Error("steward-operator: refused record; nothing sent or charged", "attempt", c.Attempt, "err", err)
 		ref.Reason += refusalUnrecorded(err)
-		return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateRefused, Refusal: ref}
+		return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}
 	failpoint.Hit(FailAfterRefused)
-	return msg.DispatchResult{Attempt: c.attempt, Outcome: msg.StateRefused, Refusal: ref, Receipt: receipt}
+	return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateRefused, Refusal: ref, Receipt: receipt}
 }
 
 // refusalUnrecorded is what a refusal after admission adds when its
@@ -233,7 +231,7 @@ func refusalUnrecorded(err error) string {
 func noConsentReceiptReason(err error) string {
 	var pr *PayerRefusal
 	if errors.As(err, &pr) {
-		return "the payer refused: " + quoteLine(pr.Refusal.Error(), maxPayerReason)
+		return "the payer refused: " + hostlog.QuoteLine(pr.Refusal.Error(), maxPayerReason)
 	}
 	return "refused before consent: the payer's consent could not be obtained"
 }
@@ -248,19 +246,6 @@ func noConsentReason(err error) string {
 		return "the payer refused consent: " + pr.Refusal.Error()
 	}
 	return "the payer's consent could not be obtained"
-}
-
-func validAttemptID(s string) error {
-	if len(s) == 0 || len(s) > maxAttemptID {
-		return fmt.Errorf("attempt id of %d bytes: must be 1 to %d", len(s), maxAttemptID)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("attempt id: byte %d is not one of A-Za-z0-9_-", i)
-		}
-	}
-	return nil
 }
 
 // consent asks the controller, through the daemon's Payer, for the payer's
@@ -278,9 +263,9 @@ func validAttemptID(s string) error {
 // sockets it happens to read first. A controller that died before
 // consenting fails the reverse channel too, so nothing waits for the
 // timeout; a shutdown drains the wait like the delivery that follows it.
-func (s *Store) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDispatch, adm *admission) (consent []byte, err error) {
+func (s *Store) consent(ctx context.Context, rt *msg.RouteRecord, c *hostlog.CheckedDispatch, adm *admission) (consent []byte, err error) {
 	by, byDeadline := time.Now().Add(ReserveTimeout), false
-	if cut := c.cutoff(s.deadlineClock()); !cut.IsZero() && cut.Before(by) {
+	if cut := c.Cutoff(s.deadlineClock()); !cut.IsZero() && cut.Before(by) {
 		by, byDeadline = cut, true
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
@@ -294,9 +279,9 @@ func (s *Store) consent(ctx context.Context, rt *msg.RouteRecord, c *checkedDisp
 	// the controller can check the charge against the operator's own word
 	// (a grant's signed bytes never change once stored).
 	r := msg.Reserve{
-		V: msg.CustodyV2, Attempt: c.attempt, Controller: adm.ctrl.name, Application: c.application,
-		Operation: c.operation, RequestSHA256: c.sha[:], Charge: adm.charge, RefusalPrice: adm.refusalPrice(),
-		Grant: adm.g.signed,
+		V: msg.CustodyV2, Attempt: c.Attempt, Controller: adm.ctrl.Name, Application: c.Application,
+		Operation: c.Operation, RequestSHA256: c.SHA[:], Charge: adm.charge, RefusalPrice: adm.refusalPrice(),
+		Grant: adm.g.Signed,
 	}
 	signed, err := s.daemon.Consent(ctx, rt, adm.ctrl.peer(), r)
 	if err != nil {

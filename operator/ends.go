@@ -2,9 +2,8 @@ package operator
 
 import (
 	"crypto/sha256"
-	"strings"
-	"unicode/utf8"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -45,11 +44,11 @@ func priceApplied(charge uint64, which string) string { return msg.PriceFor(char
 // end's own fields and the chain's are filled in. It names the ask the
 // attempt went through and who answered it, when it had one. Called with
 // s.mu held.
-func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
+func receiptOf(adm *admission, d *hostlog.CheckedDispatch, consent []byte) msg.Receipt {
 	return msg.Receipt{
-		Attempt: d.attempt, Controller: adm.ctrl.name, Application: d.application, Operation: d.operation,
-		Kind: d.kind, RequestSHA256: d.sha[:], Consent: consent, ResolvedBy: adm.resolvedBy,
-		Agent: d.agent, Conversation: d.conversation, Ask: adm.a.ask, AnsweredBy: adm.a.answeredBy,
+		Attempt: d.Attempt, Controller: adm.ctrl.Name, Application: d.Application, Operation: d.Operation,
+		Kind: d.Kind, RequestSHA256: d.SHA[:], Consent: consent, ResolvedBy: adm.resolvedBy,
+		Agent: d.Agent, Conversation: d.Conversation, Ask: adm.a.Ask, AnsweredBy: adm.a.AnsweredBy,
 	}
 }
 
@@ -59,27 +58,27 @@ func receiptOf(adm *admission, d *checkedDispatch, consent []byte) msg.Receipt {
 // (chained to the last one) and journals it with the answer in one
 // outcome.v2 record. On an error nothing is released: the reservation
 // stands, as the journal says, and the caller marks the attempt uncertain.
-func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte, status int, body []byte) ([]byte, error) {
+func (s *Store) commitOutcome(adm *admission, d *hostlog.CheckedDispatch, consent []byte, status int, body []byte) ([]byte, error) {
 	respSum := sha256.Sum256(body)
 	charge, price := adm.settlement(status)
 	release := adm.charge - charge
-	p := &adm.ctrl.purse
+	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindOutcomeV2,
 		receipt: func() msg.Receipt {
-			p.charged -= release
-			s.st.ledger++
+			p.Charged -= release
+			s.st.Ledger++
 			r := receiptOf(adm, d, consent)
 			r.ResponseSHA256, r.Status, r.Charge, r.BalanceAfter = respSum[:], status, charge, p.balance()
 			r.Outcome, r.PriceApplied = msg.StateDefinite, price
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.OutcomeV2{Attempt: d.attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.ledger}
+			return hostlog.OutcomeV2{Attempt: d.Attempt, Status: status, Body: body, Receipt: signed, Seq: seq, Charge: charge, Ledger: s.st.Ledger}
 		},
-		undo: func() { p.charged += release },
-		apply: func(jseq uint64) {
-			adm.a.state, adm.a.outcomeSeq, adm.a.detail = msg.StateDefinite, jseq, ""
+		undo: func() { p.Charged += release },
+		apply: func(at journal.Place) {
+			adm.a.State, adm.a.EndAt, adm.a.Detail = msg.StateDefinite, at, ""
 			s.st.agentSettle(adm.a, release)
 		},
 	})
@@ -90,32 +89,32 @@ func (s *Store) commitOutcome(adm *admission, d *checkedDispatch, consent []byte
 // its receipt (not-sent, charge 0, Reason the delivery's detail, which
 // names no host path). On an error the reservation stands: the attempt is
 // uncertain, as the journal says.
-func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte, detail string) ([]byte, error) {
-	p := &adm.ctrl.purse
+func (s *Store) commitNotSent(adm *admission, d *hostlog.CheckedDispatch, consent []byte, detail string) ([]byte, error) {
+	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindNotSentV2,
 		receipt: func() msg.Receipt {
-			p.charged -= adm.charge
+			p.Charged -= adm.charge
 			s.st.unuse(adm)
-			s.st.ledger++
+			s.st.Ledger++
 			r := receiptOf(adm, d, consent)
 			r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateNotSent, detail, msg.PriceNone
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
 			// Not sent from the signing on: its release is on its way.
-			adm.a.state, adm.a.detail = msg.StateNotSent, detail
-			return hostlog.NotSentV2{Attempt: adm.a.id, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.ledger}
+			adm.a.State, adm.a.Detail = msg.StateNotSent, detail
+			return hostlog.NotSentV2{Attempt: adm.a.ID, Detail: detail, Receipt: signed, Seq: seq, Ledger: s.st.Ledger}
 		},
 		undo: func() {
-			p.charged += adm.charge
+			p.Charged += adm.charge
 			adm.g.use(adm.day)
-			s.st.agentHold(adm.ctrl.name, adm.a.agent, adm.a.conversation, adm.day, adm.charge)
+			s.st.agentHold(adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
 			// The cause may name the journal's path: it goes to the log (the
 			// caller logs it); inspect's detail reaches the agent.
-			adm.a.state, adm.a.detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
+			adm.a.State, adm.a.Detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"
 		},
-		apply: func(jseq uint64) { adm.a.outcomeSeq = jseq },
+		apply: func(at journal.Place) { adm.a.EndAt = at },
 	})
 }
 
@@ -128,25 +127,28 @@ func (s *Store) commitNotSent(adm *admission, d *checkedDispatch, consent []byte
 // forgotten as before: nothing was reserved, so nothing is charged either
 // way; whether the refusal's record is on disk is another matter (see
 // Store.refuseAdmitted).
-func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte, reason string) ([]byte, error) {
-	p := &adm.ctrl.purse
+func (s *Store) commitRefused(adm *admission, d *hostlog.CheckedDispatch, consent []byte, reason string) ([]byte, error) {
+	p := &adm.ctrl.Purse
 	return s.commitEnd(receiptEnd{
 		kind: hostlog.KindRefused,
 		receipt: func() msg.Receipt {
-			p.holds -= adm.charge
+			p.Holds -= adm.charge
 			s.st.unuse(adm)
-			adm.a.charge = 0
+			adm.a.Charge = 0
 			r := receiptOf(adm, d, consent)
 			r.BalanceAfter, r.Outcome, r.Reason, r.PriceApplied = p.balance(), msg.StateRefused, reason, msg.PriceNone
 			return r
 		},
 		record: func(signed []byte, seq uint64) any {
-			return hostlog.Refused{Attempt: adm.a.id, Controller: adm.ctrl.name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.ledger,
-				Agent: d.agent, Conversation: d.conversation}
+			return hostlog.Refused{Attempt: adm.a.ID, Controller: adm.ctrl.Name, Reason: reason, Receipt: signed, Seq: seq, Ledger: s.st.Ledger,
+				Agent: d.Agent, Conversation: d.Conversation}
 		},
-		undo: func() { delete(s.st.attempts, adm.a.id) },
-		apply: func(jseq uint64) {
-			adm.a.state, adm.a.detail, adm.a.outcomeSeq = msg.StateRefused, reason, jseq
+		undo: func() { delete(s.st.Attempts, adm.a.ID) },
+		apply: func(at journal.Place) {
+			adm.a.State, adm.a.Detail, adm.a.EndAt = msg.StateRefused, reason, at
+			if adm.a.First == 0 {
+				adm.a.First = at.Seq
+			}
 		},
 	})
 }
@@ -155,17 +157,3 @@ func (s *Store) commitRefused(adm *admission, d *checkedDispatch, consent []byte
 // the receipt's reason is one line, and the controller's refusal is the
 // controller's text.
 const maxPayerReason = 300
-
-// quoteLine is s on one line (line breaks as spaces), cut to at most n bytes
-// at a character boundary, "..." marking a cut.
-func quoteLine(s string, n int) string {
-	s = strings.ToValidUTF8(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s), "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hostlog"
 )
 
 // TestRefusedRecordFailureSaysWhatIsKnown: a refusal after admission
@@ -36,8 +37,8 @@ func TestQuoteLine(t *testing.T) {
 		{"abcdé", 5, "abcd..."},
 		{"bad \xff byte", 20, "bad \uFFFD byte"},
 	} {
-		if got := quoteLine(tc.in, tc.n); got != tc.want {
-			t.Errorf("quoteLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		if got := hostlog.QuoteLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("hostlog.QuoteLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }

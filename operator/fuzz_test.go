@@ -6,6 +6,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -52,6 +53,6 @@ func FuzzFilterList(f *testing.F) {
 func FuzzRouteRequest(f *testing.F) {
 	f.Add([]byte(`{"controller":"c","upstream":"/a","forward":"/b","reverse":"/c","prefix":"/v1","timeouts":{"connectMs":1,"responseMs":2}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ParseRouteRequest(b)
+		views.ParseRouteRequest(b)
 	})
 }

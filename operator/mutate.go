@@ -52,7 +52,7 @@ func (s *Store) mutateControl(kind string, rec any, path string, check func() (*
 	}
 	ch, err := s.daemon.PrepareControl(c.peer(), path)
 	if err != nil {
-		return fmt.Errorf("controller %s: the host cannot listen on its control socket (%w); nothing was journaled", c.name, err)
+		return fmt.Errorf("controller %s: the host cannot listen on its control socket (%w); nothing was journaled", c.Name, err)
 	}
 	if _, err := s.append(kind, rec); err != nil {
 		ch.Discard()
@@ -83,8 +83,8 @@ func (s *Store) mutateRoute(kind string, check func() (any, *routeRev, error), a
 	}
 	ls := s.daemon
 	if listen != nil {
-		if err := ls.PrepareRoute(listen.rec); err != nil {
-			return fmt.Errorf("route %s: the host cannot listen on its forward socket (%w); nothing was journaled", listen.rec.Route, err)
+		if err := ls.PrepareRoute(listen.Record); err != nil {
+			return fmt.Errorf("route %s: the host cannot listen on its forward socket (%w); nothing was journaled", listen.Record.Route, err)
 		}
 	}
 	if _, err := s.append(kind, rec); err != nil {

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/stewardrt/steward/journal"
@@ -11,38 +10,29 @@ import (
 // The records an attempt's later reads go back to the journal for: its
 // reservation (the request a redelivery sends, kept in the journal and
 // never in memory) and the record that ended it (the answer and receipt
-// inspect gives back). Each is read by its journal sequence number, which
-// the attempt keeps.
+// inspect gives back). Each is read at its place, which the attempt
+// keeps, at once (journal.ReadAt), however old.
 
-// errStop ends a journal iteration once its record is read.
-var errStop = errors.New("stop")
-
-// recordAt reads and decodes the host record at journal seq.
-func (s *Store) recordAt(seq uint64) (*hostlog.Record, error) {
-	var rec *hostlog.Record
-	err := s.j.Iterate(seq, func(r journal.Record) error {
-		var err error
-		if rec, err = hostlog.Decode(r); err != nil {
-			return err
-		}
-		if rec == nil {
-			return fmt.Errorf("journal record %d is the journal's own %s record", r.Seq, r.Kind)
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
+// recordAt reads and decodes the host record at place p.
+func (s *Store) recordAt(p journal.Place) (*hostlog.Record, error) {
+	r, err := s.j.ReadAt(p)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := hostlog.Decode(r)
+	if err != nil {
 		return nil, err
 	}
 	if rec == nil {
-		return nil, fmt.Errorf("the host journal has no record %d", seq)
+		return nil, fmt.Errorf("journal record %d is the journal's own %s record", r.Seq, r.Kind)
 	}
 	return rec, nil
 }
 
 // readReserve reads an attempt's reservation from the journal, as a
 // reserve.v2 (a first-version one without its request).
-func (s *Store) readReserve(id string, seq uint64) (*hostlog.ReserveV2, error) {
-	rec, err := s.recordAt(seq)
+func (s *Store) readReserve(id string, at journal.Place) (*hostlog.ReserveV2, error) {
+	rec, err := s.recordAt(at)
 	if err != nil {
 		return nil, err
 	}
@@ -56,15 +46,15 @@ func (s *Store) readReserve(id string, seq uint64) (*hostlog.ReserveV2, error) {
 		return nil, fmt.Errorf("journal record %d is %s, not the reservation of attempt %s", rec.Seq, rec.Kind, id)
 	}
 	if found.Attempt != id {
-		return nil, fmt.Errorf("journal record %d is not the reservation of attempt %s", seq, id)
+		return nil, fmt.Errorf("journal record %d is not the reservation of attempt %s", at.Seq, id)
 	}
 	return found, nil
 }
 
-// endRecord reads the record at journal seq that ended attempt id with a
+// endRecord reads the record at place at that ended attempt id with a
 // receipt, of any kind that carries one; an outcome's answer too.
-func (s *Store) endRecord(seq uint64, id string) (hostlog.OutcomeV2, error) {
-	rec, err := s.recordAt(seq)
+func (s *Store) endRecord(at journal.Place, id string) (hostlog.OutcomeV2, error) {
+	rec, err := s.recordAt(at)
 	if err != nil {
 		return hostlog.OutcomeV2{}, err
 	}

@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -33,8 +34,8 @@ type receiptEnd struct {
 	// signed, or its record not appended.
 	undo func()
 	// apply records the end in the state once its record is in the
-	// journal at jseq.
-	apply func(jseq uint64)
+	// journal at at.
+	apply func(at journal.Place)
 	// appendFailed, when set, words the error of a failed append.
 	appendFailed func(error) error
 }
@@ -57,7 +58,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 	s.receiptTurn.Lock()
 	st := s.st
 	r.V = msg.ReceiptV2
-	r.Seq, r.Prev = st.signedSeq+1, st.signedHead
+	r.Seq, r.Prev = st.SignedSeq+1, st.SignedHead
 	r.At = s.clockLocked().UnixMilli()
 	signed, err := msg.SignReceipt(s.key.Ed25519(), r)
 	if err != nil {
@@ -67,10 +68,10 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 		return nil, err
 	}
 	head := msg.ReceiptHash(signed)
-	st.signedSeq, st.signedHead = r.Seq, head
+	st.SignedSeq, st.SignedHead = r.Seq, head
 	rec := e.record(signed, r.Seq)
 	s.mu.Unlock()
-	jseq, err := s.j.AppendLinked(e.kind, rec, s.receiptTurn.Unlock)
+	at, err := s.j.AppendLinkedAt(e.kind, rec, s.receiptTurn.Unlock)
 	s.mu.Lock()
 	if err != nil {
 		e.undo()
@@ -80,7 +81,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 		}
 		return nil, err
 	}
-	e.apply(jseq)
+	e.apply(at)
 	st.markDurable(r.Seq, head)
 	s.mu.Unlock()
 	s.daemon.ReceiptDurable()
@@ -93,7 +94,7 @@ func (s *Store) commitEnd(e receiptEnd) ([]byte, error) {
 // shutdown.
 func (s *Store) Checkpoint() error {
 	s.mu.Lock()
-	seq, head, done := s.st.durableSeq, s.st.durableHead, s.st.checkpoint
+	seq, head, done := s.st.DurableSeq, s.st.DurableHead, s.st.Checkpoint
 	s.mu.Unlock()
 	if seq <= done {
 		return nil
@@ -106,8 +107,8 @@ func (s *Store) Checkpoint() error {
 		return err
 	}
 	s.mu.Lock()
-	if seq > s.st.checkpoint {
-		s.st.checkpoint = seq
+	if seq > s.st.Checkpoint {
+		s.st.Checkpoint = seq
 	}
 	s.mu.Unlock()
 	return nil

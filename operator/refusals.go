@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -15,23 +16,23 @@ import (
 // to the host's log instead.
 
 // callDesc names a call as the agent asked for it.
-func callDesc(d *checkedDispatch) string {
-	if d.operation == "" {
-		return "application " + d.application
+func callDesc(d *hostlog.CheckedDispatch) string {
+	if d.Operation == "" {
+		return "application " + d.Application
 	}
-	return fmt.Sprintf("operation %s of application %s", d.operation, d.application)
+	return fmt.Sprintf("operation %s of application %s", d.Operation, d.Application)
 }
 
 // noGrantRefusal is the same whether or not the operation exists.
-func noGrantRefusal(d *checkedDispatch) *msg.Refusal {
+func noGrantRefusal(d *hostlog.CheckedDispatch) *msg.Refusal {
 	return &msg.Refusal{Code: msg.CodeNoGrant, Reason: "no grant covers " + callDesc(d)}
 }
 
-func notInForceReason(d *checkedDispatch) string {
+func notInForceReason(d *hostlog.CheckedDispatch) string {
 	return "the grant that covers " + callDesc(d) + " is not in force: calls resume once the operator issues a grant in force"
 }
 
-func revokedReason(d *checkedDispatch) string {
+func revokedReason(d *hostlog.CheckedDispatch) string {
 	return "the grant that covers " + callDesc(d) + " is revoked: calls resume once the operator issues a new grant"
 }
 
@@ -42,7 +43,7 @@ func dailyLimitReason(day int64) string {
 }
 
 // logRefusal writes a refusal's full detail to the host's log.
-func (s *Store) logRefusal(d *checkedDispatch, why string, args ...any) {
+func (s *Store) logRefusal(d *hostlog.CheckedDispatch, why string, args ...any) {
 	s.log.Info("steward-operator: refused "+why,
-		append([]any{"attempt", d.attempt, "application", d.application, "operation", d.operation}, args...)...)
+		append([]any{"attempt", d.Attempt, "application", d.Application, "operation", d.Operation}, args...)...)
 }

@@ -9,18 +9,13 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// replay rebuilds the state from every record of the journal. It runs
-// in Open, before the Store is shared, so it takes no lock.
-func (s *Store) replay() error {
-	rp := &replayer{st: s.st, pub: s.pub}
-	if err := s.j.Iterate(1, rp.record); err != nil {
-		return err
+// settle finishes a state replayed at open: the receipt chain must have
+// no gap, and the last receipt signed is the last durable one.
+func (st *state) settle() error {
+	if len(st.Pending) != 0 {
+		return fmt.Errorf("host journal: %w", hostlog.Faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.DurableSeq+1, len(st.Pending)))
 	}
-	st := s.st
-	if len(st.pending) != 0 {
-		return fmt.Errorf("host journal: %w", hostlog.Faultf("the receipt chain has a gap: receipt %d is missing (%d later receipts are durable)", st.durableSeq+1, len(st.pending)))
-	}
-	st.signedSeq, st.signedHead = st.durableSeq, st.durableHead
+	st.SignedSeq, st.SignedHead = st.DurableSeq, st.DurableHead
 	return nil
 }
 
@@ -32,13 +27,23 @@ type replayer struct {
 	pub *wire.HybridPublicKey
 }
 
+// Apply applies one record (a history.State: package journal/history
+// gives it every record of the journal after the state's mark, once).
+func (rp *replayer) Apply(r journal.Record) error { return rp.record(r) }
+
+// Encode is the state as a snapshot holds it.
+func (rp *replayer) Encode() ([]byte, error) { return encodeState(rp.st) }
+
 // record applies one journal record, naming it in any error.
 func (rp *replayer) record(r journal.Record) error {
 	// Every record's time is a time recorded: the clock never goes back
 	// behind it (Store.clock).
-	rp.st.latest = max(rp.st.latest, r.At)
+	rp.st.Latest = max(rp.st.Latest, r.At)
 	if err := hostlog.Visit(rp, r); err != nil {
 		return recordError(r.Seq, r.Kind, err)
+	}
+	if len(rp.st.AskEvents) != 0 {
+		return rp.st.sweepEvents()
 	}
 	return nil
 }
@@ -61,7 +66,7 @@ func (rp *replayer) ControllerControl(_ journal.Record, b *hostlog.ControllerCon
 	if err != nil {
 		return err
 	}
-	c.control = b.Control
+	c.Control = b.Control
 	return nil
 }
 
@@ -70,7 +75,7 @@ func (rp *replayer) PurseFund(_ journal.Record, b *hostlog.PurseFund) error {
 	if err != nil {
 		return err
 	}
-	c.purse.funded += b.Amount
+	c.Purse.Funded += b.Amount
 	rp.st.seeLedger(b.Ledger)
 	return nil
 }
@@ -88,7 +93,7 @@ func (rp *replayer) purseFrozen(b *hostlog.Purse, frozen bool) error {
 	if err != nil {
 		return err
 	}
-	c.purse.frozen = frozen
+	c.Purse.Frozen = frozen
 	return nil
 }
 
@@ -102,18 +107,18 @@ func (rp *replayer) GrantIssue(_ journal.Record, b *hostlog.GrantIssue) error {
 }
 
 func (rp *replayer) GrantRevoke(_ journal.Record, b *hostlog.GrantRevoke) error {
-	g, ok := rp.st.grants[b.ID]
+	g, ok := rp.st.Grants[b.ID]
 	if !ok {
 		return fmt.Errorf("revokes unknown grant %s", b.ID)
 	}
-	g.revoked = true
+	g.Revoked = true
 	return nil
 }
 
 // reserve applies a reservation of either version.
-func (rp *replayer) reserve(b *hostlog.Reserve) error {
+func (rp *replayer) reserve(seq uint64, b *hostlog.Reserve) error {
 	st := rp.st
-	prior, err := st.askedAttempt(b.Attempt, "reserved", fmt.Errorf("attempt %s reserved twice", b.Attempt))
+	prior, err := st.askedAttempt(b.Attempt, seq, "reserved", fmt.Errorf("attempt %s reserved twice", b.Attempt))
 	if err != nil {
 		return err
 	}
@@ -121,26 +126,26 @@ func (rp *replayer) reserve(b *hostlog.Reserve) error {
 	if err != nil {
 		return err
 	}
-	g, ok := st.grants[b.Grant]
+	g, ok := st.Grants[b.Grant]
 	if !ok {
 		return fmt.Errorf("attempt %s: unknown grant %s", b.Attempt, b.Grant)
 	}
-	c.purse.charged += b.Charge
+	c.Purse.Charged += b.Charge
 	g.use(b.Day)
 	// The journal's record times come from the machine's clock, a
 	// reservation's day from the store's: never count on an earlier day.
-	st.latest = max(st.latest, b.Day*86_400_000)
+	st.Latest = max(st.Latest, b.Day*86_400_000)
 	st.seeLedger(b.Ledger)
 	// Until a later record says otherwise, a reservation without an
 	// outcome is uncertain: sending may have begun before a crash.
 	a := &attempt{
-		id: b.Attempt, controller: b.Controller, application: b.Application, grant: b.Grant, charge: b.Charge,
-		day: b.Day, state: msg.StateUncertain, detail: "the host stopped before recording an outcome",
+		ID: b.Attempt, Controller: b.Controller, Application: b.Application, Grant: b.Grant, Charge: b.Charge,
+		Day: b.Day, State: msg.StateUncertain, Detail: "the host stopped before recording an outcome", First: seq,
 	}
 	if prior != nil {
-		a.ask, a.answeredBy = prior.ask, prior.answeredBy
+		a.Ask, a.AnsweredBy, a.First = prior.Ask, prior.AnsweredBy, prior.First
 	}
-	st.attempts[b.Attempt] = a
+	st.Attempts[b.Attempt] = a
 	return nil
 }
 
@@ -155,13 +160,13 @@ func (rp *replayer) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 		return err
 	}
 	rp.st.release(a)
-	a.state, a.detail = msg.StateNotSent, b.Detail
+	a.State, a.Detail = msg.StateNotSent, b.Detail
 	rp.st.seeLedger(b.Ledger)
 	if b.Receipt != nil {
-		a.outcomeSeq = r.Seq
-		return rp.receipt(b.Seq, b.Receipt)
+		a.EndAt = r.Place
+		return rp.end(a, b.Seq, b.Receipt)
 	}
-	return nil
+	return rp.st.sweep(a)
 }
 
 func (rp *replayer) Uncertain(_ journal.Record, b *hostlog.Uncertain) error {
@@ -169,7 +174,7 @@ func (rp *replayer) Uncertain(_ journal.Record, b *hostlog.Uncertain) error {
 	if err != nil {
 		return err
 	}
-	a.detail = b.Detail
+	a.Detail = b.Detail
 	return nil
 }
 
@@ -179,7 +184,7 @@ func (rp *replayer) Outcome(r journal.Record, b *hostlog.Outcome) error {
 	if err != nil {
 		return err
 	}
-	return rp.OutcomeV2(r, b.Upgrade(a.charge))
+	return rp.OutcomeV2(r, b.Upgrade(a.Charge))
 }
 
 // outcome settles an answered attempt: its charge stays taken from the
@@ -190,43 +195,52 @@ func (rp *replayer) OutcomeV2(r journal.Record, b *hostlog.OutcomeV2) error {
 	if err != nil {
 		return err
 	}
-	if b.Charge > a.charge {
-		return fmt.Errorf("attempt %s: the outcome charges %d, more than its reservation of %d", b.Attempt, b.Charge, a.charge)
+	if b.Charge > a.Charge {
+		return fmt.Errorf("attempt %s: the outcome charges %d, more than its reservation of %d", b.Attempt, b.Charge, a.Charge)
 	}
-	if c := st.controllers[a.controller]; c != nil {
-		c.purse.charged -= a.charge - b.Charge
+	if c := st.Controllers[a.Controller]; c != nil {
+		c.Purse.Charged -= a.Charge - b.Charge
 	}
-	st.agentSettle(a, a.charge-b.Charge)
-	a.state, a.outcomeSeq, a.detail = msg.StateDefinite, r.Seq, ""
+	st.agentSettle(a, a.Charge-b.Charge)
+	a.State, a.EndAt, a.Detail = msg.StateDefinite, r.Place, ""
 	st.seeLedger(b.Ledger)
-	return rp.receipt(b.Seq, b.Receipt)
+	return rp.end(a, b.Seq, b.Receipt)
 }
 
 // refused records an admitted attempt refused before anything was
 // reserved: its id is taken (never dispatched again), nothing charged.
 func (rp *replayer) Refused(r journal.Record, b *hostlog.Refused) error {
 	st := rp.st
-	prior, err := st.askedAttempt(b.Attempt, "refused", fmt.Errorf("attempt %s refused after it was recorded", b.Attempt))
+	prior, err := st.askedAttempt(b.Attempt, r.Seq, "refused", fmt.Errorf("attempt %s refused after it was recorded", b.Attempt))
 	if err != nil {
 		return err
 	}
 	if _, err := st.controller(b.Controller); err != nil {
 		return err
 	}
-	a := &attempt{id: b.Attempt, controller: b.Controller, state: msg.StateRefused, detail: b.Reason, outcomeSeq: r.Seq,
-		agent: b.Agent, conversation: b.Conversation}
+	a := &attempt{ID: b.Attempt, Controller: b.Controller, State: msg.StateRefused, Detail: b.Reason, EndAt: r.Place,
+		Agent: b.Agent, Conversation: b.Conversation, First: r.Seq}
 	if prior != nil {
-		a.ask, a.answeredBy = prior.ask, prior.answeredBy
+		a.Ask, a.AnsweredBy, a.First = prior.Ask, prior.AnsweredBy, prior.First
 	}
-	st.attempts[b.Attempt] = a
+	st.Attempts[b.Attempt] = a
 	st.seeLedger(b.Ledger)
-	return rp.receipt(b.Seq, b.Receipt)
+	return rp.end(a, b.Seq, b.Receipt)
+}
+
+// end marks an ending record's receipt durable and sweeps its attempt
+// into the history.
+func (rp *replayer) end(a *attempt, seq uint64, signed []byte) error {
+	if err := rp.receipt(seq, signed); err != nil {
+		return err
+	}
+	return rp.st.sweep(a)
 }
 
 // receipt marks receipt seq durable, refusing one seen before.
 func (rp *replayer) receipt(seq uint64, signed []byte) error {
 	st := rp.st
-	if seq <= st.durableSeq || st.pending[seq] != nil {
+	if seq <= st.DurableSeq || st.Pending[seq] != nil {
 		return fmt.Errorf("receipt %d appears twice", seq)
 	}
 	st.markDurable(seq, msg.ReceiptHash(signed))
@@ -234,25 +248,25 @@ func (rp *replayer) receipt(seq uint64, signed []byte) error {
 }
 
 func (rp *replayer) Checkpoint(_ journal.Record, b *hostlog.Checkpoint) error {
-	if b.Seq > rp.st.checkpoint {
-		rp.st.checkpoint = b.Seq
+	if b.Seq > rp.st.Checkpoint {
+		rp.st.Checkpoint = b.Seq
 	}
 	return nil
 }
 
 func (st *state) seeLedger(n uint64) {
-	if n > st.ledger {
-		st.ledger = n
+	if n > st.Ledger {
+		st.Ledger = n
 	}
 }
 
 func (st *state) attemptIn(id string, want msg.State) (*attempt, error) {
-	a, ok := st.attempts[id]
+	a, ok := st.Attempts[id]
 	if !ok {
 		return nil, fmt.Errorf("attempt %s has no reserve record", id)
 	}
-	if a.state != want {
-		return nil, fmt.Errorf("attempt %s is %s, not %s", id, a.state, want)
+	if a.State != want {
+		return nil, fmt.Errorf("attempt %s is %s, not %s", id, a.State, want)
 	}
 	return a, nil
 }

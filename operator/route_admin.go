@@ -4,10 +4,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -15,51 +15,37 @@ import (
 // asked already: nothing is journaled.
 var errUnchanged = errors.New("unchanged")
 
-// RouteRegistration is how `route register` registers a revision.
-type RouteRegistration struct {
-	// Inactive registers a new route inactive: it is not listened on
-	// until `route activate`. A new revision keeps its route's state.
-	Inactive bool
-	// By is who registers it ("uid:N"); the store's account (this
-	// process's effective uid) when empty.
-	By string
-}
-
-// OwnAccount is this process's account as a record names who asked a
-// change of a store it opened itself: "uid:N" of its effective uid.
-func OwnAccount() string { return fmt.Sprintf("uid:%d", os.Geteuid()) }
-
 // markTime is when a route's state was set, RFC 3339, or "" when unknown.
 func markTime(m routeStateMark) string {
-	if m.by == "" {
+	if m.By == "" {
 		return ""
 	}
-	return time.UnixMilli(m.at).UTC().Format(time.RFC3339)
+	return time.UnixMilli(m.At).UTC().Format(time.RFC3339)
 }
 
 // RegisterRoute signs and journals a new revision of route name for app:
 // a new route is active.
-func (s *Store) RegisterRoute(name, app string, req RouteRequest) (RouteView, error) {
-	return s.RegisterRouteAs(name, app, req, RouteRegistration{})
+func (s *Store) RegisterRoute(name, app string, req views.RouteRequest) (views.RouteView, error) {
+	return s.RegisterRouteAs(name, app, req, views.RouteRegistration{})
 }
 
 // RegisterRouteAs signs and journals a new revision of route name for app
 // as reg says.
-func (s *Store) RegisterRouteAs(name, app string, req RouteRequest, reg RouteRegistration) (RouteView, error) {
+func (s *Store) RegisterRouteAs(name, app string, req views.RouteRequest, reg views.RouteRegistration) (views.RouteView, error) {
 	if s.key == nil {
-		return RouteView{}, fmt.Errorf("store %s is open read-only", s.dir)
+		return views.RouteView{}, fmt.Errorf("store %s is open read-only", s.dir)
 	}
 	replaces, err := hex.DecodeString(req.Replaces)
 	if err != nil {
-		return RouteView{}, Refusedf("route %s: replaces %q is not hex", name, req.Replaces)
+		return views.RouteView{}, views.Refusedf("route %s: replaces %q is not hex", name, req.Replaces)
 	}
 	if len(replaces) == 0 {
 		replaces = nil
 	}
 	s.mu.Lock()
 	rev := uint64(1)
-	if r := s.st.routes[name]; r != nil {
-		rev = uint64(len(r.revs)) + 1
+	if r := s.st.Routes[name]; r != nil {
+		rev = uint64(len(r.Revs)) + 1
 	}
 	s.mu.Unlock()
 	rec := msg.RouteRecord{
@@ -70,7 +56,7 @@ func (s *Store) RegisterRouteAs(name, app string, req RouteRequest, reg RouteReg
 	}
 	signed, err := msg.SignRoute(s.key, rec)
 	if err != nil {
-		return RouteView{}, err
+		return views.RouteView{}, err
 	}
 	return s.importRoute(signed, reg)
 }
@@ -79,19 +65,19 @@ func (s *Store) RegisterRouteAs(name, app string, req RouteRequest, reg RouteReg
 // key, refusing one that does not verify, forks or cycles the route's
 // history, passes a bound or would give its application a second active
 // route. A new route is active.
-func (s *Store) ImportRoute(signed []byte) (RouteView, error) {
-	return s.importRoute(signed, RouteRegistration{})
+func (s *Store) ImportRoute(signed []byte) (views.RouteView, error) {
+	return s.importRoute(signed, views.RouteRegistration{})
 }
 
-func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, error) {
+func (s *Store) importRoute(signed []byte, reg views.RouteRegistration) (views.RouteView, error) {
 	by := reg.By
 	if by == "" {
-		by = OwnAccount()
+		by = views.OwnAccount()
 	}
 	var rec msg.RouteRecord
 	var id []byte
 	var body hostlog.RouteRegisterV2
-	var v RouteView
+	var v views.RouteView
 	err := s.mutateRoute(hostlog.KindRouteRegisterV2,
 		func() (any, *routeRev, error) {
 			var err error
@@ -105,13 +91,13 @@ func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, er
 			body = hostlog.RouteRegisterV2{Record: signed, State: state, By: by, At: s.clockLocked().UnixMilli()}
 			var listen *routeRev
 			if state == hostlog.RouteActive {
-				listen = &routeRev{rec: rec, signed: signed, id: id}
+				listen = &routeRev{Record: rec, Signed: signed, ID: id}
 			}
 			return body, listen, nil
 		},
 		func() {
-			s.st.addRoute(rec, signed, id, routeStateMark{state: body.State, by: body.By, at: body.At})
-			v = routeView(s.st.routes[rec.Route])
+			s.st.addRoute(rec, signed, id, routeStateMark{State: body.State, By: body.By, At: body.At})
+			v = routeView(s.st.Routes[rec.Route])
 		})
 	return v, err
 }
@@ -124,9 +110,9 @@ func (s *Store) importRoute(signed []byte, reg RouteRegistration) (RouteView, er
 // unresolved. While the host runs, the change takes effect at once: an
 // activated route's forward socket is listened on before its record is
 // journaled, a deactivated or removed route's listener is closed after.
-func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (RouteView, bool, error) {
+func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (views.RouteView, bool, error) {
 	if by == "" {
-		by = OwnAccount()
+		by = views.OwnAccount()
 	}
 	var r *route
 	var mark routeStateMark
@@ -136,7 +122,7 @@ func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (Ro
 			if r, err = s.st.checkRouteState(name, to); err != nil {
 				return nil, nil, err
 			}
-			if r.state == to {
+			if r.State == to {
 				return nil, nil, errUnchanged
 			}
 			if to == hostlog.RouteRemoved {
@@ -144,13 +130,13 @@ func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (Ro
 					return nil, nil, unresolvedRefusal(name, ids)
 				}
 			}
-			mark = routeStateMark{state: to, by: by, at: s.clockLocked().UnixMilli()}
+			mark = routeStateMark{State: to, By: by, At: s.clockLocked().UnixMilli()}
 			var listen *routeRev
 			if to == hostlog.RouteActive {
 				sel := *r.selected()
 				listen = &sel
 			}
-			return hostlog.RouteStateChange{Route: name, State: to, By: by, At: mark.at}, listen, nil
+			return hostlog.RouteStateChange{Route: name, State: to, By: by, At: mark.At}, listen, nil
 		},
 		func() { s.st.setRouteState(r, mark) })
 	changed := true
@@ -158,7 +144,7 @@ func (s *Store) SetRouteState(name string, to hostlog.RouteState, by string) (Ro
 		changed, err = false, nil
 	}
 	if err != nil {
-		return RouteView{}, false, err
+		return views.RouteView{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,7 +16,7 @@ func (rp *replayer) RouteRegister(_ journal.Record, b *hostlog.RouteRegister) er
 	if err != nil {
 		return err
 	}
-	rp.st.addRoute(rec, b.Record, id, routeStateMark{state: hostlog.RouteActive})
+	rp.st.addRoute(rec, b.Record, id, routeStateMark{State: hostlog.RouteActive})
 	return nil
 }
 
@@ -36,7 +36,7 @@ func (rp *replayer) RouteRegisterV2(_ journal.Record, b *hostlog.RouteRegisterV2
 	if b.State != want {
 		return fmt.Errorf("route %s: registered %q, but the route is %s", rec.Route, b.State, want)
 	}
-	st.addRoute(rec, b.Record, id, routeStateMark{state: b.State, by: b.By, at: b.At})
+	st.addRoute(rec, b.Record, id, routeStateMark{State: b.State, By: b.By, At: b.At})
 	return nil
 }
 
@@ -52,9 +52,9 @@ func (rp *replayer) RouteStateChange(_ journal.Record, b *hostlog.RouteStateChan
 	if err != nil {
 		return err
 	}
-	if r.state == b.State {
+	if r.State == b.State {
 		return fmt.Errorf("route %s: changed to %s, which it already is", b.Route, b.State)
 	}
-	rp.st.setRouteState(r, routeStateMark{state: b.State, by: b.By, at: b.At})
+	rp.st.setRouteState(r, routeStateMark{State: b.State, By: b.By, At: b.At})
 	return nil
 }

@@ -6,15 +6,16 @@ import (
 	"strings"
 
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
 // routeStateMark is a route's state and who set it when (unix ms); by is
 // empty for a route registered before route states (active).
 type routeStateMark struct {
-	state hostlog.RouteState
-	by    string
-	at    int64
+	State hostlog.RouteState
+	By    string
+	At    int64
 }
 
 // maxNamedAttempts bounds the attempts a refused removal names.
@@ -27,9 +28,9 @@ const maxNamedAttempts = 10
 // bytes, which are never changed once registered. Store.mu must be held.
 func (st *state) activeRoutes(ctrl string) []routeRev {
 	var out []routeRev
-	for _, name := range st.routeOrder {
-		r := st.routes[name]
-		if sel := r.selected(); r.state == hostlog.RouteActive && sel.rec.Controller == ctrl {
+	for _, name := range st.RouteOrder {
+		r := st.Routes[name]
+		if sel := r.selected(); r.State == hostlog.RouteActive && sel.Record.Controller == ctrl {
 			out = append(out, *sel)
 		}
 	}
@@ -39,9 +40,9 @@ func (st *state) activeRoutes(ctrl string) []routeRev {
 // activeFor names the active route other than except whose selected
 // revision delivers application app for controller ctrl, or "".
 func (st *state) activeFor(ctrl, app, except string) string {
-	for _, name := range st.routeOrder {
-		r := st.routes[name]
-		if sel := r.selected().rec; name != except && r.state == hostlog.RouteActive && sel.Controller == ctrl && sel.Application == app {
+	for _, name := range st.RouteOrder {
+		r := st.Routes[name]
+		if sel := r.selected().Record; name != except && r.State == hostlog.RouteActive && sel.Controller == ctrl && sel.Application == app {
 			return name
 		}
 	}
@@ -52,8 +53,8 @@ func (st *state) activeFor(ctrl, app, except string) string {
 // msg.MaxSelectedRoutes bounds.
 func (st *state) notRemoved() int {
 	n := 0
-	for _, r := range st.routes {
-		if r.state != hostlog.RouteRemoved {
+	for _, r := range st.Routes {
+		if r.State != hostlog.RouteRemoved {
 			n++
 		}
 	}
@@ -66,21 +67,21 @@ func (st *state) notRemoved() int {
 // registration that would give an application of a controller a second
 // active route is refused naming the first.
 func (st *state) registerState(rec msg.RouteRecord, inactive bool) (hostlog.RouteState, error) {
-	r := st.routes[rec.Route]
+	r := st.Routes[rec.Route]
 	want := hostlog.RouteActive
 	switch {
 	case r == nil && inactive:
 		return hostlog.RouteInactive, nil
-	case r != nil && inactive && r.state == hostlog.RouteActive:
-		return "", Refusedf("route %s is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate %s)", rec.Route, rec.Route)
+	case r != nil && inactive && r.State == hostlog.RouteActive:
+		return "", views.Refusedf("route %s is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate %s)", rec.Route, rec.Route)
 	case r != nil:
-		want = r.state
-		if sel := r.selected().rec; want != hostlog.RouteActive || sel.Controller == rec.Controller && sel.Application == rec.Application {
+		want = r.State
+		if sel := r.selected().Record; want != hostlog.RouteActive || sel.Controller == rec.Controller && sel.Application == rec.Application {
 			return want, nil
 		}
 	}
 	if other := st.activeFor(rec.Controller, rec.Application, rec.Route); other != "" {
-		return "", Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first, or register this one --inactive",
+		return "", views.Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first, or register this one --inactive",
 			rec.Route, rec.Application, rec.Controller, other, other)
 	}
 	return want, nil
@@ -90,21 +91,21 @@ func (st *state) registerState(rec msg.RouteRecord, inactive bool) (hostlog.Rout
 // is not removed (removal is final) and, to be activated, its
 // application has no other active route of its controller.
 func (st *state) checkRouteState(name string, to hostlog.RouteState) (*route, error) {
-	r := st.routes[name]
+	r := st.Routes[name]
 	if r == nil {
-		return nil, Refusedf("no route %s", name)
+		return nil, views.Refusedf("no route %s", name)
 	}
 	switch to {
 	case hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved:
 	default:
-		return nil, Refusedf("route %s: %q is not a route state (%s, %s or %s)", name, to, hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved)
+		return nil, views.Refusedf("route %s: %q is not a route state (%s, %s or %s)", name, to, hostlog.RouteActive, hostlog.RouteInactive, hostlog.RouteRemoved)
 	}
-	if r.state == hostlog.RouteRemoved {
-		return nil, Refusedf("route %s was removed: removal is final and its name stays taken; nothing was changed", name)
+	if r.State == hostlog.RouteRemoved {
+		return nil, views.Refusedf("route %s was removed: removal is final and its name stays taken; nothing was changed", name)
 	}
-	if sel := r.selected().rec; to == hostlog.RouteActive && r.state != hostlog.RouteActive {
+	if sel := r.selected().Record; to == hostlog.RouteActive && r.State != hostlog.RouteActive {
 		if other := st.activeFor(sel.Controller, sel.Application, name); other != "" {
-			return nil, Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first",
+			return nil, views.Refusedf("route %s: application %s of controller %s already has active route %s (at most one active route an application): deactivate %s first",
 				name, sel.Application, sel.Controller, other, other)
 		}
 	}
@@ -115,7 +116,7 @@ func (st *state) checkRouteState(name string, to hostlog.RouteState) (*route, er
 // forward socket: another route may be registered on it.
 func (st *state) setRouteState(r *route, m routeStateMark) {
 	r.routeStateMark = m
-	if fwd := r.selected().rec.Forward; m.state == hostlog.RouteRemoved && st.forwards[fwd] == r.name {
+	if fwd := r.selected().Record.Forward; m.State == hostlog.RouteRemoved && st.forwards[fwd] == r.Name {
 		delete(st.forwards, fwd)
 	}
 }
@@ -126,12 +127,12 @@ func (st *state) setRouteState(r *route, m routeStateMark) {
 // left without the route an operator would resolve it through.
 func (st *state) unresolvedOf(r *route) []string {
 	var out []string
-	for id, a := range st.attempts {
-		if a.state != msg.StateUncertain && a.state != msg.StateDeliveryRequested {
+	for id, a := range st.Attempts {
+		if a.State != msg.StateUncertain && a.State != msg.StateDeliveryRequested {
 			continue
 		}
-		if slices.ContainsFunc(r.revs, func(rv routeRev) bool {
-			return rv.rec.Controller == a.controller && rv.rec.Application == a.application
+		if slices.ContainsFunc(r.Revs, func(rv routeRev) bool {
+			return rv.Record.Controller == a.Controller && rv.Record.Application == a.Application
 		}) {
 			out = append(out, id)
 		}
@@ -151,7 +152,7 @@ func unresolvedRefusal(name string, ids []string) error {
 	if len(ids) == 1 {
 		noun = "attempt"
 	}
-	return Refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
+	return views.Refusedf("route %s has %d unresolved %s (%s): resolve each first with steward-operator attempts resolve ID (--redeliver|--release|--charge) --reason TEXT; nothing was removed",
 		name, len(ids), noun, named)
 }
 
@@ -163,13 +164,13 @@ const nothingReservedOrSent = "; nothing was reserved or sent"
 // the route is active: what an agent reads (it names the route, nothing
 // else of the operator's).
 func (st *state) notActiveReason(name string) string {
-	r := st.routes[name]
+	r := st.Routes[name]
 	switch {
 	case r == nil:
 		return "route " + name + " is not registered on this host" + nothingReservedOrSent
-	case r.state == hostlog.RouteRemoved:
+	case r.State == hostlog.RouteRemoved:
 		return "route " + name + " is not active: the operator removed it" + nothingReservedOrSent
-	case r.state != hostlog.RouteActive:
+	case r.State != hostlog.RouteActive:
 		return "route " + name + " is not active: the operator deactivated it" + nothingReservedOrSent
 	}
 	return ""

@@ -5,159 +5,178 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
 // state is the operator's state rebuilt from the journal. Store.mu guards it.
 type state struct {
-	controllers map[string]*controller
-	ctrlOrder   []string
-	grants      map[string]*grant
-	grantOrder  []string
-	routes      map[string]*route
-	routeOrder  []string
+	Controllers map[string]*controller
+	CtrlOrder   []string
+	Grants      map[string]*grant
+	GrantOrder  []string
+	Routes      map[string]*route
+	RouteOrder  []string
 	forwards    map[string]string // forward socket path -> route name (selected revisions)
-	attempts    map[string]*attempt
-	agents      map[agentKey]*agentLimits // the operator's limits per agent (agent_records.go)
-	agentOrder  []agentKey
-	agentUse    map[agentKey]*agentUse // each agent's counts of its latest day (agentlimits.go)
-	ledger      uint64                 // last ledger number used
+	Attempts    map[string]*attempt
+	Agents      map[agentKey]*agentLimits // the operator's limits per agent (agent_records.go)
+	AgentOrder  []agentKey
+	AgentUse    map[agentKey]*agentUse // each agent's counts of its latest day (agentlimits.go)
+	Ledger      uint64                 // last ledger number used
 
-	// latest is the latest wall time (unix ms) the store has recorded or
+	// Latest is the Latest wall time (unix ms) the store has recorded or
 	// read: replay raises it to every record's time and every reservation's
 	// day, Store.clock to every reading. clockBack is set while readings
 	// are behind it (so that going back is logged once).
-	latest    int64
+	Latest    int64
 	clockBack bool
 
 	// The receipt chain: signed is the last receipt signed (in memory),
 	// durable the highest sequence up to which every receipt is durable.
-	signedSeq   uint64
-	signedHead  []byte
-	durableSeq  uint64
-	durableHead []byte
-	pending     map[uint64][]byte // durable receipts above durableSeq, by seq
-	checkpoint  uint64            // receipt seq of the last durable checkpoint
+	SignedSeq   uint64
+	SignedHead  []byte
+	DurableSeq  uint64
+	DurableHead []byte
+	Pending     map[uint64][]byte // durable receipts above durableSeq, by seq
+	Checkpoint  uint64            // receipt seq of the last durable checkpoint
 
 	askState // the asks and their events (asks.go)
+
+	// hist is the store's history index, which what ended leaves the
+	// state for (history.go); nil for a store opened read-only while the
+	// host runs, whose state then keeps what it replays. Forgotten counts
+	// the attempts that left the state so, by state.
+	hist      *hosthist.Index
+	Forgotten map[msg.State]uint64
 }
 
 func newState() *state {
 	return &state{
-		controllers: map[string]*controller{},
-		grants:      map[string]*grant{},
-		routes:      map[string]*route{},
+		Controllers: map[string]*controller{},
+		Grants:      map[string]*grant{},
+		Routes:      map[string]*route{},
 		forwards:    map[string]string{},
-		attempts:    map[string]*attempt{},
-		agents:      map[agentKey]*agentLimits{},
-		agentUse:    map[agentKey]*agentUse{},
-		signedHead:  make([]byte, 32),
-		durableHead: make([]byte, 32),
-		pending:     map[uint64][]byte{},
+		Attempts:    map[string]*attempt{},
+		Agents:      map[agentKey]*agentLimits{},
+		AgentUse:    map[agentKey]*agentUse{},
+		SignedHead:  make([]byte, 32),
+		DurableHead: make([]byte, 32),
+		Pending:     map[uint64][]byte{},
 		askState:    newAskState(),
+		Forgotten:   map[msg.State]uint64{},
 	}
 }
 
 // controller is a pinned controller and its purse.
 type controller struct {
-	name     string
-	uid      uint32
-	keys     []byte // msg.ControllerKeys CBOR, as added
+	Name     string
+	UID      uint32
+	Keys     []byte // msg.ControllerKeys CBOR, as added
 	tool     *wire.PublicKey
 	dispatch *wire.PublicKey
 	toolRing *wire.Keyring
 	dispRing *wire.Keyring
-	purse    purse
-	// control is the controller's control socket (control.go); empty for
-	// one added before it was recorded, until `controller control`.
-	control string
+	Purse    purse
+	// Control is the controller's Control socket (Control.go); empty for
+	// one added before it was recorded, until `controller Control`.
+	Control string
 }
 
 // peer is c as the running host binds and dials it.
 func (c *controller) peer() Peer {
-	return Peer{Name: c.name, UID: c.uid, Tool: c.toolRing, Dispatch: c.dispRing}
+	return Peer{Name: c.Name, UID: c.UID, Tool: c.toolRing, Dispatch: c.dispRing}
 }
 
 // purse is a controller's credit. balance() is what the ledger says;
 // holds are reservations admitted but not yet journaled (waiting for the
 // payer's consent).
 type purse struct {
-	funded  uint64
-	charged uint64 // charges of reserve records not released
-	holds   uint64
-	frozen  bool
+	Funded  uint64
+	Charged uint64 // charges of reserve records not released
+	Holds   uint64
+	Frozen  bool
 }
 
-func (p *purse) balance() uint64 { return p.funded - p.charged }
+func (p *purse) balance() uint64 { return p.Funded - p.Charged }
 
 func (p *purse) available() uint64 {
 	b := p.balance()
-	if p.holds > b {
+	if p.Holds > b {
 		return 0
 	}
-	return b - p.holds
+	return b - p.Holds
 }
 
 // grant is a verified, operator-signed grant and its daily use.
 type grant struct {
-	g       msg.Grant
-	signed  []byte
-	revoked bool
-	day     int64  // the UTC day count counts
-	count   uint64 // admitted requests on day (holds included)
+	Grant   msg.Grant
+	Signed  []byte
+	Revoked bool
+	Day     int64  // the UTC day count counts
+	Count   uint64 // admitted requests on day (holds included)
 }
 
 // route is every revision of one route (the selected one is the last)
 // and its state (route_state.go).
 type route struct {
-	name string
-	revs []routeRev
+	Name string
+	Revs []routeRev
 	routeStateMark
 }
 
 type routeRev struct {
-	rec    msg.RouteRecord
-	signed []byte
-	id     []byte
+	Record msg.RouteRecord
+	Signed []byte
+	ID     []byte
 }
 
-func (r *route) selected() *routeRev { return &r.revs[len(r.revs)-1] }
+func (r *route) selected() *routeRev { return &r.Revs[len(r.Revs)-1] }
 
 // attempt is the host's memory of one dispatch attempt.
 type attempt struct {
-	id         string
-	controller string
-	// application is the reservation's: a route is not removed while an
-	// attempt of its application is unresolved (route_state.go).
-	application string
-	grant       string
-	charge      uint64
-	day         int64
-	state       msg.State // or stateAdmitting before anything is durable
-	outcomeSeq  uint64    // journal seq of the outcome record, when definite, or of the resolve record
-	detail      string
-	// reserveSeq is the journal seq of the attempt's reserve record, which
+	ID         string
+	Controller string
+	// Application is the reservation's: a route is not removed while an
+	// attempt of its Application is unresolved (route_state.go).
+	Application string
+	Grant       string
+	Charge      uint64
+	Day         int64
+	State       msg.State // or stateAdmitting before anything is durable
+	// First is the seq of the attempt's first record (its ask, reserve or
+	// refused record): attempts are listed in its order, and a replay
+	// that finds the attempt in the history index from this very record
+	// is replaying it again, not meeting a duplicate (history.go).
+	First uint64
+	// EndAt is where the record that ended the attempt with a receipt
+	// is (an outcome, not-sent, refused or resolve record), zero while it
+	// has none.
+	EndAt  journal.Place
+	Detail string
+	// ReserveAt is where the attempt's reserve record is, which
 	// holds the request bytes a redelivery sends (read back from the
 	// journal, never kept in memory). resolving marks an operator's
 	// resolution under way; resolution is the line a redelivery adds to
 	// inspect (see attempts.go).
-	reserveSeq uint64
+	ReserveAt  journal.Place
 	resolving  bool
-	resolution string
-	// redeliveredBy is the account of the last redeliver record ("uid:N"):
+	Resolution string
+	// RedeliveredBy is the account of the last redeliver record ("uid:N"):
 	// the resolver an answer to a redelivery names in its receipt.
-	redeliveredBy string
-	// agent and conversation are the dispatch's (empty when it named
+	RedeliveredBy string
+	// Agent and conversation are the dispatch's (empty when it named
 	// none): a release gives back their counts (agentlimits.go).
-	agent        string
-	conversation string
-	// ask is the ask the attempt went through (asks.go), answeredBy who
+	Agent        string
+	Conversation string
+	// Ask is the Ask the attempt went through (asks.go), answeredBy who
 	// decided it: every receipt of the attempt names both. Empty for a
 	// call to an operation not marked for approval.
-	ask        string
-	answeredBy string
+	Ask        string
+	AnsweredBy string
 	// collecting is set while a collect goes on with the attempt's
 	// verdict (ask_dispatch.go): a second collect is refused.
 	collecting bool
@@ -172,35 +191,44 @@ func (st *state) checkControllerAdd(r hostlog.ControllerAddV2) (*controller, err
 	if err := hostlog.ValidName("controller", r.Name); err != nil {
 		return nil, refusedInput(err)
 	}
-	if _, ok := st.controllers[r.Name]; ok {
-		return nil, Refusedf("controller %s is already pinned", r.Name)
+	if _, ok := st.Controllers[r.Name]; ok {
+		return nil, views.Refusedf("controller %s is already pinned", r.Name)
 	}
 	if r.Control != "" {
 		if err := st.checkControlSocket(r.Name, r.Control); err != nil {
 			return nil, err
 		}
 	}
+	c := &controller{Name: r.Name, UID: r.UID, Keys: r.Keys, Control: r.Control}
+	if err := c.parseKeys(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseKeys parses the controller's keys (msg.ControllerKeys CBOR) into
+// the tool and dispatch keys its channels and consents are checked with,
+// refusing keys that do not parse.
+func (c *controller) parseKeys() error {
 	var ck msg.ControllerKeys
-	if err := wire.Unmarshal(r.Keys, &ck); err != nil {
-		return nil, Refusedf("controller keys: %v", err)
+	if err := wire.Unmarshal(c.Keys, &ck); err != nil {
+		return views.Refusedf("controller keys: %v", err)
 	}
 	tool, err := wire.ParsePublicKey(ck.Tool)
 	if err != nil {
-		return nil, Refusedf("controller keys: tool key: %v", err)
+		return views.Refusedf("controller keys: tool key: %v", err)
 	}
 	disp, err := wire.ParsePublicKey(ck.Dispatch)
 	if err != nil {
-		return nil, Refusedf("controller keys: dispatch key: %v", err)
+		return views.Refusedf("controller keys: dispatch key: %v", err)
 	}
 	for _, k := range [][]byte{ck.Controller, ck.Provider} {
 		if _, err := wire.ParsePublicKey(k); err != nil {
-			return nil, Refusedf("controller keys: %v", err)
+			return views.Refusedf("controller keys: %v", err)
 		}
 	}
-	return &controller{
-		name: r.Name, uid: r.UID, keys: r.Keys, tool: tool, dispatch: disp,
-		toolRing: wire.NewKeyring(tool), dispRing: wire.NewKeyring(disp), control: r.Control,
-	}, nil
+	c.tool, c.dispatch, c.toolRing, c.dispRing = tool, disp, wire.NewKeyring(tool), wire.NewKeyring(disp)
+	return nil
 }
 
 // checkControlSocket checks the control socket path of controller name:
@@ -208,20 +236,20 @@ func (st *state) checkControllerAdd(r hostlog.ControllerAddV2) (*controller, err
 // and no route's socket already is.
 func (st *state) checkControlSocket(name, path string) error {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return Refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(trunc(path, 120)))
+		return views.Refusedf("controller %s: control socket %s must be a clean absolute path", name, strconv.Quote(hostlog.Trunc(path, 120)))
 	}
 	if len(path) > hostlog.MaxPathLen {
-		return Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), hostlog.MaxPathLen)
+		return views.Refusedf("controller %s: control socket path of %d bytes exceeds the bound of %d", name, len(path), hostlog.MaxPathLen)
 	}
-	for _, other := range st.ctrlOrder {
-		if other != name && st.controllers[other].control == path {
-			return Refusedf("controller %s: control socket %s is controller %s's", name, path, other)
+	for _, other := range st.CtrlOrder {
+		if other != name && st.Controllers[other].Control == path {
+			return views.Refusedf("controller %s: control socket %s is controller %s's", name, path, other)
 		}
 	}
-	for _, rn := range st.routeOrder {
-		rec := st.routes[rn].selected().rec
+	for _, rn := range st.RouteOrder {
+		rec := st.Routes[rn].selected().Record
 		if path == rec.Forward || path == rec.Reverse || path == rec.Upstream {
-			return Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
+			return views.Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
 		}
 	}
 	return nil
@@ -234,7 +262,7 @@ func (st *state) checkControllerControl(r hostlog.ControllerControl) (*controlle
 	if err != nil {
 		return nil, err
 	}
-	if err := st.checkControlSocket(c.name, r.Control); err != nil {
+	if err := st.checkControlSocket(c.Name, r.Control); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -243,8 +271,8 @@ func (st *state) checkControllerControl(r hostlog.ControllerControl) (*controlle
 // controlSocketOwner names the controller whose control socket path is,
 // or "".
 func (st *state) controlSocketOwner(path string) string {
-	for _, n := range st.ctrlOrder {
-		if st.controllers[n].control == path {
+	for _, n := range st.CtrlOrder {
+		if st.Controllers[n].Control == path {
 			return n
 		}
 	}
@@ -252,14 +280,14 @@ func (st *state) controlSocketOwner(path string) string {
 }
 
 func (st *state) addController(c *controller) {
-	st.controllers[c.name] = c
-	st.ctrlOrder = append(st.ctrlOrder, c.name)
+	st.Controllers[c.Name] = c
+	st.CtrlOrder = append(st.CtrlOrder, c.Name)
 }
 
 func (st *state) controller(name string) (*controller, error) {
-	c, ok := st.controllers[name]
+	c, ok := st.Controllers[name]
 	if !ok {
-		return nil, Refusedf("no controller named %s", name)
+		return nil, views.Refusedf("no controller named %s", name)
 	}
 	return c, nil
 }
@@ -268,16 +296,16 @@ func (st *state) controller(name string) (*controller, error) {
 func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant, error) {
 	g, err := msg.VerifyGrant(signed, pub)
 	if err != nil {
-		return g, Refusedf("%v", err)
+		return g, views.Refusedf("%v", err)
 	}
 	if err := hostlog.ValidName("grant id", g.ID); err != nil {
 		return g, refusedInput(err)
 	}
-	if _, ok := st.grants[g.ID]; ok {
-		return g, Refusedf("grant %s already exists", g.ID)
+	if _, ok := st.Grants[g.ID]; ok {
+		return g, views.Refusedf("grant %s already exists", g.ID)
 	}
-	if _, ok := st.controllers[g.Controller]; !ok {
-		return g, Refusedf("grant %s: no controller named %s", g.ID, g.Controller)
+	if _, ok := st.Controllers[g.Controller]; !ok {
+		return g, views.Refusedf("grant %s: no controller named %s", g.ID, g.Controller)
 	}
 	if err := hostlog.ValidName("application", g.Application); err != nil {
 		return g, refusedInput(err)
@@ -286,20 +314,20 @@ func (st *state) checkGrant(signed []byte, pub *wire.HybridPublicKey) (msg.Grant
 		return g, refusedInput(err)
 	}
 	if g.PerDay == 0 {
-		return g, Refusedf("grant %s: per-day count must be at least 1", g.ID)
+		return g, views.Refusedf("grant %s: per-day count must be at least 1", g.ID)
 	}
 	if g.RefusalPrice > g.Price {
-		return g, Refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
+		return g, views.Refusedf("grant %s: refusal price %d is above the price %d: a refusal never costs more than an answer", g.ID, g.RefusalPrice, g.Price)
 	}
 	if g.NotAfter <= g.NotBefore {
-		return g, Refusedf("grant %s: not-after is not after not-before", g.ID)
+		return g, views.Refusedf("grant %s: not-after is not after not-before", g.ID)
 	}
 	return g, nil
 }
 
 func (st *state) addGrant(g msg.Grant, signed []byte) {
-	st.grants[g.ID] = &grant{g: g, signed: signed}
-	st.grantOrder = append(st.grantOrder, g.ID)
+	st.Grants[g.ID] = &grant{Grant: g, Signed: signed}
+	st.GrantOrder = append(st.GrantOrder, g.ID)
 }
 
 // checkRoute verifies a signed route revision against the route's history
@@ -310,7 +338,7 @@ func (st *state) addGrant(g msg.Grant, signed []byte) {
 func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
 	rec, err := msg.VerifyRoute(signed, pub)
 	if err != nil {
-		return rec, nil, Refusedf("%v", err)
+		return rec, nil, views.Refusedf("%v", err)
 	}
 	id := msg.RouteID(signed)
 	if err := hostlog.ValidName("route", rec.Route); err != nil {
@@ -319,52 +347,52 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 	if err := hostlog.ValidRouteRecord(rec); err != nil {
 		return rec, nil, refusedInput(err)
 	}
-	if _, ok := st.controllers[rec.Controller]; !ok {
-		return rec, nil, Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
+	if _, ok := st.Controllers[rec.Controller]; !ok {
+		return rec, nil, views.Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
 	}
-	for _, name := range st.routeOrder {
-		for _, rv := range st.routes[name].revs {
-			if string(rv.id) == string(id) {
-				return rec, nil, Refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
+	for _, name := range st.RouteOrder {
+		for _, rv := range st.Routes[name].Revs {
+			if string(rv.ID) == string(id) {
+				return rec, nil, views.Refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
 			}
 		}
 	}
-	r := st.routes[rec.Route]
+	r := st.Routes[rec.Route]
 	if r == nil {
 		if len(rec.Replaces) != 0 {
-			return rec, nil, Refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
+			return rec, nil, views.Refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
 		}
 		if n := st.notRemoved(); n >= msg.MaxSelectedRoutes {
-			return rec, nil, Refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
+			return rec, nil, views.Refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
 		}
 		if rec.Revision != 1 {
-			return rec, nil, Refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
+			return rec, nil, views.Refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
 		}
 	} else {
-		if r.state == hostlog.RouteRemoved {
-			return rec, nil, Refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
+		if r.State == hostlog.RouteRemoved {
+			return rec, nil, views.Refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
 		}
 		sel := r.selected()
-		if string(rec.Replaces) != string(sel.id) {
-			for i, rv := range r.revs {
-				if string(rv.id) == string(rec.Replaces) {
-					return rec, nil, Refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.revs))
+		if string(rec.Replaces) != string(sel.ID) {
+			for i, rv := range r.Revs {
+				if string(rv.ID) == string(rec.Replaces) {
+					return rec, nil, views.Refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.Revs))
 				}
 			}
-			return rec, nil, Refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.id[:8])
+			return rec, nil, views.Refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.ID[:8])
 		}
-		if len(r.revs) >= msg.MaxRouteRevisions {
-			return rec, nil, Refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.revs), msg.MaxRouteRevisions)
+		if len(r.Revs) >= msg.MaxRouteRevisions {
+			return rec, nil, views.Refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.Revs), msg.MaxRouteRevisions)
 		}
-		if rec.Revision != uint64(len(r.revs))+1 {
-			return rec, nil, Refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.revs)+1)
+		if rec.Revision != uint64(len(r.Revs))+1 {
+			return rec, nil, views.Refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.Revs)+1)
 		}
 	}
 	if other, ok := st.forwards[rec.Forward]; ok && other != rec.Route {
-		return rec, nil, Refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
+		return rec, nil, views.Refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
 	}
 	if owner := st.controlSocketOwner(rec.Forward); owner != "" {
-		return rec, nil, Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
+		return rec, nil, views.Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
 	}
 	return rec, id, nil
 }
@@ -372,30 +400,30 @@ func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.Route
 // addRoute applies a checked revision; m is the state of a new route (a
 // later revision keeps the route's).
 func (st *state) addRoute(rec msg.RouteRecord, signed, id []byte, m routeStateMark) {
-	r := st.routes[rec.Route]
+	r := st.Routes[rec.Route]
 	if r == nil {
-		r = &route{name: rec.Route, routeStateMark: m}
-		st.routes[rec.Route] = r
-		st.routeOrder = append(st.routeOrder, rec.Route)
+		r = &route{Name: rec.Route, routeStateMark: m}
+		st.Routes[rec.Route] = r
+		st.RouteOrder = append(st.RouteOrder, rec.Route)
 	} else {
-		delete(st.forwards, r.selected().rec.Forward)
+		delete(st.forwards, r.selected().Record.Forward)
 	}
-	r.revs = append(r.revs, routeRev{rec: rec, signed: signed, id: id})
+	r.Revs = append(r.Revs, routeRev{Record: rec, Signed: signed, ID: id})
 	st.forwards[rec.Forward] = rec.Route
 }
 
 // markDurable records that receipt seq (hash head) is durable and advances
 // the contiguous durable head.
 func (st *state) markDurable(seq uint64, head []byte) {
-	st.pending[seq] = head
+	st.Pending[seq] = head
 	for {
-		h, ok := st.pending[st.durableSeq+1]
+		h, ok := st.Pending[st.DurableSeq+1]
 		if !ok {
 			return
 		}
-		delete(st.pending, st.durableSeq+1)
-		st.durableSeq++
-		st.durableHead = h
+		delete(st.Pending, st.DurableSeq+1)
+		st.DurableSeq++
+		st.DurableHead = h
 	}
 }
 

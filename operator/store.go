@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/history"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -30,6 +34,7 @@ type Store struct {
 	pub      *wire.HybridPublicKey
 	hostRing *wire.Keyring // the Ed25519 half, for receipts and frames
 	j        *journal.Journal
+	hist     hosthist.Opened // the journal's keeper and the history index
 	readOnly bool
 
 	// The store's locks, in the order they are taken (a lock is never
@@ -96,9 +101,9 @@ func InitWith(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	})
 	switch {
 	case errors.Is(err, os.ErrExist):
-		return nil, Refusedf("store %s already exists", dir)
+		return nil, views.Refusedf("store %s already exists", dir)
 	case errors.Is(err, durable.ErrBuildUnderWay):
-		return nil, Refusedf("store %s: %v", dir, err)
+		return nil, views.Refusedf("store %s: %v", dir, err)
 	case err != nil:
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
@@ -127,6 +132,9 @@ func buildStore(dir string, opts InitOptions) (*wire.HybridPublicKey, error) {
 	if err := j.Close(); err != nil {
 		return nil, err
 	}
+	if err := hosthist.Init(dir); err != nil {
+		return nil, err
+	}
 	return key.Public(), nil
 }
 
@@ -140,31 +148,48 @@ func OpenWith(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(filepath.Join(dir, hostlog.JournalDir), hostlog.Options(key.Public()))
-	if err != nil {
-		return nil, err
-	}
-	s := newStore(dir, key.Public(), j, o)
-	s.key = key
-	if err := s.replay(); err != nil {
-		j.Close()
-		return nil, err
-	}
-	return s, nil
+	return openStore(dir, key.Public(), key, o)
 }
 
 // OpenReadOnly opens the store for inspection: it takes no lock and never
 // writes, so it works while the daemon runs. It needs only operator.pub,
 // which must match the journal's binding.
 func OpenReadOnly(dir string) (*Store, error) {
-	j, pub, err := hostlog.OpenReadOnly(dir)
+	pub, err := hostlog.ReadPub(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(dir, pub, j, Options{})
-	s.readOnly = true
-	if err := s.replay(); err != nil {
-		j.Close()
+	return openStore(dir, pub, nil, Options{})
+}
+
+// openStore opens the store's journal through its history (package
+// hosthist: the newest usable snapshot and the records after it) and
+// takes the state so replayed; read-only when key is nil.
+func openStore(dir string, pub *wire.HybridPublicKey, key *wire.HybridSigningKey, o Options) (*Store, error) {
+	s := newStore(dir, pub, nil, o)
+	s.key, s.readOnly = key, key == nil
+	h, err := hosthist.Open(hosthist.Options{
+		Dir: dir, Pub: pub, Key: key, Every: o.SnapshotEvery, Logger: s.log,
+		New: func(x *hosthist.Index) history.State {
+			st := newState()
+			st.hist = x
+			return &replayer{st: st, pub: pub}
+		},
+		Decode: func(x *hosthist.Index, b []byte) (history.State, error) {
+			st, err := decodeState(b)
+			if err != nil {
+				return nil, err
+			}
+			st.hist = x
+			return &replayer{st: st, pub: pub}, nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.hist, s.j, s.st = h, h.Journal(), h.State.(*replayer).st
+	if err := s.st.settle(); err != nil {
+		h.Close()
 		return nil, err
 	}
 	return s, nil
@@ -209,16 +234,16 @@ func (s *Store) clockLocked() time.Time {
 	st := s.st
 	t := s.now()
 	ms := t.UnixMilli()
-	if ms >= st.latest {
-		st.latest, st.clockBack = ms, false
+	if ms >= st.Latest {
+		st.Latest, st.clockBack = ms, false
 		return t
 	}
 	if !st.clockBack {
 		st.clockBack = true
 		s.log.Warn("steward-operator: the wall clock went back; the host keeps the latest time it recorded until the clock catches up (no daily limit refills, no expired grant revives)",
-			"clock", t.UTC().Format(time.RFC3339Nano), "latest", time.UnixMilli(st.latest).UTC().Format(time.RFC3339Nano))
+			"clock", t.UTC().Format(time.RFC3339Nano), "latest", time.UnixMilli(st.Latest).UTC().Format(time.RFC3339Nano))
 	}
-	return time.UnixMilli(st.latest)
+	return time.UnixMilli(st.Latest)
 }
 
 // Dir returns the store's directory.
@@ -227,8 +252,54 @@ func (s *Store) Dir() string { return s.dir }
 // PublicKey returns the operator's public hybrid key.
 func (s *Store) PublicKey() *wire.HybridPublicKey { return s.pub }
 
-// Close closes the journal.
-func (s *Store) Close() error { return s.j.Close() }
+// Close makes a last snapshot (a store opened for writing, when anything
+// was recorded since the last one), closes the journal and the history
+// index.
+func (s *Store) Close() error { return s.hist.Close() }
+
+// Snapshot makes a snapshot of the state now (when anything was
+// recorded since the last one) and drops from the state what it covers;
+// it returns the snapshot's file name, "" when none was due.
+func (s *Store) Snapshot() (string, error) {
+	m, name, err := s.hist.Keeper.Snapshot()
+	if err == nil && name != "" {
+		s.forget(m)
+	}
+	return name, err
+}
+
+func (s *Store) forget(m journal.Mark) {
+	s.mu.Lock()
+	s.st.forget(m.Seq)
+	s.mu.Unlock()
+}
+
+// Held is what the state holds in memory: attempts, asks and ask events
+// (what ended leaves it at each snapshot).
+func (s *Store) Held() (attempts, asks, events int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.st.Attempts), len(s.st.Asks), len(s.st.AskEvents)
+}
+
+// Loaded says what the open loaded: the snapshot ("" after a full
+// replay), how many records were replayed after it, and the snapshots
+// refused, each with why.
+func (s *Store) Loaded() (snapshot string, replayed uint64, refused []string) {
+	op := s.hist.Opened
+	for _, r := range op.Rejected {
+		refused = append(refused, r.Name+": "+r.Reason)
+	}
+	return op.Snapshot, op.Replayed, refused
+}
+
+// KeepHistory makes the store's snapshots while ctx lasts (package
+// journal/history: one every Options.SnapshotEvery records, checked each
+// tick), dropping from the state what each covers; the running host runs
+// it. It returns when ctx is done or the snapshots stop (the error).
+func (s *Store) KeepHistory(ctx context.Context, tick time.Duration) error {
+	return s.hist.Keeper.Run(ctx, tick, s.forget)
+}
 
 // SigningKey is the operator key's Ed25519 half, which signs the running
 // host's frames as it signs receipts; nil on a read-only store.
@@ -260,42 +331,43 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// append writes one record, refusing on a read-only store.
-func (s *Store) append(kind string, body any) (uint64, error) {
+// append writes one record, refusing on a read-only store, and returns
+// where it is.
+func (s *Store) append(kind string, body any) (journal.Place, error) {
 	if s.readOnly {
-		return 0, fmt.Errorf("store %s is open read-only", s.dir)
+		return journal.Place{}, fmt.Errorf("store %s is open read-only", s.dir)
 	}
-	return s.j.Append(kind, body)
+	return s.j.AppendAt(kind, body)
 }
 
 // release returns an attempt's reservation to its purse and its daily count.
 func (st *state) release(a *attempt) {
-	if c := st.controllers[a.controller]; c != nil {
-		c.purse.charged -= a.charge
+	if c := st.Controllers[a.Controller]; c != nil {
+		c.Purse.Charged -= a.Charge
 	}
-	if g := st.grants[a.grant]; g != nil && g.day == a.day && g.count > 0 {
-		g.count--
+	if g := st.Grants[a.Grant]; g != nil && g.Day == a.Day && g.Count > 0 {
+		g.Count--
 	}
-	st.agentUnhold(a.controller, a.agent, a.conversation, a.day, a.charge)
+	st.agentUnhold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 }
 
 // use counts one admitted request on UTC day d. A day earlier than the
 // latest one counted (a clock set back) counts on the latest: the count
 // never goes back to a day it has left, so it never refills.
 func (g *grant) use(d int64) {
-	if d > g.day {
-		g.day, g.count = d, 0
+	if d > g.Day {
+		g.Day, g.Count = d, 0
 	}
-	g.count++
+	g.Count++
 }
 
 // usedOn reports the grant's count on UTC day d: the latest day's count for
 // any day up to it (see use), 0 for a later day.
 func (g *grant) usedOn(d int64) uint64 {
-	if d > g.day {
+	if d > g.Day {
 		return 0
 	}
-	return g.count
+	return g.Count
 }
 
 // utcDay is the UTC day number of t: unix ms / 86,400,000.

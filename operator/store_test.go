@@ -14,6 +14,7 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -32,7 +33,7 @@ func lastSeq(t *testing.T, s *operator.Store) uint64 {
 
 func wantRefused(t *testing.T, err error, part string) {
 	t.Helper()
-	if !errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), part) {
+	if !errors.Is(err, views.ErrRefused) || !strings.Contains(err.Error(), part) {
 		t.Fatalf("want a refusal containing %q, got %v", part, err)
 	}
 }
@@ -175,13 +176,13 @@ func TestGrantRecords(t *testing.T) {
 		forged, _ := msg.SignGrant(other, g)
 		_, err = s.ImportGrant(forged)
 		wantRefused(t, err, "grant")
-		_, err = s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", PerDay: 0, NotAfter: time.Now().Add(time.Hour)})
+		_, err = s.IssueGrant(views.GrantSpec{Controller: "ctl", Application: "app", PerDay: 0, NotAfter: time.Now().Add(time.Hour)})
 		wantRefused(t, err, "per-day count must be at least 1")
-		_, err = s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", PerDay: 1, NotAfter: time.Now().Add(-time.Hour)})
+		_, err = s.IssueGrant(views.GrantSpec{Controller: "ctl", Application: "app", PerDay: 1, NotAfter: time.Now().Add(-time.Hour)})
 		wantRefused(t, err, "not in the future")
-		_, err = s.IssueGrant(operator.GrantSpec{Controller: "nobody", Application: "app", PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
+		_, err = s.IssueGrant(views.GrantSpec{Controller: "nobody", Application: "app", PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
 		wantRefused(t, err, "no controller named nobody")
-		_, err = s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", Operations: []string{"[bad"}, PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
+		_, err = s.IssueGrant(views.GrantSpec{Controller: "ctl", Application: "app", Operations: []string{"[bad"}, PerDay: 1, NotAfter: time.Now().Add(time.Hour)})
 		wantRefused(t, err, "operation pattern")
 		if got := lastSeq(t, s); got != n {
 			t.Fatalf("refused grants journaled: %d -> %d", n, got)

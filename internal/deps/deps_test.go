@@ -27,6 +27,14 @@ var rules = []rule{
 	{pkg: "internal/cborhead", may: none, modules: none},
 	{pkg: "wire", may: []string{"internal/cborhead"}},
 	{pkg: "journal", may: []string{"internal/cborhead"}},
+
+	// What a daemon derives from its journal (DESIGN.md section 13): the
+	// history index, on bbolt, the snapshot files and their keeper. Neither reaches a
+	// key or a socket: a snapshot's signature is the owner's func.
+	{pkg: "journal/index", may: []string{"journal"}, modules: indexModules},
+	{pkg: "journal/snapshot", may: []string{"journal", "internal/durable", "internal/failpoint"}, modules: journalModules},
+	// The keeper of the two: opening from a snapshot, making the next.
+	{pkg: "journal/history", may: []string{"journal", "journal/index", "journal/snapshot", "internal/failpoint"}, modules: indexModules},
 	{pkg: "oracleops", may: []string{"canonjson"}},
 	{pkg: "wire/msg", may: []string{"wire"}},
 
@@ -43,14 +51,18 @@ var rules = []rule{
 	// it cannot reach keys because it links nothing that holds them.
 	{pkg: "controller/mcpproxy", may: none, modules: []string{"golang.org/x/sys"}},
 
-	// The operator's side is six packages, each on the floor below the
+	// The operator's side is eight packages, each on the floor below the
 	// next (DESIGN.md section 11): the record language (hostlog), the
-	// custody core (operator), the audit, which reads the journal and
+	// views and forms of the host's commands (views), the history on disk
+	// (hosthist: snapshots and the history index), the custody core
+	// (operator), the audit, which reads the journal and
 	// never the store (audit), the admin language (admin), the daemon
 	// (host) and the command line (cli). Each may reach only what is
 	// beneath it.
 	{pkg: "operator/hostlog", may: []string{"journal", "wire", "wire/msg", "oracleops", "canonjson"}},
-	{pkg: "operator", may: []string{"operator/hostlog", "internal/durable", "internal/failpoint"}},
+	{pkg: "operator/views", may: []string{"operator/hostlog"}},
+	{pkg: "operator/hosthist", may: []string{"operator/hostlog", "journal/history"}},
+	{pkg: "operator", may: []string{"operator/views", "operator/hosthist", "internal/durable", "internal/failpoint"}},
 	{pkg: "operator/audit", may: []string{"operator/hostlog"}},
 	{pkg: "operator/admin", may: []string{"operator"}},
 	{pkg: "operator/host", may: []string{"operator/admin"}},
@@ -68,8 +80,12 @@ var rules = []rule{
 	{pkg: "operator/...", mayNot: []string{"controller/..."}},
 	{pkg: "controller/...", mayNot: []string{"operator/..."}},
 
-	// The reference application knows nothing of custody.
+	// The reference application knows nothing of custody. It reaches
+	// the operations protocol and its own history (DESIGN.md section 13:
+	// the keeper, and through it the journal, the history index and the
+	// snapshots), nothing else of steward's.
 	{pkg: "appliance", mayNot: custody},
+	{pkg: "appliance", may: []string{"oracleops", "journal/history", "internal/durable", "internal/failpoint"}},
 	{pkg: "cmd/steward-appliance", mayNot: custody},
 
 	// A main only parses flags and calls in: nothing imports one.
@@ -84,6 +100,13 @@ var none = []string{}
 
 // custody is the code that holds or checks keys and grants.
 var custody = []string{"wire/...", "operator/...", "controller/..."}
+
+// journalModules are the modules package journal links (the CBOR
+// package and its float16, x/sys); indexModules adds bbolt.
+var (
+	journalModules = []string{"github.com/fxamacker/cbor/v2", "github.com/x448/float16", "golang.org/x/sys"}
+	indexModules   = append([]string{"go.etcd.io/bbolt"}, journalModules...)
+)
 
 // installerModules are the modules the root installer may link, and who
 // brings each: wire (circl, fxamacker/cbor and its x448/float16,

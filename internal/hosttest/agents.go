@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -23,7 +24,7 @@ func U64(n uint64) *uint64 { return &n }
 // AgentWorld is a World whose host clock is clk, with limits set for
 // agent alice of ctl (when spec names her) before the host starts; the
 // peer's consents name alice.
-func AgentWorld(t *testing.T, o Opts, spec *operator.AgentSpec) (*World, *peertest.Clock) {
+func AgentWorld(t *testing.T, o Opts, spec *views.AgentSpec) (*World, *peertest.Clock) {
 	t.Helper()
 	w := NewWorld(t, o)
 	clk := peertest.NewClock(time.Now())
@@ -51,7 +52,7 @@ func ApprovalWorld(t *testing.T, pol *msg.ApprovalPolicy) (*World, *peertest.Clo
 	if len(pol.Operations) == 0 {
 		pol.Operations = []string{"app/calc.*"}
 	}
-	w, clk := AgentWorld(t, Opts{Fund: 100, Price: 4}, &operator.AgentSpec{Approval: pol})
+	w, clk := AgentWorld(t, Opts{Fund: 100, Price: 4}, &views.AgentSpec{Approval: pol})
 	// Ahead of the setup's records, which the store's clock never goes behind.
 	clk.Add(time.Minute)
 	return w, clk
@@ -148,8 +149,8 @@ func HumansOnly() *msg.ApprovalPolicy {
 }
 
 // Human is a human's answer v, by uid with its account name.
-func Human(v msg.Verdict, uid int, account string) operator.Answer {
-	return operator.Answer{Verdict: v, By: fmt.Sprintf("uid:%d", uid), Account: account}
+func Human(v msg.Verdict, uid int, account string) views.Answer {
+	return views.Answer{Verdict: v, By: fmt.Sprintf("uid:%d", uid), Account: account}
 }
 
 // Advise is advisor's verdict v on ask id, with a sentence.
@@ -170,7 +171,7 @@ func RaiseAsks(t *testing.T, w *World) (alice, bob string) {
 	}
 	w.WithStore(t, func(s *operator.Store) {
 		for agent, pol := range map[string]*msg.ApprovalPolicy{"alice": WithAdvisors(nil, "rev"), "bob": HumansOnly()} {
-			if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
+			if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: agent, Approval: pol}); err != nil {
 				t.Fatal(err)
 			}
 		}

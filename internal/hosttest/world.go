@@ -13,6 +13,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -25,7 +26,7 @@ type World struct {
 	App        *peertest.App
 	Peer       *peertest.Peer
 	Pub        *wire.HybridPublicKey
-	Route      operator.RouteRequest
+	Route      views.RouteRequest
 	Grant      string
 	Stop       func()           // stops the in-process host
 	Now        func() time.Time // the host's wall clock when set (ServeOptions.Now)
@@ -34,6 +35,9 @@ type World struct {
 	// Approvals and Approvers are the approvals socket and its group
 	// when set (ServeOptions.ApprovalsSocket, ApproversGroup).
 	Approvals, Approvers string
+	// SnapshotEvery is the host's snapshot interval when set
+	// (ServeOptions.SnapshotEvery).
+	SnapshotEvery uint64
 }
 
 // Opts shape a World.
@@ -82,14 +86,14 @@ func NewWorld(t testing.TB, o Opts) *World {
 		o.PerDay = 1000
 	}
 	if !o.NoGrant {
-		g, err := s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "app", Operations: o.Ops, Price: o.Price,
+		g, err := s.IssueGrant(views.GrantSpec{Controller: "ctl", Application: "app", Operations: o.Ops, Price: o.Price,
 			DiscoveryPrice: o.DiscoveryPrice, RefusalPrice: o.RefusalPrice, PerDay: o.PerDay, NotAfter: time.Now().Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Grant = g.ID
 	}
-	w.Route = operator.RouteRequest{Controller: "ctl", Upstream: filepath.Join(w.Dir, "app.sock"), Forward: filepath.Join(w.Dir, "fwd.sock"),
+	w.Route = views.RouteRequest{Controller: "ctl", Upstream: filepath.Join(w.Dir, "app.sock"), Forward: filepath.Join(w.Dir, "fwd.sock"),
 		Reverse: filepath.Join(w.Dir, "rev.sock"), Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 5000}}
 	if _, err := s.RegisterRoute("r1", "app", w.Route); err != nil {
 		t.Fatal(err)
@@ -103,7 +107,7 @@ func (w *World) Serve(t testing.TB) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	opts := host.ServeOptions{Ready: func() { close(ready) }, Now: w.Now, Logger: w.Log, Started: func(h *host.Host) { w.Host = h },
-		ApprovalsSocket: w.Approvals, ApproversGroup: w.Approvers}
+		ApprovalsSocket: w.Approvals, ApproversGroup: w.Approvers, SnapshotEvery: w.SnapshotEvery}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // KernelLog reads the kernel's log (/dev/kmsg) from the moment
@@ -60,6 +64,32 @@ func (k *KernelLog) Lines() ([]string, error) {
 		if _, msg, ok := strings.Cut(rec, ";"); ok {
 			msg, _, _ = strings.Cut(msg, "\n")
 			lines = append(lines, msg)
+		}
+	}
+}
+
+// WaitFor reads the kernel log until a line for which match is true
+// arrives, or until timeout passes, and returns every line read. It waits
+// on the log itself (poll(2) for its next record), never by sleeping: the
+// kernel's audit records reach the log from its audit thread, after the
+// system call they record has returned, so a read made at once may come
+// before them.
+func (k *KernelLog) WaitFor(match func(string) bool, timeout time.Duration) ([]string, error) {
+	deadline := time.Now().Add(timeout)
+	var all []string
+	for {
+		lines, err := k.Lines()
+		all = append(all, lines...)
+		if err != nil || slices.ContainsFunc(lines, match) {
+			return all, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return all, nil
+		}
+		fds := []unix.PollFd{{Fd: int32(k.fh.Fd()), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, int(left.Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
+			return all, fmt.Errorf("waiting on /dev/kmsg: %w", err)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func TestBoot(t *testing.T) {
 	// A denied system call is logged to the kernel log.
 	out, errOut, _ := c.Run(ctx, "", nil, "systemd-run", "--wait", "--quiet", "-p", "SystemCallFilter=~@clock",
 		"-p", "SystemCallErrorNumber=EPERM", "date", "-s", "2001-01-01")
-	lines, err := klog.Lines()
+	lines, err := klog.WaitFor(func(l string) bool { return strings.Contains(l, `comm="date"`) }, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

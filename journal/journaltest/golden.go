@@ -71,8 +71,16 @@ func GoldenDir(tb testing.TB, version, part string) string {
 // and a test may write to it: the committed files stay as they are.
 func CopyGolden(tb testing.TB, version, part string) string {
 	tb.Helper()
-	src := GoldenDir(tb, version, part)
-	dst := filepath.Join(tb.TempDir(), part)
+	return CopyDir(tb, GoldenDir(tb, version, part))
+}
+
+// CopyDir copies the tree at src (a store or journal a test keeps in
+// testdata) into a new temporary directory, directories 0700 and files
+// 0600 as a journal requires (a checkout does not keep modes), and
+// returns the copy's path.
+func CopyDir(tb testing.TB, src string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -92,7 +100,7 @@ func CopyGolden(tb testing.TB, version, part string) string {
 		return os.WriteFile(to, b, 0o600)
 	})
 	if err != nil {
-		tb.Fatalf("journaltest: copy golden journals: %v", err)
+		tb.Fatalf("journaltest: copy %s: %v", src, err)
 	}
 	return dst
 }

@@ -3,7 +3,7 @@ package admin
 import (
 	"time"
 
-	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -52,12 +52,12 @@ type ApprovalsRequest struct {
 
 // CheckRespond refuses a respond without an ask, a verdict other than
 // approve or deny, and a note past its bound or of more than one line, as
-// the store does (operator.CheckAnswer), before anything is sent.
+// the store does (views.CheckAnswer), before anything is sent.
 func (r *ApprovalsRequest) CheckRespond() error {
 	if r.Ask == "" {
-		return operator.Refusedf("approvals respond without an ask")
+		return views.Refusedf("approvals respond without an ask")
 	}
-	return operator.CheckAnswer(r.Verdict, r.Note)
+	return views.CheckAnswer(r.Verdict, r.Note)
 }
 
 // ApprovalsReply is an approvals operation's Reply.Approvals.
@@ -68,8 +68,8 @@ type ApprovalsReply struct {
 	Ask *msg.AskView `cbor:"ask,omitempty"`
 	// Events are an events request's, in journal order, and Cursor the
 	// After of the next request (operator.Store.AskEvents).
-	Events []operator.AskEvent `cbor:"events,omitempty"`
-	Cursor uint64              `cbor:"cursor,omitempty"`
+	Events []views.AskEvent `cbor:"events,omitempty"`
+	Cursor uint64           `cbor:"cursor,omitempty"`
 }
 
 // MaxEventsWait bounds how long one events request waits for an event:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -73,6 +75,9 @@ func (a *socketClient) DoWithin(d time.Duration, req Request) (Reply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	env, err := a.cl.Call(ctx, TypeAdmin, req)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return Reply{}, fmt.Errorf("the host closed the admin connection before answering %s (it may have stopped): whether it took effect is unknown until the host runs again", req.Op)
+	}
 	if err != nil {
 		return Reply{}, err
 	}
@@ -86,9 +91,9 @@ func (a *socketClient) DoWithin(d time.Duration, req Request) (Reply, error) {
 		if err := env.Decode(&ref); err != nil {
 			return Reply{}, err
 		}
-		reason := strings.TrimPrefix(ref.Reason, operator.ErrRefused.Error()+": ")
+		reason := strings.TrimPrefix(ref.Reason, views.ErrRefused.Error()+": ")
 		if ref.Code == CodeRefusedInput {
-			return Reply{}, fmt.Errorf("%w: %s", operator.ErrRefused, reason)
+			return Reply{}, fmt.Errorf("%w: %s", views.ErrRefused, reason)
 		}
 		return Reply{}, fmt.Errorf("the daemon: %s", reason)
 	default:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -26,7 +27,7 @@ func doAttempt(s *operator.Store, req Request) (Reply, error) {
 		rep.Attempt = &v
 	default:
 		if req.Resolve == nil {
-			return rep, operator.Refusedf("attempt resolve without a request")
+			return rep, views.Refusedf("attempt resolve without a request")
 		}
 		v, err := s.SettleAttempt(*req.Resolve)
 		if err != nil {
@@ -57,7 +58,7 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		}
 		rep.Controller, rep.ControlUnchanged = &v, !changed
 	case OpPurseFund, OpPurseFreeze, OpPurseThaw:
-		var v operator.PurseView
+		var v views.PurseView
 		var err error
 		switch req.Op {
 		case OpPurseFund:
@@ -73,10 +74,10 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		rep.Purse = &v
 	case OpGrantIssue:
 		if req.Grant == nil {
-			return rep, operator.Refusedf("grant issue without a grant")
+			return rep, views.Refusedf("grant issue without a grant")
 		}
 		g := req.Grant
-		spec := operator.GrantSpec{Controller: g.Controller, Application: g.Application, Operations: g.Operations,
+		spec := views.GrantSpec{Controller: g.Controller, Application: g.Application, Operations: g.Operations,
 			Price: g.Price, DiscoveryPrice: g.DiscoveryPrice, RefusalPrice: g.RefusalPrice, PerDay: g.PerDay, NotAfter: time.UnixMilli(g.NotAfter)}
 		if g.NotBefore != 0 {
 			spec.NotBefore = time.UnixMilli(g.NotBefore)
@@ -92,9 +93,9 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		}
 	case OpRouteRegister:
 		if req.Route == nil {
-			return rep, operator.Refusedf("route register without a request")
+			return rep, views.Refusedf("route register without a request")
 		}
-		v, err := s.RegisterRouteAs(req.Name, req.App, *req.Route, operator.RouteRegistration{Inactive: req.Inactive, By: req.By})
+		v, err := s.RegisterRouteAs(req.Name, req.App, *req.Route, views.RouteRegistration{Inactive: req.Inactive, By: req.By})
 		if err != nil {
 			return rep, err
 		}
@@ -109,9 +110,15 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		return doAttempt(s, req)
 	case OpApprovalsList, OpApprovalsShow, OpApprovalsRespond, OpApprovalsEvents:
 		return doApprovals(s, req)
+	case OpHistorySnapshot:
+		name, err := s.Snapshot()
+		if err != nil {
+			return rep, err
+		}
+		rep.Snapshot = name
 	case OpAgentSet:
 		if req.Agent == nil {
-			return rep, operator.Refusedf("agent set without limits")
+			return rep, views.Refusedf("agent set without limits")
 		}
 		v, err := s.SetAgentLimits(*req.Agent)
 		if err != nil {
@@ -119,7 +126,7 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		}
 		rep.Agent = &v
 	default:
-		return rep, operator.Refusedf("unknown admin operation %q", req.Op)
+		return rep, views.Refusedf("unknown admin operation %q", req.Op)
 	}
 	return rep, nil
 }
@@ -131,12 +138,16 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 func doApprovals(s *operator.Store, req Request) (Reply, error) {
 	ar := req.Approvals
 	if ar == nil {
-		return Reply{}, operator.Refusedf("%s without its request", req.Op)
+		return Reply{}, views.Refusedf("%s without its request", req.Op)
 	}
 	var rep ApprovalsReply
 	switch req.Op {
 	case OpApprovalsList:
-		rep.Asks = s.AskList(ar.All)
+		asks, err := s.AskList(ar.All)
+		if err != nil {
+			return Reply{}, err
+		}
+		rep.Asks = asks
 	case OpApprovalsShow:
 		v, err := s.AskShow(ar.Ask)
 		if err != nil {
@@ -147,7 +158,7 @@ func doApprovals(s *operator.Store, req Request) (Reply, error) {
 		if err := ar.CheckRespond(); err != nil {
 			return Reply{}, err
 		}
-		v, err := s.AnswerAsk(ar.Ask, operator.Answer{Verdict: ar.Verdict, By: req.By, Account: ar.Account, Note: ar.Note})
+		v, err := s.AnswerAsk(ar.Ask, views.Answer{Verdict: ar.Verdict, By: req.By, Account: ar.Account, Note: ar.Note})
 		if err != nil {
 			return Reply{}, err
 		}
@@ -164,7 +175,7 @@ func doApprovals(s *operator.Store, req Request) (Reply, error) {
 func Events(ctx context.Context, s *operator.Store, ar ApprovalsRequest) (Reply, error) {
 	wait := time.Duration(ar.WaitMs) * time.Millisecond
 	if ar.WaitMs < 0 || wait > MaxEventsWait {
-		return Reply{}, operator.Refusedf("approvals events: a wait of %dms, the bound is %v", ar.WaitMs, MaxEventsWait)
+		return Reply{}, views.Refusedf("approvals events: a wait of %dms, the bound is %v", ar.WaitMs, MaxEventsWait)
 	}
 	evs, cursor, err := s.AskEvents(ctx, ar.After, wait)
 	if err != nil {

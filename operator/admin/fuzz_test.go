@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -62,7 +63,7 @@ func refusedForRemoved(t *testing.T, s *operator.Store, req admin.Request, err e
 	if req.Op != admin.OpRouteRegister || req.Route == nil || err == nil {
 		return
 	}
-	held := fmt.Sprintf("%s: route %s: forward socket %s is route ", operator.ErrRefused, req.Name, req.Route.Forward)
+	held := fmt.Sprintf("%s: route %s: forward socket %s is route ", views.ErrRefused, req.Name, req.Route.Forward)
 	holder, ok := strings.CutPrefix(err.Error(), held)
 	if !ok {
 		return
@@ -103,8 +104,8 @@ func FuzzAdminRequest(f *testing.F) {
 	if _, err := s.AddController("ctl", 1, peertest.NewPeer(f, "ctl").KeysFile(), dir+"/control.sock"); err != nil {
 		f.Fatal(err)
 	}
-	route := func(fwd string) *operator.RouteRequest {
-		return &operator.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/" + fwd, Reverse: dir + "/rev.sock",
+	route := func(fwd string) *views.RouteRequest {
+		return &views.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/" + fwd, Reverse: dir + "/rev.sock",
 			Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 10, ResponseMs: 10}}
 	}
 	for _, req := range []admin.Request{
@@ -144,7 +145,7 @@ func FuzzAdminRequest(f *testing.F) {
 			return
 		}
 		_, err := admin.Do(s, req)
-		if err != nil && !errors.Is(err, operator.ErrRefused) {
+		if err != nil && !errors.Is(err, views.ErrRefused) {
 			t.Fatalf("%s: %v (not a refusal)", req.Op, err)
 		}
 		refusedForRemoved(t, s, req, err)

@@ -3,8 +3,8 @@ package admin
 import (
 	"path/filepath"
 
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 // The admin socket's protocol: roles, purpose, frame types, and the code
@@ -50,18 +50,18 @@ const OpControllerControl = "controller-control"
 // opened, or by the running host for a command that found the journal
 // locked.
 type Request struct {
-	Op     string                 `cbor:"op"`
-	Name   string                 `cbor:"name"` // controller, grant id or route
-	App    string                 `cbor:"app"`
-	UID    uint32                 `cbor:"uid"`
-	Amount uint64                 `cbor:"amount"`
-	Keys   []byte                 `cbor:"keys"`
-	Grant  *Grant                 `cbor:"grant"`
-	Route  *operator.RouteRequest `cbor:"route"`
+	Op     string              `cbor:"op"`
+	Name   string              `cbor:"name"` // controller, grant id or route
+	App    string              `cbor:"app"`
+	UID    uint32              `cbor:"uid"`
+	Amount uint64              `cbor:"amount"`
+	Keys   []byte              `cbor:"keys"`
+	Grant  *Grant              `cbor:"grant"`
+	Route  *views.RouteRequest `cbor:"route"`
 	// Resolve is an attempt resolve's decision.
-	Resolve *operator.ResolveRequest `cbor:"resolve"`
+	Resolve *views.ResolveRequest `cbor:"resolve"`
 	// Agent is an agent set's limits.
-	Agent *operator.AgentSpec `cbor:"agent"`
+	Agent *views.AgentSpec `cbor:"agent"`
 	// By is who asks a route change or an answer: the running host
 	// sets it from the admin connection's SO_PEERCRED ("uid:N"), never
 	// from what the request says; the command sets its own account for a
@@ -76,7 +76,7 @@ type Request struct {
 	Approvals *ApprovalsRequest `cbor:"approvals,omitempty"`
 }
 
-// Grant is an operator.GrantSpec with times in unix ms (for CBOR).
+// Grant is an views.GrantSpec with times in unix ms (for CBOR).
 type Grant struct {
 	Controller     string   `cbor:"controller"`
 	Application    string   `cbor:"application"`
@@ -91,15 +91,15 @@ type Grant struct {
 
 // Reply is the result of an Request; one member is set.
 type Reply struct {
-	Controller *operator.ControllerView `cbor:"controller"`
-	Purse      *operator.PurseView      `cbor:"purse"`
-	Grant      *operator.GrantView      `cbor:"grant"`
-	Route      *operator.RouteView      `cbor:"route"`
-	Attempts   []operator.AttemptView   `cbor:"attempts"`
+	Controller *views.ControllerView `cbor:"controller"`
+	Purse      *views.PurseView      `cbor:"purse"`
+	Grant      *views.GrantView      `cbor:"grant"`
+	Route      *views.RouteView      `cbor:"route"`
+	Attempts   []views.AttemptView   `cbor:"attempts"`
 	// AttemptsLeftOff counts the earlier attempts a list left off.
-	AttemptsLeftOff int                   `cbor:"attemptsLeftOff"`
-	Attempt         *operator.AttemptView `cbor:"attempt"`
-	Agent           *operator.AgentView   `cbor:"agent"`
+	AttemptsLeftOff int                `cbor:"attemptsLeftOff"`
+	Attempt         *views.AttemptView `cbor:"attempt"`
+	Agent           *views.AgentView   `cbor:"agent"`
 	// RouteUnchanged says a route activation or deactivation found the
 	// route in that state already: nothing was journaled.
 	RouteUnchanged bool `cbor:"routeUnchanged,omitempty"`
@@ -112,6 +112,8 @@ type Reply struct {
 	ControlListened bool `cbor:"controlListened,omitempty"`
 	// Approvals is an approvals operation's answer (approvals.go).
 	Approvals *ApprovalsReply `cbor:"approvals,omitempty"`
+	// Snapshot is the file a history snapshot wrote.
+	Snapshot string `cbor:"snapshot,omitempty"`
 }
 
 // The operations of route states: Request.Name is the route, Request.By
@@ -126,6 +128,11 @@ const (
 var routeOpState = map[string]hostlog.RouteState{
 	OpRouteActivate: hostlog.RouteActive, OpRouteDeactivate: hostlog.RouteInactive, OpRouteRemove: hostlog.RouteRemoved,
 }
+
+// OpHistorySnapshot makes a snapshot of the store's state now (`history
+// snapshot`): Reply.Snapshot names it, "" when nothing was recorded since
+// the last one.
+const OpHistorySnapshot = "history-snapshot"
 
 // OpAgentSet is the operation of `agent set`: Request.Agent.
 const OpAgentSet = "agent-set"

@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -36,7 +37,7 @@ func TestVerifyApprovals(t *testing.T) {
 			t.Fatalf("before the policy: %+v %v", v.Findings, err)
 		}
 		// From here on alice's calls to calc.* wait for an approval.
-		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", Approval: hosttest.HumansOnly()}); err != nil {
+		if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "alice", Approval: hosttest.HumansOnly()}); err != nil {
 			t.Fatal(err)
 		}
 	})

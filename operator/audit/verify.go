@@ -238,7 +238,7 @@ type FileKeys struct {
 
 // ErrRefused marks what the audit refuses to check as given: a receipts
 // file without the host's key, or one of several controllers with none
-// named. It is the audit's own, as operator.ErrRefused is the store's;
+// named. It is the audit's own, as views.ErrRefused is the host's;
 // both are refused input, which a command answers with exit code 2.
 var ErrRefused = errors.New("refused")
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -55,7 +56,7 @@ func (c *CLI) cmdAgentSet(args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := c.admin(*store, admin.Request{Op: admin.OpAgentSet, Agent: &operator.AgentSpec{
+	rep, err := c.admin(*store, admin.Request{Op: admin.OpAgentSet, Agent: &views.AgentSpec{
 		Controller: *ctrl, Agent: pos[0], Operations: ops, CallsPerDay: calls.v, CreditsPerDay: credits.v,
 		CreditsPerConversation: perConv.v, ConversationsPerDay: *convs, RatePerMinute: rate.v, Burst: *burst,
 		Approval: policy,
@@ -95,8 +96,8 @@ func (c *CLI) cmdAgentShow(args []string) error {
 }
 
 func (c *CLI) cmdAgentList(args []string) error {
-	return show(c, "agent list", args, 0, func(s *operator.Store, _ []string) ([]operator.AgentView, error) { return s.Agents(), nil },
-		func(vs []operator.AgentView) {
+	return show(c, "agent list", args, 0, func(s *operator.Store, _ []string) ([]views.AgentView, error) { return s.Agents(), nil },
+		func(vs []views.AgentView) {
 			for _, v := range vs {
 				c.printAgent(v)
 			}
@@ -104,7 +105,7 @@ func (c *CLI) cmdAgentList(args []string) error {
 }
 
 // printAgent prints one agent's limits on one line: "-" is not limited.
-func (c *CLI) printAgent(v operator.AgentView) {
+func (c *CLI) printAgent(v views.AgentView) {
 	ops := strings.Join(v.Operations, ",")
 	if ops == "" {
 		ops = "*"

@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/cli"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 // agentStore is an initialised store with controller ctl pinned, for the
@@ -49,7 +50,7 @@ func TestAgentCommands(t *testing.T) {
 	if out != "agent alice of controller ctl: revision 1\n" {
 		t.Fatalf("set: %q", out)
 	}
-	var v operator.AgentView
+	var v views.AgentView
 	json.Unmarshal([]byte(must("agent", "show", "alice", "--controller", "ctl", "--store", store, "--json")), &v)
 	if v.Revision != 1 || v.CallsPerDay == nil || *v.CallsPerDay != 5 || v.CreditsPerDay == nil || *v.CreditsPerDay != 0 ||
 		v.CreditsPerConversation != nil || v.ConversationsPerDay != 100 || *v.RatePerMinute != 10 || v.Burst != 3 ||
@@ -60,7 +61,7 @@ func TestAgentCommands(t *testing.T) {
 		t.Fatalf("second set: %q", out)
 	}
 	must("agent", "set", "bob", "--controller", "ctl", "--conversations-per-day", "10000", "--store", store)
-	var vs []operator.AgentView
+	var vs []views.AgentView
 	json.Unmarshal([]byte(must("agent", "list", "--store", store, "--json")), &vs)
 	if len(vs) != 2 || vs[0].Agent != "alice" || vs[0].Revision != 2 || vs[0].CallsPerDay != nil || len(vs[0].Operations) != 0 ||
 		vs[1].Agent != "bob" || vs[1].ConversationsPerDay != 10000 {
@@ -134,7 +135,7 @@ func TestAgentSetBounds(t *testing.T) {
 		errs != "steward-operator agent show: refused: agent bob of controller ctl has no limits: only its grants and the payer limit it\n" {
 		t.Fatalf("show unknown: %d %q", code, errs)
 	}
-	var vs []operator.AgentView
+	var vs []views.AgentView
 	_, out, _ := hosttest.RunCLI("agent", "list", "--store", store, "--json")
 	if json.Unmarshal([]byte(out), &vs); len(vs) != 1 {
 		t.Fatalf("only the set at the bounds is recorded: %s", out)
@@ -170,7 +171,7 @@ func TestAgentSetPrincipals(t *testing.T) {
 		if code != 0 || out != "agent "+agent+" of controller ctl: revision 1\n" {
 			t.Fatalf("agent set %s: exit %d %q %s", agent, code, out, errs)
 		}
-		var v operator.AgentView
+		var v views.AgentView
 		_, out, _ = hosttest.RunCLI("agent", "show", agent, "--controller", "ctl", "--store", store, "--json")
 		if json.Unmarshal([]byte(out), &v); v.Agent != agent || v.CallsPerDay == nil || *v.CallsPerDay != 3 ||
 			v.Approval == nil || strings.Join(v.Approval.Operations, ",") != "app/pay.*" {

@@ -9,6 +9,7 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/cli"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -115,7 +116,7 @@ func TestAgentShowApproval(t *testing.T) {
 		}
 	}
 	_, out, _ := hosttest.RunCLI("agent", "show", "alice", "--controller", "ctl", "--store", store, "--json")
-	var v operator.AgentView
+	var v views.AgentView
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Approval == nil || !v.Approval.Marks("app", "refund") ||
 		v.Approval.Marks("app", "calc") || !v.Approval.MayAdvise("rev") {
 		t.Fatalf("show --json: %v %s", err, out)

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -158,7 +158,7 @@ func (c *CLI) cmdApprovalsRespond(args []string) error {
 	if err := req.CheckRespond(); err != nil {
 		return err
 	}
-	rep, err := af.do(30*time.Second, admin.Request{Op: admin.OpApprovalsRespond, Approvals: &req, By: operator.OwnAccount()})
+	rep, err := af.do(30*time.Second, admin.Request{Op: admin.OpApprovalsRespond, Approvals: &req, By: views.OwnAccount()})
 	if err != nil {
 		return err
 	}

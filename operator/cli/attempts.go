@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 // openAttempts reaches the store for an attempts command: through the
@@ -76,10 +77,10 @@ func (c *CLI) cmdAttemptsList(args []string) error {
 		return err
 	}
 	if rep.Attempts == nil {
-		rep.Attempts = []operator.AttemptView{}
+		rep.Attempts = []views.AttemptView{}
 	}
 	if rep.AttemptsLeftOff > 0 {
-		fmt.Fprintf(c.Stderr, "steward-operator attempts list: %d earlier attempts left off: the list shows the latest %d (--state narrows it)\n", rep.AttemptsLeftOff, operator.MaxListedAttempts)
+		fmt.Fprintf(c.Stderr, "steward-operator attempts list: %d earlier attempts left off: the list shows the latest %d (--state narrows it)\n", rep.AttemptsLeftOff, views.MaxListedAttempts)
 	}
 	if *asJSON {
 		return c.printJSON(rep.Attempts)
@@ -109,7 +110,7 @@ func (c *CLI) cmdAttemptsResolve(args []string) error {
 	redeliver := fs.Bool("redeliver", false, "send the attempt's exact request to its application again (the host must be running)")
 	release := fs.Bool("release", false, "it was not performed: release the reservation, charge 0")
 	charge := fs.Bool("charge", false, "it was performed and no answer is known: settle the reservation")
-	reason := fs.String("reason", "", fmt.Sprintf("why, one line of at most %d bytes (required; it is signed into the receipt)", operator.MaxResolveReason))
+	reason := fs.String("reason", "", fmt.Sprintf("why, one line of at most %d bytes (required; it is signed into the receipt)", views.MaxResolveReason))
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := c.parse(fs, args, 1)
 	if err != nil {
@@ -117,7 +118,7 @@ func (c *CLI) cmdAttemptsResolve(args []string) error {
 	}
 	var action string
 	n := 0
-	for a, set := range map[string]bool{operator.ResolveRedeliver: *redeliver, operator.ResolveRelease: *release, operator.ResolveCharge: *charge} {
+	for a, set := range map[string]bool{views.ResolveRedeliver: *redeliver, views.ResolveRelease: *release, views.ResolveCharge: *charge} {
 		if set {
 			action, n = a, n+1
 		}
@@ -125,8 +126,8 @@ func (c *CLI) cmdAttemptsResolve(args []string) error {
 	if n != 1 {
 		return fmt.Errorf("%w: exactly one of --redeliver, --release and --charge is required", errUsage)
 	}
-	req := operator.ResolveRequest{Attempt: pos[0], Action: action, Reason: *reason, By: fmt.Sprintf("uid:%d", os.Geteuid())}
-	if err := operator.CheckResolveRequest(req); err != nil {
+	req := views.ResolveRequest{Attempt: pos[0], Action: action, Reason: *reason, By: fmt.Sprintf("uid:%d", os.Geteuid())}
+	if err := views.CheckResolveRequest(req); err != nil {
 		return err
 	}
 	rep, err := c.attemptsDo(*store, true, admin.Request{Op: admin.OpAttemptResolve, Resolve: &req})
@@ -137,7 +138,7 @@ func (c *CLI) cmdAttemptsResolve(args []string) error {
 }
 
 // printAttempt prints one inspected attempt.
-func (c *CLI) printAttempt(v operator.AttemptView, asJSON bool) error {
+func (c *CLI) printAttempt(v views.AttemptView, asJSON bool) error {
 	if asJSON {
 		return c.printJSON(v)
 	}

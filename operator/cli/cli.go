@@ -14,6 +14,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 // Exit codes of steward-operator.
@@ -79,6 +80,7 @@ func commands() map[string]command {
 		"agent list": {"agent list --store DIR [--json]", (*CLI).cmdAgentList},
 
 		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
+		"history snapshot":   {"history snapshot --store DIR", (*CLI).cmdHistorySnapshot},
 	}
 	for n, c := range approvalsCommands() {
 		cmds[n] = c
@@ -115,7 +117,7 @@ func (c *CLI) Main(args []string) int {
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
-	case errors.Is(err, errUsage), errors.Is(err, operator.ErrRefused), errors.Is(err, audit.ErrRefused):
+	case errors.Is(err, errUsage), errors.Is(err, views.ErrRefused), errors.Is(err, audit.ErrRefused):
 		fmt.Fprintf(c.Stderr, "steward-operator %s: %s\n", name, oneLine(err))
 		return ExitRefused
 	default:
@@ -130,7 +132,8 @@ func (c *CLI) usage(cmds map[string]command) {
 		"grant issue", "grant revoke", "grant list", "route register", "route activate", "route deactivate", "route remove",
 		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
-		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch"} {
+		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch",
+		"history snapshot"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }
@@ -250,7 +253,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: %s exceeds the bound of %d bytes", operator.ErrRefused, path, limit)
+		return nil, fmt.Errorf("%w: %s exceeds the bound of %d bytes", views.ErrRefused, path, limit)
 	}
 	return b, nil
 }

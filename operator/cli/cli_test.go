@@ -9,8 +9,8 @@ import (
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/cli"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -39,22 +39,22 @@ func TestCommandLine(t *testing.T) {
 	must("purse", "fund", "ctl", "25", "--store", store)
 	id := strings.TrimSpace(must("grant", "issue", "--controller", "ctl", "--application", "app", "--operations", "calc.*",
 		"--operations", "units.convert", "--price", "3", "--per-day", "10", "--not-after", "+24h", "--store", store))
-	req := operator.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/fwd.sock", Reverse: dir + "/rev.sock",
+	req := views.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/fwd.sock", Reverse: dir + "/rev.sock",
 		Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 500, ResponseMs: 2000}}
 	b, _ := json.Marshal(req)
 	os.WriteFile(dir+"/route.json", b, 0o600)
 	must("route", "register", "r1", "app", dir+"/route.json", "--store", store)
-	var grants []operator.GrantView
+	var grants []views.GrantView
 	json.Unmarshal([]byte(must("grant", "list", "--store", store, "--json")), &grants)
 	if len(grants) != 1 || grants[0].ID != id || strings.Join(grants[0].Operations, ",") != "calc.*,units.convert" {
 		t.Fatalf("grants %+v", grants)
 	}
-	var routes []operator.RouteView
+	var routes []views.RouteView
 	json.Unmarshal([]byte(must("route", "show", "r1", "--store", store, "--json")), &routes)
 	if len(routes) != 1 || routes[0].Forward != req.Forward || routes[0].Timeouts.ResponseMs != 2000 {
 		t.Fatalf("routes %+v", routes)
 	}
-	var purse operator.PurseView
+	var purse views.PurseView
 	json.Unmarshal([]byte(must("purse", "show", "ctl", "--store", store, "--json")), &purse)
 	if purse.Balance != 25 {
 		t.Fatalf("purse %+v", purse)

@@ -15,6 +15,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/testenv"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 // TestInitFullDisk: init on a full disk fails and leaves nothing but the
@@ -43,7 +44,7 @@ func TestInitFullDisk(t *testing.T) {
 			break
 		}
 		failures++
-		if errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), "no space left on device") || !strings.HasPrefix(err.Error(), "store "+store+": ") {
+		if errors.Is(err, views.ErrRefused) || !strings.Contains(err.Error(), "no space left on device") || !strings.HasPrefix(err.Error(), "store "+store+": ") {
 			t.Fatalf("init with %d bytes of filler: %v, want a failure for ENOSPC", size, err)
 		}
 		if es, _ := os.ReadDir(disk); len(es) != 1 {

@@ -9,8 +9,8 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/umasktest"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -38,7 +38,7 @@ func TestPrivateFilesUnderUmask0(t *testing.T) {
 		must("purse", "fund", "ctl", "25", "--store", store)
 		must("grant", "issue", "--controller", "ctl", "--application", "app", "--operations", "calc.*",
 			"--price", "3", "--per-day", "10", "--not-after", "+24h", "--store", store)
-		b, _ := json.Marshal(operator.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/fwd.sock",
+		b, _ := json.Marshal(views.RouteRequest{Controller: "ctl", Upstream: dir + "/app.sock", Forward: dir + "/fwd.sock",
 			Reverse: dir + "/rev.sock", Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 500, ResponseMs: 2000}})
 		if err := os.WriteFile(dir+"/route.json", b, 0o600); err != nil {
 			t.Fatal(err)

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -70,7 +70,7 @@ func verifyFileCommand(file, hostKey, ctlKeys, ctlName string) (audit.ReceiptRep
 		return audit.ReceiptReport{}, err
 	}
 	if k.Host, err = wire.ParseHybridPublicKey(kb); err != nil {
-		return audit.ReceiptReport{}, operator.Refusedf("host key %s: %v", hostKey, err)
+		return audit.ReceiptReport{}, views.Refusedf("host key %s: %v", hostKey, err)
 	}
 	if ctlKeys != "" {
 		if k.Dispatch, err = readDispatchKey(ctlKeys); err != nil {
@@ -94,11 +94,11 @@ func readDispatchKey(path string) (*wire.PublicKey, error) {
 	}
 	var ck msg.ControllerKeys
 	if err := wire.Unmarshal(b, &ck); err != nil {
-		return nil, operator.Refusedf("controller keys %s: %v", path, err)
+		return nil, views.Refusedf("controller keys %s: %v", path, err)
 	}
 	k, err := wire.ParsePublicKey(ck.Dispatch)
 	if err != nil {
-		return nil, operator.Refusedf("controller keys %s: dispatch key: %v", path, err)
+		return nil, views.Refusedf("controller keys %s: dispatch key: %v", path, err)
 	}
 	return k, nil
 }

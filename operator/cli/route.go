@@ -6,6 +6,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 func (c *CLI) cmdRouteRegister(args []string) error {
@@ -15,16 +16,16 @@ func (c *CLI) cmdRouteRegister(args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := readBounded(pos[2], operator.MaxRouteRequest)
+	b, err := readBounded(pos[2], views.MaxRouteRequest)
 	if err != nil {
 		return err
 	}
-	req, err := operator.ParseRouteRequest(b)
+	req, err := views.ParseRouteRequest(b)
 	if err != nil {
 		return err
 	}
 	rep, err := c.admin(*store, admin.Request{Op: admin.OpRouteRegister, Name: pos[0], App: pos[1], Route: &req,
-		Inactive: *inactive, By: operator.OwnAccount()})
+		Inactive: *inactive, By: views.OwnAccount()})
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func (c *CLI) routeStateCmd(name, op string, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := c.admin(*store, admin.Request{Op: op, Name: pos[0], By: operator.OwnAccount()})
+	rep, err := c.admin(*store, admin.Request{Op: op, Name: pos[0], By: views.OwnAccount()})
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (c *CLI) routeStateCmd(name, op string, args []string) error {
 var stateVerb = map[hostlog.RouteState]string{hostlog.RouteActive: "activated", hostlog.RouteInactive: "deactivated", hostlog.RouteRemoved: "removed"}
 
 // stateLine is a route's state as `route list` and `route show` print it.
-func stateLine(r operator.RouteView) string {
+func stateLine(r views.RouteView) string {
 	if r.StateBy == "" {
 		return string(r.State) + " (registered before route states)"
 	}
@@ -84,8 +85,8 @@ func stateLine(r operator.RouteView) string {
 }
 
 func (c *CLI) cmdRouteList(args []string) error {
-	return show(c, "route list", args, 0, func(s *operator.Store, _ []string) ([]operator.RouteView, error) { return s.Routes(), nil },
-		func(rs []operator.RouteView) {
+	return show(c, "route list", args, 0, func(s *operator.Store, _ []string) ([]views.RouteView, error) { return s.Routes(), nil },
+		func(rs []views.RouteView) {
 			for _, r := range rs {
 				fmt.Fprintf(c.Stdout, "%s\t%s\trevision %d of %d\t%s -> %s\tcontroller %s\tforward %s\n",
 					r.Route, stateLine(r), r.Revision, r.Revisions, r.Application, r.Upstream, r.Controller, r.Forward)
@@ -94,8 +95,8 @@ func (c *CLI) cmdRouteList(args []string) error {
 }
 
 func (c *CLI) cmdRouteShow(args []string) error {
-	return show(c, "route show", args, 1, func(s *operator.Store, pos []string) ([]operator.RouteView, error) { return s.Route(pos[0]) },
-		func(revs []operator.RouteView) {
+	return show(c, "route show", args, 1, func(s *operator.Store, pos []string) ([]views.RouteView, error) { return s.Route(pos[0]) },
+		func(revs []views.RouteView) {
 			// The state comes last: the revision lines keep their place
 			// at the start, where scripts read revision 1's id.
 			for _, r := range revs {

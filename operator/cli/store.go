@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 func (c *CLI) cmdInit(args []string) error {
@@ -90,8 +91,8 @@ func (c *CLI) cmdControllerControl(args []string) error {
 }
 
 func (c *CLI) cmdControllerList(args []string) error {
-	return show(c, "controller list", args, 0, func(s *operator.Store, _ []string) ([]operator.ControllerView, error) { return s.Controllers(), nil },
-		func(cs []operator.ControllerView) {
+	return show(c, "controller list", args, 0, func(s *operator.Store, _ []string) ([]views.ControllerView, error) { return s.Controllers(), nil },
+		func(cs []views.ControllerView) {
 			for _, v := range cs {
 				control := v.Control
 				if control == "" {
@@ -124,7 +125,7 @@ func (c *CLI) purseCmd(name string, op string, args []string, npos int) error {
 	return nil
 }
 
-func (c *CLI) printPurse(p operator.PurseView) {
+func (c *CLI) printPurse(p views.PurseView) {
 	state := "open"
 	if p.Frozen {
 		state = "FROZEN"
@@ -145,7 +146,7 @@ func (c *CLI) cmdPurseThaw(args []string) error {
 }
 
 func (c *CLI) cmdPurseShow(args []string) error {
-	return show(c, "purse show", args, 1, func(s *operator.Store, pos []string) (operator.PurseView, error) { return s.PurseShow(pos[0]) }, c.printPurse)
+	return show(c, "purse show", args, 1, func(s *operator.Store, pos []string) (views.PurseView, error) { return s.PurseShow(pos[0]) }, c.printPurse)
 }
 
 // listFlag collects a repeatable flag; each value may also be comma-separated.
@@ -223,8 +224,8 @@ func (c *CLI) cmdGrantRevoke(args []string) error {
 }
 
 func (c *CLI) cmdGrantList(args []string) error {
-	return show(c, "grant list", args, 0, func(s *operator.Store, _ []string) ([]operator.GrantView, error) { return s.Grants(), nil },
-		func(gs []operator.GrantView) {
+	return show(c, "grant list", args, 0, func(s *operator.Store, _ []string) ([]views.GrantView, error) { return s.Grants(), nil },
+		func(gs []views.GrantView) {
 			for _, g := range gs {
 				state := "in force"
 				if g.Revoked {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -48,7 +48,7 @@ func (h *Host) doAdmin(ctx context.Context, ar admin.Request) (admin.Reply, erro
 	}
 	if ar.Resolve != nil {
 		ar.Resolve.By = ar.By
-		if ar.Op == admin.OpAttemptResolve && ar.Resolve.Action == operator.ResolveRedeliver {
+		if ar.Op == admin.OpAttemptResolve && ar.Resolve.Action == views.ResolveRedeliver {
 			v, err := h.redeliver(*ar.Resolve)
 			if err != nil {
 				return admin.Reply{}, err
@@ -65,9 +65,9 @@ func (h *Host) doAdmin(ctx context.Context, ar admin.Request) (admin.Reply, erro
 
 // redeliver is the store's redelivery (operator.Store.Redeliver) counted
 // as the host's work: a shutdown waits for it.
-func (h *Host) redeliver(req operator.ResolveRequest) (operator.AttemptView, error) {
+func (h *Host) redeliver(req views.ResolveRequest) (views.AttemptView, error) {
 	if !h.enter() {
-		return operator.AttemptView{}, fmt.Errorf("%w: the host is shutting down; nothing was sent", operator.ErrRefused)
+		return views.AttemptView{}, fmt.Errorf("%w: the host is shutting down; nothing was sent", views.ErrRefused)
 	}
 	defer h.leave()
 	return h.s.Redeliver(req)
@@ -123,7 +123,7 @@ func (h *Host) adminHandler() wire.Handler {
 		rep, err := h.doAdmin(ctx, ar)
 		if err != nil {
 			code := msg.CodeInternal
-			if errors.Is(err, operator.ErrRefused) {
+			if errors.Is(err, views.ErrRefused) {
 				code = admin.CodeRefusedInput
 			}
 			return msg.TypeRefused, msg.Refusal{Code: code, Reason: err.Error()}

@@ -8,6 +8,7 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -39,7 +40,7 @@ func agentAllowance(t *testing.T, cl *wire.Client, agent string) (string, msg.Al
 // patterns and the next UTC midnight; an agent without limits is not
 // limited; a malformed agent name is refused.
 func TestAllowance(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{CallsPerDay: hosttest.U64(3), CreditsPerDay: hosttest.U64(10), Operations: []string{"app/calc.*"}})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &views.AgentSpec{CallsPerDay: hosttest.U64(3), CreditsPerDay: hosttest.U64(10), Operations: []string{"app/calc.*"}})
 	w.Serve(t)
 	cl := w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
@@ -62,9 +63,9 @@ func TestAllowance(t *testing.T) {
 // patterns shows only what the agent may call (though the grant covers
 // all); one whose patterns name no pattern of the application is refused.
 func TestListingFilteredByAgent(t *testing.T) {
-	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{Operations: []string{"app/calc.*", "app/text.*"}})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100}, &views.AgentSpec{Operations: []string{"app/calc.*", "app/text.*"}})
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "bob", Operations: []string{"other/*"}}); err != nil {
+		if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "bob", Operations: []string{"other/*"}}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -94,7 +95,7 @@ func TestReceiptsCarryTheAgent(t *testing.T) {
 func TestResolvedAgentAttempt(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5, NoApp: true})
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", CallsPerDay: hosttest.U64(1)}); err != nil {
+		if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "alice", CallsPerDay: hosttest.U64(1)}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -136,7 +137,7 @@ func TestResolvedAgentAttempt(t *testing.T) {
 // application unreachable) gives back the agent's count and credits, its
 // receipt naming the agent; the count stays given back after a restart.
 func TestNotSentGivesBackAgentCount(t *testing.T) {
-	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3, NoApp: true}, &operator.AgentSpec{CallsPerDay: hosttest.U64(1), CreditsPerDay: hosttest.U64(3)})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3, NoApp: true}, &views.AgentSpec{CallsPerDay: hosttest.U64(1), CreditsPerDay: hosttest.U64(3)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	for _, id := range []string{"n1", "n2"} {

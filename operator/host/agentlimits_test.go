@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -34,7 +35,7 @@ func refusedUnseen(t *testing.T, w *hosttest.World, cl *wire.Client, id string, 
 // or charged; another agent, and a dispatch naming no agent, are limited
 // by the grant alone; a restart refills nothing (counted from the journal).
 func TestAgentCallsPerDay(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &operator.AgentSpec{CallsPerDay: hosttest.U64(2)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &views.AgentSpec{CallsPerDay: hosttest.U64(2)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
@@ -73,7 +74,7 @@ func TestAgentCallsPerDay(t *testing.T) {
 // agent's daily credits; at N a call that would pass it is refused, a
 // free one still passes.
 func TestAgentCreditsPerDay(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerDay: hosttest.U64(6)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &views.AgentSpec{CreditsPerDay: hosttest.U64(6)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
@@ -96,7 +97,7 @@ func TestAgentCreditsPerDay(t *testing.T) {
 // conversationId; another conversation has its own; a new conversation
 // past the day's bound is refused, a known one still passes.
 func TestAgentConversationBudget(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerConversation: hosttest.U64(6), ConversationsPerDay: 2})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &views.AgentSpec{CreditsPerConversation: hosttest.U64(6), ConversationsPerDay: 2})
 	w.Serve(t)
 	cl := w.Dial(t)
 	refill := nextUTCDay(utcDay(clk.Now()))
@@ -127,7 +128,7 @@ func TestAgentConversationBudget(t *testing.T) {
 // TestAgentOperations: an operation outside the agent's patterns is
 // refused naming the limit, though the grant covers it.
 func TestAgentOperations(t *testing.T) {
-	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &operator.AgentSpec{Operations: []string{"app/calc.*"}})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &views.AgentSpec{Operations: []string{"app/calc.*"}})
 	w.Serve(t)
 	cl := w.Dial(t)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
@@ -141,7 +142,7 @@ func TestAgentOperations(t *testing.T) {
 // TestAgentRate: a burst of B calls passes at once, call B+1 is refused
 // until the rate refills one call; the refusal names when.
 func TestAgentRate(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &operator.AgentSpec{RatePerMinute: hosttest.U64(60), Burst: 2})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 1}, &views.AgentSpec{RatePerMinute: hosttest.U64(60), Burst: 2})
 	clk.Set(time.UnixMilli((clk.Now().UnixMilli()/1000 + 2) * 1000)) // on a second, after every time recorded
 	w.Serve(t)
 	cl := w.Dial(t)
@@ -163,7 +164,7 @@ func TestAgentRate(t *testing.T) {
 // and limits replaced during the wait stop it at the last moment, with a
 // receipted refusal and nothing charged.
 func TestAgentHoldAndLastMoment(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &operator.AgentSpec{CallsPerDay: hosttest.U64(1)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &views.AgentSpec{CallsPerDay: hosttest.U64(1)})
 	entered, release := make(chan struct{}), make(chan struct{})
 	hook := func() { close(entered); <-release }
 	w.Peer.BeforeConsent.Store(&hook)
@@ -210,7 +211,7 @@ func TestAgentHoldAndLastMoment(t *testing.T) {
 // count msg.DefaultConversationsPerDay of them; the next new one is
 // refused. A dispatch whose agent is no principal's name is malformed.
 func TestAgentDefaultConversations(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100}, &operator.AgentSpec{CallsPerDay: hosttest.U64(1000)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100}, &views.AgentSpec{CallsPerDay: hosttest.U64(1000)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	for i := range msg.DefaultConversationsPerDay {
@@ -241,7 +242,7 @@ func BenchmarkHostCallAgent(b *testing.B) {
 		// The rate and burst are the bounds a limits record may carry
 		// (operator's maxAgentRate, 1_000_000 calls a minute, and
 		// maxAgentBurst, 10_000 calls at once).
-		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice", Operations: []string{"app/calc.*"}, CallsPerDay: big,
+		if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "alice", Operations: []string{"app/calc.*"}, CallsPerDay: big,
 			CreditsPerDay: big, CreditsPerConversation: big, RatePerMinute: hosttest.U64(1_000_000), Burst: 10_000}); err != nil {
 			b.Fatal(err)
 		}
@@ -263,7 +264,7 @@ func BenchmarkHostCallAgent(b *testing.B) {
 // it). With credits for two answers, a 4xx and an answer, then after a
 // restart one more answer, pass, and the next is refused.
 func TestAgentCreditsCountWhatWasCharged(t *testing.T) {
-	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &operator.AgentSpec{CreditsPerDay: hosttest.U64(6), CallsPerDay: hosttest.U64(4)})
+	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 3}, &views.AgentSpec{CreditsPerDay: hosttest.U64(6), CallsPerDay: hosttest.U64(4)})
 	w.Serve(t)
 	cl := w.Dial(t)
 	if res := peertest.Call(t, cl, hosttest.AgentInvoke(t, "a1", "alice", "c1", "calc.evaluate", `{"expression":"1/0"}`)); res.Outcome != msg.StateDefinite || res.Status/100 == 2 {

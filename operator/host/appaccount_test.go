@@ -18,6 +18,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/testaccount"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -179,7 +180,7 @@ func TestAppAccountRouteField(t *testing.T) {
 			t.Fatalf("register with account 1000: %v", err)
 		}
 	})
-	req, err := operator.ParseRouteRequest([]byte(`{"controller":"ctl","upstream":"/run/a/app.sock","forward":"/run/f.sock","reverse":"/run/r.sock","prefix":"/v1","timeouts":{"connectMs":1,"responseMs":1},"appAccount":"steward-app"}`))
+	req, err := views.ParseRouteRequest([]byte(`{"controller":"ctl","upstream":"/run/a/app.sock","forward":"/run/f.sock","reverse":"/run/r.sock","prefix":"/v1","timeouts":{"connectMs":1,"responseMs":1},"appAccount":"steward-app"}`))
 	if err != nil || req.AppAccount != "steward-app" {
 		t.Fatalf("%+v %v", req, err)
 	}

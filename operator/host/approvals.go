@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -101,22 +101,22 @@ func admitApprover(self, gid uint32, group string) func(wire.PeerCred) error {
 func (h *Host) listenApprovals(path, group string) (*wire.Listener, error) {
 	if path == "" {
 		if group != "" {
-			return nil, operator.Refusedf("--approvers-group %s without --approvals-socket", group)
+			return nil, views.Refusedf("--approvers-group %s without --approvals-socket", group)
 		}
 		return nil, nil
 	}
 	if group == "" {
-		return nil, operator.Refusedf("approvals socket %s: --approvers-group GROUP is required", path)
+		return nil, views.Refusedf("approvals socket %s: --approvers-group GROUP is required", path)
 	}
 	gid, err := approversGroup(group)
 	if err != nil {
-		return nil, operator.Refusedf("%v", err)
+		return nil, views.Refusedf("%v", err)
 	}
 	dir := filepath.Dir(path)
 	if got, err := socketGroupAt(dir); err != nil {
 		return nil, fmt.Errorf("approvals socket %s: %w", path, err)
 	} else if got != gid {
-		return nil, operator.Refusedf("approvals socket %s would have gid %d, not group %s (gid %d): make %s setgid to group %s", path, got, group, gid, dir, group)
+		return nil, views.Refusedf("approvals socket %s would have gid %d, not group %s (gid %d): make %s setgid to group %s", path, got, group, gid, dir, group)
 	}
 	key := h.key
 	l, err := wire.Listen(wire.ListenConfig{

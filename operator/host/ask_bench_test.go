@@ -6,6 +6,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -16,7 +17,7 @@ import (
 func BenchmarkAgentCallUnmarked(b *testing.B) {
 	w := hosttest.NewWorld(b, hosttest.Opts{Fund: 1 << 40, Price: 1, PerDay: 1 << 40})
 	w.WithStore(b, func(s *operator.Store) {
-		if _, err := s.SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice",
+		if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "alice",
 			Approval: &msg.ApprovalPolicy{Operations: []string{"app/units.*"}}}); err != nil {
 			b.Fatal(err)
 		}

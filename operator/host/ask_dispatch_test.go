@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -105,7 +106,7 @@ func TestCollectDenied(t *testing.T) {
 	w.Serve(t)
 	cl := w.Dial(t)
 	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
-	if _, err := w.HostStore().AnswerAsk(tk.ID, operator.Answer{Verdict: msg.VerdictDeny, By: "uid:1001", Note: "too costly"}); err != nil {
+	if _, err := w.HostStore().AnswerAsk(tk.ID, views.Answer{Verdict: msg.VerdictDeny, By: "uid:1001", Note: "too costly"}); err != nil {
 		t.Fatal(err)
 	}
 	hosttest.WantPush(t, w.Peer, "a1", tk.ID, msg.AskDenied)
@@ -141,7 +142,7 @@ func TestCollectExpired(t *testing.T) {
 	w.Serve(t)
 	cl := w.Dial(t)
 	td := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "a1", "alice", "c1")))
-	if _, err := w.HostStore().SetAgentLimits(operator.AgentSpec{Controller: "ctl", Agent: "alice",
+	if _, err := w.HostStore().SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "alice",
 		Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}, ExpiryMs: 60_000, OnTimeout: msg.VerdictApprove}}); err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +273,8 @@ func TestAskSurvivesKill(t *testing.T) {
 	}
 	var id string
 	w.WithStore(t, func(s *operator.Store) {
-		l := s.AskList(false)
-		if len(l) != 1 || l[0].Attempt != "a1" {
+		l, err := s.AskList(false)
+		if err != nil || len(l) != 1 || l[0].Attempt != "a1" {
 			t.Fatalf("asks after the kill %+v", l)
 		}
 		id = l[0].ID
@@ -346,7 +347,7 @@ func TestJustificationBound(t *testing.T) {
 // uid:N) are marked for approval by a limits record naming uid:N, as a
 // configured agent's are: the call becomes an ask, and nothing is held.
 func TestLegacyPrincipalMarked(t *testing.T) {
-	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &operator.AgentSpec{Agent: "uid:2001", Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}}})
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &views.AgentSpec{Agent: "uid:2001", Approval: &msg.ApprovalPolicy{Operations: []string{"app/calc.*"}}})
 	legacy := "uid:2001"
 	w.Peer.Principal.Store(&legacy)
 	w.Serve(t)

@@ -20,6 +20,7 @@ import (
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -67,13 +68,13 @@ func uncertainWorld(t *testing.T, price uint64) *hosttest.World {
 }
 
 // resolveJSON resolves attempt id through the CLI and decodes its answer.
-func resolveJSON(t *testing.T, store, id, action, reason string) operator.AttemptView {
+func resolveJSON(t *testing.T, store, id, action, reason string) views.AttemptView {
 	t.Helper()
 	code, out, errs := hosttest.RunCLI("attempts", "resolve", id, "--"+action, "--reason", reason, "--store", store, "--json")
 	if code != cli.ExitOK {
 		t.Fatalf("resolve --%s: exit %d: %s", action, code, errs)
 	}
-	var v operator.AttemptView
+	var v views.AttemptView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("resolve output %q: %v", out, err)
 	}
@@ -127,7 +128,7 @@ func checkResolved(t *testing.T, w *hosttest.World, want msg.State, charge uint6
 // receipt; the reservation goes back to the purse, once.
 func TestResolveRelease(t *testing.T) {
 	w := uncertainWorld(t, 5)
-	reason := strings.Repeat("r", operator.MaxResolveReason)
+	reason := strings.Repeat("r", views.MaxResolveReason)
 	v := resolveJSON(t, w.Store, "u1", "release", reason)
 	if v.State != msg.StateReleased || *v.Charged != 0 || v.Outcome != msg.StateReleased || v.Reason != reason {
 		t.Fatalf("resolve answered %+v", v)
@@ -257,7 +258,7 @@ func TestResolveRefusals(t *testing.T) {
 		want string
 	}{
 		{"no reason", []string{"u1", "--release"}, cli.ExitRefused, "resolve: --reason is required"},
-		{"reason one past the bound", []string{"u1", "--release", "--reason", strings.Repeat("r", operator.MaxResolveReason+1)}, cli.ExitRefused, "resolve: --reason of 201 bytes: the bound is 200"},
+		{"reason one past the bound", []string{"u1", "--release", "--reason", strings.Repeat("r", views.MaxResolveReason+1)}, cli.ExitRefused, "resolve: --reason of 201 bytes: the bound is 200"},
 		{"two lines", []string{"u1", "--release", "--reason", "a\nb"}, cli.ExitRefused, "resolve: --reason must be one line with no control characters"},
 		{"no action", []string{"u1", "--reason", "x"}, cli.ExitRefused, "exactly one of --redeliver, --release and --charge is required"},
 		{"two actions", []string{"u1", "--release", "--charge", "--reason", "x"}, cli.ExitRefused, "exactly one of --redeliver, --release and --charge is required"},
@@ -278,7 +279,7 @@ func TestResolveRefusals(t *testing.T) {
 	}
 	// list and inspect read the journal while no host runs
 	code, out, errs := hosttest.RunCLI("attempts", "list", "--state", "uncertain", "--store", w.Store, "--json")
-	var list []operator.AttemptView
+	var list []views.AttemptView
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Attempt != "u1" || list[0].Reserved != 5 {
 		t.Fatalf("list: %d %q %q", code, out, errs)
 	}
@@ -386,9 +387,9 @@ func TestCrashAtResolutionFailpoints(t *testing.T) {
 		charged    uint64
 		calls      int64
 	}{
-		{operator.FailAfterResolve, operator.ResolveRelease, msg.StateReleased, 0, 0},
-		{operator.FailAfterResolve, operator.ResolveCharge, msg.StatePerformed, 5, 0},
-		{operator.FailAfterRedeliverRecord, operator.ResolveRedeliver, msg.StateUncertain, 5, 0},
+		{operator.FailAfterResolve, views.ResolveRelease, msg.StateReleased, 0, 0},
+		{operator.FailAfterResolve, views.ResolveCharge, msg.StatePerformed, 5, 0},
+		{operator.FailAfterRedeliverRecord, views.ResolveRedeliver, msg.StateUncertain, 5, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fp+"-"+tc.action, func(t *testing.T) {
@@ -462,10 +463,10 @@ func crashUncertain(t *testing.T, w *hosttest.World, id, fp string) *hosttest.Ch
 // fits the admin socket's reply frame even with long detail lines.
 func TestAttemptsListBound(t *testing.T) {
 	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 5})
-	forgeUncertain(t, w, operator.MaxListedAttempts+1, strings.Repeat("d", 400))
+	forgeUncertain(t, w, views.MaxListedAttempts+1, strings.Repeat("d", 400))
 	w.WithStore(t, func(s *operator.Store) {
 		v, left, err := s.Attempts(msg.StateUncertain)
-		if err != nil || len(v) != operator.MaxListedAttempts || left != 1 || v[0].Attempt != "a0001" || v[len(v)-1].Attempt != fmt.Sprintf("a%04d", operator.MaxListedAttempts) {
+		if err != nil || len(v) != views.MaxListedAttempts || left != 1 || v[0].Attempt != "a0001" || v[len(v)-1].Attempt != fmt.Sprintf("a%04d", views.MaxListedAttempts) {
 			t.Fatalf("list: %d shown, %d left off, first %s, err %v", len(v), left, v[0].Attempt, err)
 		}
 		b, err := wire.Marshal(admin.Reply{Attempts: v, AttemptsLeftOff: left})

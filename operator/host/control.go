@@ -7,6 +7,7 @@ import (
 
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -152,7 +153,7 @@ func refusalLine(err error) string {
 		return ar.Reason
 	}
 	s := err.Error()
-	if p := operator.ErrRefused.Error() + ": "; len(s) > len(p) && s[:len(p)] == p {
+	if p := views.ErrRefused.Error() + ": "; len(s) > len(p) && s[:len(p)] == p {
 		return s[len(p):]
 	}
 	return s

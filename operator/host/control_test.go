@@ -16,6 +16,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -67,11 +68,11 @@ func askRoutes(t testing.TB, cl *wire.Client, known [][]byte) (msg.RoutesResult,
 
 func controlPath(w *hosttest.World) string { return filepath.Join(w.Dir, "control.sock") }
 
-// wantRefused fails unless err is a refusal (operator.ErrRefused) whose
+// wantRefused fails unless err is a refusal (views.ErrRefused) whose
 // text holds part.
 func wantRefused(t *testing.T, err error, part string) {
 	t.Helper()
-	if !errors.Is(err, operator.ErrRefused) || !strings.Contains(err.Error(), part) {
+	if !errors.Is(err, views.ErrRefused) || !strings.Contains(err.Error(), part) {
 		t.Fatalf("want a refusal containing %q, got %v", part, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -67,7 +68,7 @@ func TestDeadlinePassedBeforeAdmission(t *testing.T) {
 		if after := journalLastSeq(t, w.Store); after != before {
 			t.Fatalf("the journal went from seq %d to %d: a refused dispatch journaled something", before, after)
 		}
-		if p, _ := s.PurseShow("ctl"); p != (operator.PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
+		if p, _ := s.PurseShow("ctl"); p != (views.PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
 			t.Fatalf("purse %+v", p)
 		}
 	})
@@ -144,7 +145,7 @@ func TestDeadlineDuringConsentWait(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		if p, _ := s.PurseShow("ctl"); p != (operator.PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
+		if p, _ := s.PurseShow("ctl"); p != (views.PurseView{Controller: "ctl", Funded: 10, Balance: 10}) {
 			t.Fatalf("purse %+v", p)
 		}
 	})

@@ -40,6 +40,9 @@ type ServeOptions struct {
 	// Started, when set, is given the running host before Ready: a test
 	// answers asks on its store as the admin socket would.
 	Started func(*Host)
+	// SnapshotEvery is how many records the host makes a snapshot of its
+	// state after (operator.Options.SnapshotEvery); tests make it small.
+	SnapshotEvery uint64
 }
 
 // Host is the running host daemon over one open store. It is the store's
@@ -87,7 +90,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		h.adminPath = admin.SocketPath(dir)
 	}
 	h.routes, h.controls = newRouteListeners(srvCtx, h), newControlListeners(srvCtx, h)
-	s, err := operator.OpenWith(dir, operator.Options{Now: opts.Now, Logger: log, Daemon: h})
+	s, err := operator.OpenWith(dir, operator.Options{Now: opts.Now, Logger: log, Daemon: h, SnapshotEvery: opts.SnapshotEvery})
 	if err != nil {
 		return err
 	}
@@ -107,10 +110,18 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		goLoop(func() { h.approvalsLoop(srvCtx, apl) })
 	}
 	goLoop(func() { h.expireAsks(srvCtx) })
+	goLoop(func() {
+		// The journal stays the truth when snapshots stop; the host
+		// serves on, and says so.
+		if err := s.KeepHistory(srvCtx, time.Second); err != nil {
+			log.Error("steward-operator: snapshots stopped", "err", err)
+		}
+	})
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); h.checkpointLoop(srvCtx) }()
 
-	log.Info("steward-operator: serving", "store", dir, "routes", h.routes.count())
+	snap, replayed, _ := s.Loaded()
+	log.Info("steward-operator: serving", "store", dir, "routes", h.routes.count(), "snapshot", snap, "replayed", replayed)
 	if opts.Started != nil {
 		opts.Started(h)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -109,7 +110,7 @@ func TestRefusals(t *testing.T) {
 		if _, err := s.ImportGrant(signed); err != nil {
 			t.Fatal(err)
 		}
-		g, err := s.IssueGrant(operator.GrantSpec{Controller: "ctl", Application: "gone", PerDay: 5, NotAfter: now.Add(time.Hour)})
+		g, err := s.IssueGrant(views.GrantSpec{Controller: "ctl", Application: "gone", PerDay: 5, NotAfter: now.Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}

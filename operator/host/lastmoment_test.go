@@ -11,6 +11,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -85,7 +86,7 @@ func TestStoppedDuringConsentWait(t *testing.T) {
 	adm.Close()
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		if p, _ := s.PurseShow("ctl"); p != (operator.PurseView{Controller: "ctl", Funded: 14, Charged: 14}) {
+		if p, _ := s.PurseShow("ctl"); p != (views.PurseView{Controller: "ctl", Funded: 14, Charged: 14}) {
 			t.Fatalf("purse %+v", p)
 		}
 		rep, err := audit.VerifyStore(w.Store, 1)

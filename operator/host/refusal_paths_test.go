@@ -13,12 +13,13 @@ import (
 
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// TestInspectRefusalNamesNoPath: an inspect whose outcome the host journal
-// cannot give back (the journal is closed under it) is refused with a text
+// TestInspectRefusalNamesNoPath: an inspect whose attempt the host cannot
+// read back (its history index and journal are closed under it) is refused with a text
 // that names the failure and no path of the host's; the log has the error.
 // Before, the refusal carried the journal's error text, which names its
 // directory.
@@ -34,8 +35,8 @@ func TestInspectRefusalNamesNoPath(t *testing.T) {
 	}
 	var log bytes.Buffer
 	h := &Host{s: s, log: slog.New(slog.NewTextHandler(&log, nil))}
-	// Inspect reads the attempt's outcome from the journal, which is
-	// closed now.
+	// Inspect reads the attempt (ended: from the history index) and its
+	// outcome (from the journal), both closed now.
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +52,10 @@ func TestInspectRefusalNamesNoPath(t *testing.T) {
 	if strings.Contains(ref.Reason, dir) {
 		t.Fatalf("the refusal names a host path: %q", ref.Reason)
 	}
-	// A closed journal's error names no path itself; what the test
-	// shows is that the refusal is the fixed text whatever the error, and
-	// that the error goes to the log.
-	if !strings.Contains(log.String(), `err="journal: closed"`) {
+	// A closed index's error names no path itself; what the test shows
+	// is that the refusal is the fixed text whatever the error, and that
+	// the error goes to the log.
+	if !strings.Contains(log.String(), `err="history index: index: closed"`) {
 		t.Fatalf("the log lacks the journal's error:\n%s", log.String())
 	}
 }
@@ -82,10 +83,10 @@ func definiteAttempt(t *testing.T, dir, store, attempt string) {
 	if _, err := s.FundPurse("dev", 100); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.IssueGrant(operator.GrantSpec{Controller: "dev", Application: "app", PerDay: 1000, NotAfter: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := s.IssueGrant(views.GrantSpec{Controller: "dev", Application: "app", PerDay: 1000, NotAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	rt := operator.RouteRequest{Controller: "dev", Upstream: filepath.Join(dir, "app.sock"), Forward: filepath.Join(dir, "fwd.sock"),
+	rt := views.RouteRequest{Controller: "dev", Upstream: filepath.Join(dir, "app.sock"), Forward: filepath.Join(dir, "fwd.sock"),
 		Reverse: filepath.Join(dir, "rev.sock"), Prefix: "/v1", Timeouts: msg.Timeouts{ConnectMs: 1000, ResponseMs: 5000}}
 	if _, err := s.RegisterRoute("r1", "app", rt); err != nil {
 		t.Fatal(err)

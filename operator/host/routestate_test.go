@@ -15,6 +15,7 @@ import (
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -108,13 +109,13 @@ func routeRecords(t *testing.T, store string) []any {
 }
 
 // routeStates are the states `route list --json` shows, by route.
-func routeStates(t *testing.T, store string) map[string]operator.RouteView {
+func routeStates(t *testing.T, store string) map[string]views.RouteView {
 	t.Helper()
-	var rs []operator.RouteView
+	var rs []views.RouteView
 	if err := json.Unmarshal([]byte(mustRun(t, "route", "list", "--store", store, "--json")), &rs); err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]operator.RouteView{}
+	m := map[string]views.RouteView{}
 	for _, r := range rs {
 		m[r.Route] = r
 	}
@@ -226,7 +227,7 @@ func TestOneActiveRoutePerApplication(t *testing.T) {
 		if got := lastSeq(t, w.Store); got != n {
 			t.Fatal("a refused registration was journaled")
 		}
-		if _, err := s.RegisterRouteAs("r2", "app", rr, operator.RouteRegistration{Inactive: true}); err != nil {
+		if _, err := s.RegisterRouteAs("r2", "app", rr, views.RouteRegistration{Inactive: true}); err != nil {
 			t.Fatal(err)
 		}
 		n = lastSeq(t, w.Store)
@@ -246,7 +247,7 @@ func TestOneActiveRoutePerApplication(t *testing.T) {
 		_, err = s.RegisterRoute("r3", "app", r3)
 		wantRefused(t, err, "route r3: application app of controller ctl already has active route r1")
 		// nor be asked inactive: a new revision keeps the state
-		_, err = s.RegisterRouteAs("r3", "app3", r3, operator.RouteRegistration{Inactive: true})
+		_, err = s.RegisterRouteAs("r3", "app3", r3, views.RouteRegistration{Inactive: true})
 		wantRefused(t, err, "route r3 is active and a new revision keeps its state: deactivate it first (steward-operator route deactivate r3)")
 		if _, _, err := s.SetRouteState("r1", hostlog.RouteInactive, ""); err != nil {
 			t.Fatal(err)
@@ -282,7 +283,7 @@ func TestRouteBoundCountsRoutesNotRemoved(t *testing.T) {
 		reg := func(i int) error {
 			rr := w.Route
 			rr.Forward = fmt.Sprintf("%s/f%d.sock", w.Dir, i)
-			_, err := s.RegisterRouteAs(fmt.Sprintf("r%d", i), fmt.Sprintf("app%d", i), rr, operator.RouteRegistration{Inactive: i%2 == 0})
+			_, err := s.RegisterRouteAs(fmt.Sprintf("r%d", i), fmt.Sprintf("app%d", i), rr, views.RouteRegistration{Inactive: i%2 == 0})
 			return err
 		}
 		for i := 2; i <= msg.MaxSelectedRoutes; i++ {
@@ -392,7 +393,7 @@ func TestRouteVerbsWhileServing(t *testing.T) {
 	// the new one served, a channel on the old one refused
 	f3 := w.Dir + "/f3.sock"
 	rv, _ := json.Marshal(w.Route)
-	var req operator.RouteRequest
+	var req views.RouteRequest
 	json.Unmarshal(rv, &req)
 	req.Forward = f3
 	routes := routeStates(t, st)
@@ -496,12 +497,12 @@ func TestRouteDeactivatedDuringConsent(t *testing.T) {
 	w.Serve(t)
 	var deactivated error
 	f := func() {
-		_, _, deactivated = func() (operator.RouteView, bool, error) {
+		_, _, deactivated = func() (views.RouteView, bool, error) {
 			a := openAdmin(t, w.Store)
 			defer a.Close()
 			rep, err := a.Do(admin.Request{Op: admin.OpRouteDeactivate, Name: "r1"})
 			if err != nil {
-				return operator.RouteView{}, false, err
+				return views.RouteView{}, false, err
 			}
 			return *rep.Route, true, nil
 		}()

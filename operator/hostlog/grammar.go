@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
@@ -17,7 +18,7 @@ import (
 // and when replay reads one back, so that a record the host holds never
 // carries what no command could have made. Each check returns one line
 // saying what is refused; the store words it as a refusal of its input
-// (operator.ErrRefused).
+// (views.ErrRefused).
 
 // Name bounds: controller, application, route and grant names.
 const MaxNameLen = 64
@@ -25,13 +26,13 @@ const MaxNameLen = 64
 // ValidName checks a name: 1 to 64 of A-Za-z0-9._-, first a letter or digit.
 func ValidName(what, s string) error {
 	if len(s) == 0 || len(s) > MaxNameLen {
-		return fmt.Errorf("%s name %s: must be 1 to %d bytes", what, strconv.Quote(trunc(s, 80)), MaxNameLen)
+		return fmt.Errorf("%s name %s: must be 1 to %d bytes", what, strconv.Quote(Trunc(s, 80)), MaxNameLen)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return fmt.Errorf("%s name %s: only A-Za-z0-9._- allowed, first a letter or digit", what, strconv.Quote(trunc(s, 80)))
+			return fmt.Errorf("%s name %s: only A-Za-z0-9._- allowed, first a letter or digit", what, strconv.Quote(Trunc(s, 80)))
 		}
 	}
 	return nil
@@ -51,7 +52,7 @@ func ValidPatterns(ps []string) error {
 	}
 	for _, p := range ps {
 		if p == "" || len(p) > MaxPatternLen {
-			return fmt.Errorf("operation pattern %s: must be 1 to %d bytes", strconv.Quote(trunc(p, 80)), MaxPatternLen)
+			return fmt.Errorf("operation pattern %s: must be 1 to %d bytes", strconv.Quote(Trunc(p, 80)), MaxPatternLen)
 		}
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("operation pattern %s: %v", strconv.Quote(p), err)
@@ -79,7 +80,7 @@ func ValidRouteRecord(r msg.RouteRecord) error {
 	}
 	for _, p := range []struct{ what, path string }{{"upstream", r.Upstream}, {"forward", r.Forward}, {"reverse", r.Reverse}} {
 		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
-			return fmt.Errorf("route %s: %s socket %s must be a clean absolute path", r.Route, p.what, strconv.Quote(trunc(p.path, 120)))
+			return fmt.Errorf("route %s: %s socket %s must be a clean absolute path", r.Route, p.what, strconv.Quote(Trunc(p.path, 120)))
 		}
 		if len(p.path) > MaxPathLen {
 			return fmt.Errorf("route %s: %s socket path of %d bytes exceeds the bound of %d", r.Route, p.what, len(p.path), MaxPathLen)
@@ -117,7 +118,7 @@ func validAppAccount(route, name string) error {
 		return nil
 	}
 	if len(name) > maxAppAccount {
-		return fmt.Errorf("route %s: application account %s: must be 1 to %d bytes", route, strconv.Quote(trunc(name, 40)), maxAppAccount)
+		return fmt.Errorf("route %s: application account %s: must be 1 to %d bytes", route, strconv.Quote(Trunc(name, 40)), maxAppAccount)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -151,7 +152,7 @@ func ValidAgentName(s string) error {
 		return fmt.Errorf("agent name %q is reserved for the foreground socket", s)
 	}
 	if strings.Contains(s, ":") {
-		return fmt.Errorf("agent name %s: ':' is reserved (uid:N names a legacy allow-list peer)", strconv.Quote(trunc(s, 80)))
+		return fmt.Errorf("agent name %s: ':' is reserved (uid:N names a legacy allow-list peer)", strconv.Quote(Trunc(s, 80)))
 	}
 	ok := len(s) >= 1 && len(s) <= MaxAgentName && s[0] >= 'a' && s[0] <= 'z'
 	for i := 0; ok && i < len(s); i++ {
@@ -159,7 +160,7 @@ func ValidAgentName(s string) error {
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 	}
 	if !ok {
-		return fmt.Errorf("agent name %s: must be 1 to %d of a-z0-9_-, first a letter", strconv.Quote(trunc(s, 80)), MaxAgentName)
+		return fmt.Errorf("agent name %s: must be 1 to %d of a-z0-9_-, first a letter", strconv.Quote(Trunc(s, 80)), MaxAgentName)
 	}
 	return nil
 }
@@ -177,7 +178,7 @@ func ValidDispatchAgent(s string) error {
 	} else if ValidAgentName(s) == nil {
 		return nil
 	}
-	return fmt.Errorf("agent %s is none of a configured agent's name, %s and uid:N", strconv.Quote(trunc(s, 80)), AgentForeground)
+	return fmt.Errorf("agent %s is none of a configured agent's name, %s and uid:N", strconv.Quote(Trunc(s, 80)), AgentForeground)
 }
 
 // validLimitsAgent checks the agent a limits record names: any principal
@@ -189,7 +190,7 @@ func validLimitsAgent(s string) error {
 		return nil
 	}
 	if strings.HasPrefix(s, "uid:") {
-		return fmt.Errorf("agent %s: uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)", strconv.Quote(trunc(s, 80)))
+		return fmt.Errorf("agent %s: uid:N names a legacy allow-list peer by its uid, in decimal (0 to 4294967295)", strconv.Quote(Trunc(s, 80)))
 	}
 	return ValidAgentName(s)
 }
@@ -211,7 +212,7 @@ func ValidAgentLimits(l *msg.AgentLimits) error {
 	for _, p := range l.Operations {
 		app, op, ok := strings.Cut(p, "/")
 		if len(p) > MaxPatternLen || !ok || app == "" || op == "" || strings.Contains(op, "/") {
-			return fmt.Errorf("agent %s: operation pattern %s: must be APPLICATION/OPERATION, at most %d bytes", l.Agent, strconv.Quote(trunc(p, 80)), MaxPatternLen)
+			return fmt.Errorf("agent %s: operation pattern %s: must be APPLICATION/OPERATION, at most %d bytes", l.Agent, strconv.Quote(Trunc(p, 80)), MaxPatternLen)
 		}
 		for _, side := range []string{app, op} {
 			if _, err := path.Match(side, ""); err != nil {
@@ -262,7 +263,7 @@ func validApprovalPolicy(agent string, p *msg.ApprovalPolicy) error {
 		return err
 	}
 	if p.OnTimeout != "" && p.OnTimeout != msg.VerdictApprove && p.OnTimeout != msg.VerdictDeny {
-		return fmt.Errorf("agent %s: on-timeout verdict %s: must be approve or deny", agent, strconv.Quote(trunc(string(p.OnTimeout), 80)))
+		return fmt.Errorf("agent %s: on-timeout verdict %s: must be approve or deny", agent, strconv.Quote(Trunc(string(p.OnTimeout), 80)))
 	}
 	if err := validAdvisors(agent, p.Advisors); err != nil {
 		return err
@@ -286,7 +287,7 @@ func validApprovalOperations(agent string, ops []string) error {
 	for _, p := range ops {
 		app, op, ok := strings.Cut(p, "/")
 		if len(p) > MaxPatternLen || !ok || app == "" || op == "" || strings.Contains(op, "/") {
-			return fmt.Errorf("agent %s: approval pattern %s: must be APPLICATION/OPERATION, at most %d bytes", agent, strconv.Quote(trunc(p, 80)), MaxPatternLen)
+			return fmt.Errorf("agent %s: approval pattern %s: must be APPLICATION/OPERATION, at most %d bytes", agent, strconv.Quote(Trunc(p, 80)), MaxPatternLen)
 		}
 		for _, side := range []string{app, op} {
 			if _, err := path.Match(side, ""); err != nil {
@@ -338,11 +339,57 @@ func validAdvisors(agent string, advisors []string) error {
 	return nil
 }
 
-// trunc cuts s to at most n bytes, "..." marking a cut: a refusal quotes
+// Trunc cuts s to at most n bytes, "..." marking a cut: a refusal quotes
 // what it refused, and a line of it stays short.
-func trunc(s string, n int) string {
+func Trunc(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// MaxAttemptID bounds an attempt id: 1 to 80 of A-Za-z0-9_-.
+const MaxAttemptID = 80
+
+func ValidAttemptID(s string) error {
+	if len(s) == 0 || len(s) > MaxAttemptID {
+		return fmt.Errorf("attempt id of %d bytes: must be 1 to %d", len(s), MaxAttemptID)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("attempt id: byte %d is not one of A-Za-z0-9_-", i)
+		}
+	}
+	return nil
+}
+
+// LineWithin is why text (what) is not one line of min to max bytes of
+// UTF-8, or "".
+func LineWithin(what, text string, minLen, maxLen int) string {
+	switch {
+	case len(text) < minLen:
+		return what + " is empty"
+	case len(text) > maxLen:
+		return fmt.Sprintf("%s of %d bytes is over the bound of %d", what, len(text), maxLen)
+	case !utf8.ValidString(text):
+		return what + " is not UTF-8"
+	case msg.LineBreakAt(text) >= 0:
+		return what + " must be one line"
+	}
+	return ""
+}
+
+// quoteLine is s on one line (line breaks as spaces), cut to at most n bytes
+// at a character boundary, "..." marking a cut.
+func QuoteLine(s string, n int) string {
+	s = strings.ToValidUTF8(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -56,17 +56,27 @@ func Options(pub *wire.HybridPublicKey) journal.Options {
 	return journal.Options{Owner: Owner, Format: Format, Config: Config(pub)}
 }
 
+// ReadPub reads the operator's public key from the PubFile of the store
+// in dir: what its journal is bound to.
+func ReadPub(dir string) (*wire.HybridPublicKey, error) {
+	b, err := os.ReadFile(filepath.Join(dir, PubFile))
+	if err != nil {
+		return nil, err
+	}
+	pub, err := wire.ParseHybridPublicKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, PubFile), err)
+	}
+	return pub, nil
+}
+
 // OpenReadOnly opens the host journal of the operator store in dir for
 // reading, bound to the operator key in its PubFile, and returns that key:
 // it takes no lock and never writes, so it works while the host runs.
 func OpenReadOnly(dir string) (*journal.Journal, *wire.HybridPublicKey, error) {
-	b, err := os.ReadFile(filepath.Join(dir, PubFile))
+	pub, err := ReadPub(dir)
 	if err != nil {
 		return nil, nil, err
-	}
-	pub, err := wire.ParseHybridPublicKey(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, PubFile), err)
 	}
 	o := Options(pub)
 	o.ReadOnly = true

@@ -120,6 +120,16 @@ func entry[B any](name string, visit func(Visitor, journal.Record, *B) error) ki
 	}
 }
 
+// KindNames lists every record kind of the host journal, in the table's
+// order: what a journal made to hold every kind is checked against.
+func KindNames() []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.name
+	}
+	return out
+}
+
 // byName indexes kinds by name.
 var byName = index(kinds)
 
