@@ -9,8 +9,8 @@ import (
 
 	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/dev"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -105,8 +105,8 @@ func (g *generator) epGrant(ctx context.Context) error {
 
 // agentSpec is the MCP agent's limits: no limit but the approval of
 // markedOp (asks that expire after an hour, denied then).
-func agentSpec(uid uint32) *operator.AgentSpec {
-	return &operator.AgentSpec{Controller: dev.ControllerName, Agent: "uid:" + strconv.FormatUint(uint64(uid), 10),
+func agentSpec(uid uint32) *views.AgentSpec {
+	return &views.AgentSpec{Controller: dev.ControllerName, Agent: "uid:" + strconv.FormatUint(uint64(uid), 10),
 		ConversationsPerDay: 10_000,
 		Approval: &msg.ApprovalPolicy{Operations: []string{dev.Application + "/" + markedOp},
 			ParkMs: (5 * time.Second).Milliseconds(), ExpiryMs: time.Hour.Milliseconds(), OnTimeout: msg.VerdictDeny}}
@@ -164,9 +164,9 @@ func (g *generator) uncertain(ctx context.Context, name, failpoint string) (stri
 	return o.AttemptID, k.args, nil
 }
 
-func (g *generator) resolve(ctx context.Context, attempt, action, reason string) (*operator.AttemptView, error) {
+func (g *generator) resolve(ctx context.Context, attempt, action, reason string) (*views.AttemptView, error) {
 	rep, err := g.s.admin(ctx, admin.Request{Op: admin.OpAttemptResolve,
-		Resolve: &operator.ResolveRequest{Attempt: attempt, Action: action, Reason: reason}})
+		Resolve: &views.ResolveRequest{Attempt: attempt, Action: action, Reason: reason}})
 	return rep.Attempt, err
 }
 
@@ -193,13 +193,13 @@ func (g *generator) epRedeliver(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := g.resolve(ctx, attempt, operator.ResolveRedeliver, "histgen: the appliance is down"); err == nil {
+	if _, err := g.resolve(ctx, attempt, views.ResolveRedeliver, "histgen: the appliance is down"); err == nil {
 		return fmt.Errorf("a redelivery to a stopped appliance worked")
 	}
 	if err := g.s.startApp(); err != nil {
 		return err
 	}
-	if _, err := g.resolve(ctx, attempt, operator.ResolveRedeliver, "histgen: the appliance is back"); err != nil {
+	if _, err := g.resolve(ctx, attempt, views.ResolveRedeliver, "histgen: the appliance is back"); err != nil {
 		return err
 	}
 	return g.callAgain(ctx, "redeliver", args, msg.StateDefinite)
@@ -216,7 +216,7 @@ func (g *generator) epRelease(ctx context.Context) error {
 	if err := g.s.startApp(); err != nil {
 		return err
 	}
-	if _, err := g.resolve(ctx, attempt, operator.ResolveRelease, "histgen: it never ran"); err != nil {
+	if _, err := g.resolve(ctx, attempt, views.ResolveRelease, "histgen: it never ran"); err != nil {
 		return err
 	}
 	rep, err := foreground.Call(ctx, g.s.l.ForegroundSocket, g.uid, foreground.Request{Op: foreground.OpResolve, ID: attempt})
@@ -242,7 +242,7 @@ func (g *generator) epCharge(ctx context.Context) error {
 	if err := g.s.startApp(); err != nil {
 		return err
 	}
-	if _, err := g.resolve(ctx, attempt, operator.ResolveCharge, "histgen: it ran, its answer was lost"); err != nil {
+	if _, err := g.resolve(ctx, attempt, views.ResolveCharge, "histgen: it ran, its answer was lost"); err != nil {
 		return err
 	}
 	return g.callAgain(ctx, "charge", args, msg.StatePerformed)
