@@ -18,13 +18,18 @@ import (
 
 const usage = `usage:
   histgen generate --dir GEN --bin BIN [--points 0,100000] [--clients 32] [--day-calls 50000]
-  histgen measure --dir GEN --bin BIN [--points P,... (default: all)] [--starts 3] [--idle 2s] [--json FILE]
+  histgen measure --dir GEN --bin BIN [--before-dir GEN0 --before-bin BIN0] [--back]
+                  [--points P,... (default: all)] [--starts 3] [--idle 2s] [--json FILE]
   histgen daemon host|controller ...
 
 BIN holds steward-operator, steward-controller, steward-appliance and
 steward-dev (go build -o BIN/ ./cmd/...). generate fills GEN/state with the
 calls and keeps each point in GEN/points/N; measure starts each daemon on
-copies of them and prints the table (docs/HISTORY.md).
+copies of them and prints the table (docs/HISTORY.md); with --before-dir
+and --before-bin, it measures that generation with those commands too
+("before"; GEN with BIN is "after"), start for start in turn. --back adds
+a start a snapshot back (the newest snapshot removed) where there are
+snapshots.
 `
 
 // Main is the histgen command (its main only calls it): the exit status
@@ -47,6 +52,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	starts := fs.Int("starts", 3, "")
 	idle := fs.Duration("idle", 2*time.Second, "")
 	jsonOut := fs.String("json", "", "")
+	beforeDir := fs.String("before-dir", "", "")
+	beforeBin := fs.String("before-bin", "", "")
+	back := fs.Bool("back", false, "")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 || *dir == "" || *bin == "" {
 		fmt.Fprintf(stderr, "histgen: %v\n%s", errors.Join(err, errors.New("--dir and --bin are needed, and no argument")), usage)
 		return 2
@@ -67,7 +75,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		_, err = Generate(ctx, GenOptions{Dir: *dir, Appliance: bins.Appliance, Points: pts, Clients: *clients,
 			DayCalls: *dayCalls, Log: stderr})
 	case "measure":
-		err = measureCommand(ctx, *dir, bins, pts, *starts, *idle, *jsonOut, stdout, stderr)
+		sides := []Side{{Dir: *dir, Bins: bins}}
+		if (*beforeDir == "") != (*beforeBin == "") {
+			fmt.Fprintf(stderr, "histgen: --before-dir and --before-bin go together\n%s", usage)
+			return 2
+		}
+		if *beforeDir != "" {
+			sides = []Side{{Name: "before", Dir: *beforeDir, Bins: BinsIn(*beforeBin)}, {Name: "after", Dir: *dir, Bins: bins}}
+		}
+		err = measureCommand(ctx, sides, MeasureOptions{Points: pts, Starts: *starts, Idle: *idle, Back: *back, Log: stderr},
+			*jsonOut, stdout)
 	default:
 		fmt.Fprintf(stderr, "histgen: unknown command %q\n%s", args[0], usage)
 		return 2
@@ -79,17 +96,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func measureCommand(ctx context.Context, dir string, bins Bins, pts []int, starts int, idle time.Duration,
-	jsonOut string, stdout, stderr io.Writer) error {
-	meta, err := ReadMeta(dir)
+func measureCommand(ctx context.Context, sides []Side, opts MeasureOptions, jsonOut string, stdout io.Writer) error {
+	for i := range sides {
+		m, err := ReadMeta(sides[i].Dir)
+		if err != nil {
+			return err
+		}
+		sides[i].Meta = m
+	}
+	res, err := Measure(ctx, opts, sides)
 	if err != nil {
 		return err
 	}
-	res, err := Measure(ctx, MeasureOptions{Dir: dir, Bins: bins, Points: pts, Starts: starts, Idle: idle, Log: stderr}, meta)
-	if err != nil {
-		return err
-	}
-	WriteTable(stdout, meta, res)
+	WriteTable(stdout, sides, res)
 	if jsonOut == "" {
 		return nil
 	}

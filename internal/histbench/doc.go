@@ -51,12 +51,24 @@
 // fresh copy of the point's state restored to GEN/state: the time from
 // exec to readiness (READY=1 on a NOTIFY_SOCKET for the host and the
 // controller, the ready line for the appliance and steward-dev), the CPU
-// it spent to get there (/proc/PID/stat), its VmRSS at readiness and after
-// an idle window, its VmHWM, and the latency of the oldest requestId asked
-// again (answered from the journal: an MCP replay for the controller and
-// steward-dev, the same invocation body for the appliance, an inspect of
-// the oldest attempt on the admin socket for the host), checked against
-// the answer recorded when it was made. Disk is read from the generated
-// state itself. Nothing is asserted about speed: TestHistory fails only
-// when a daemon does not start or answers the old requestId wrongly.
+// it spent to get there (/proc/PID/stat), what it read (/proc/PID/io
+// rchar), the snapshot it says it loaded and the records it replayed
+// after it (the host's and the appliance's start lines), its VmRSS at
+// readiness and after a short load and an idle window, its VmHWM, and
+// the latency of the oldest requestId asked again (answered from the
+// journal: an MCP replay for the controller and steward-dev, the same
+// invocation body for the appliance, an inspect of the oldest attempt on
+// the admin socket for the host), checked against the answer recorded
+// when it was made. The short load is those replays, and for steward-dev,
+// the whole stack, new calls too. Optionally (MeasureOptions.Back) each
+// daemon with snapshots starts once more with its newest snapshot
+// removed: the start a crash just before the next snapshot leaves, a
+// snapshot interval to replay. Measure takes sides (Side): the daemons of
+// one commit on a generation of its own code, "before" and "after",
+// measured start for start in turn, so that a load that moves on the
+// machine weighs on both alike. Disk (journals, snapshots, indexes) is
+// read from the generated state itself. Nothing is asserted about speed:
+// TestHistory fails when a daemon does not start, answers the old
+// requestId wrongly, or, having history, replays more than a snapshot
+// interval at start (checkBounded).
 package histbench

@@ -63,12 +63,16 @@ type GenPoint struct {
 	Served *Sample `json:"served,omitempty"`
 }
 
-// Disk is one journal directory's size.
+// Disk is one daemon's history on disk.
 type Disk struct {
-	Used     int64 `json:"used"`     // bytes allocated (st_blocks)
-	Apparent int64 `json:"apparent"` // bytes of its files
+	Used     int64 `json:"used"`     // bytes allocated (st_blocks) to its journal directory
+	Apparent int64 `json:"apparent"` // bytes of the files of its journal, snapshots and index
 	Files    int   `json:"files"`
 	Data     int64 `json:"data"` // bytes of its records
+	// Snapshots and Index are the bytes allocated to its snapshots and
+	// its history index (0 before they existed).
+	Snapshots int64 `json:"snapshots"`
+	Index     int64 `json:"index"`
 }
 
 // Sample is the generator daemons' memory at one quiet moment.

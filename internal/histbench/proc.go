@@ -71,30 +71,51 @@ func cpuOf(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * clockTick, nil
 }
 
-// diskOf is each journal directory's size, by daemon.
+// diskOf is each daemon's history on disk: its journal directory, and
+// beside it the snapshots and the history index (DESIGN.md section 13),
+// absent in a state from before them.
 func diskOf(l dev.Layout) (map[string]Disk, error) {
 	out := map[string]Disk{}
 	for name, dir := range journalDirs(l) {
 		var d Disk
-		err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return err
-			}
-			fi, err := e.Info()
+		part := filepath.Dir(dir)
+		for _, sub := range []struct {
+			dir  string
+			used *int64
+		}{{dir, &d.Used}, {filepath.Join(part, "snapshots"), &d.Snapshots}, {filepath.Join(part, "index"), &d.Index}} {
+			files, apparent, used, err := treeSize(sub.dir)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			d.Files++
-			d.Apparent += fi.Size()
-			d.Used += fi.Sys().(*syscall.Stat_t).Blocks * 512
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			d.Files += files
+			d.Apparent += apparent
+			*sub.used += used
 		}
 		out[name] = d
 	}
 	return out, nil
+}
+
+// treeSize is the files under dir, their bytes and the bytes allocated
+// to them (st_blocks); all 0 when dir does not exist.
+func treeSize(dir string) (files int, apparent, used int64, err error) {
+	err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path == dir {
+			return fs.SkipAll
+		}
+		if err != nil || e.IsDir() {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		files++
+		apparent += fi.Size()
+		used += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		return nil
+	})
+	return files, apparent, used, err
 }
 
 // recordsOf counts each journal's records by kind, reading it read-only
