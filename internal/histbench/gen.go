@@ -380,7 +380,7 @@ func (g *generator) sample(rate float64) error {
 	sm := Sample{Calls: g.done, Rate: rate, Daemons: map[string]Served{}}
 	// The appliance restarts only in the first episodes, before call 2.
 	for name, c := range map[string]*child{"host": g.s.host, "controller": g.s.ctl, "appliance": g.s.app} {
-		rss, hwm, err := memOf(c.pid())
+		m, err := memOf(c.pid())
 		if err != nil {
 			return err
 		}
@@ -388,7 +388,7 @@ func (g *generator) sample(rate float64) error {
 		if err != nil {
 			return err
 		}
-		sm.Daemons[name] = Served{Since: g.done - g.from, RSS: rss, HWM: hwm, CPU: cpu.Seconds()}
+		sm.Daemons[name] = Served{Since: g.done - g.from, RSS: m.rss, Anon: m.anon, HWM: m.hwm, CPU: cpu.Seconds()}
 	}
 	g.meta.Samples = append(g.meta.Samples, sm)
 	return nil

@@ -80,6 +80,10 @@ type Start struct {
 	RSSReady int64 `json:"rssReady"`
 	RSSLoad  int64 `json:"rssLoad"`
 	HWM      int64 `json:"hwm"`
+	// AnonReady and AnonLoad are the RssAnon of RSSReady and RSSLoad:
+	// without the pages of mapped files (a bbolt index).
+	AnonReady int64 `json:"anonReady"`
+	AnonLoad  int64 `json:"anonLoad"`
 	// Read is what the process read (/proc/PID/io rchar: read(2) and
 	// the like, page cache or not) from exec to readiness, in bytes.
 	Read int64 `json:"read"`
@@ -275,7 +279,9 @@ func startOnce(ctx context.Context, o MeasureOptions, d daemonSpec, sr sideRun, 
 	cpu, err := cpuOf(pid)
 	if err == nil {
 		st.CPU = cpu.Seconds()
-		st.RSSReady, st.HWM, err = memOf(pid)
+		var m mem
+		m, err = memOf(pid)
+		st.RSSReady, st.AnonReady, st.HWM = m.rss, m.anon, m.hwm
 	}
 	if err == nil {
 		st.Read, err = readOf(pid)
@@ -301,9 +307,11 @@ func startOnce(ctx context.Context, o MeasureOptions, d daemonSpec, sr sideRun, 
 	case <-p.exited:
 		return st, fmt.Errorf("it exited while idle (%v); its log is %s", p.err, p.log)
 	}
-	if st.RSSLoad, st.HWM, err = memOf(pid); err != nil {
+	m, err := memOf(pid)
+	if err != nil {
 		return st, err
 	}
+	st.RSSLoad, st.AnonLoad, st.HWM = m.rss, m.anon, m.hwm
 	return st, p.stop()
 }
 

@@ -88,7 +88,8 @@ type Sample struct {
 // start, and the CPU it has spent since then (seconds).
 type Served struct {
 	Since int     `json:"since"`
-	RSS   int64   `json:"rss"` // bytes
+	RSS   int64   `json:"rss"`  // bytes
+	Anon  int64   `json:"anon"` // RssAnon, bytes; 0 in a generation from before it was read
 	HWM   int64   `json:"hwm"`
 	CPU   float64 `json:"cpu"`
 }

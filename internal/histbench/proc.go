@@ -19,32 +19,35 @@ import (
 	"github.com/stewardrt/steward/wire"
 )
 
-// memOf is a process's VmRSS and VmHWM from /proc/PID/status, in bytes.
-func memOf(pid int) (rss, hwm int64, err error) {
+// mem is a process's memory from /proc/PID/status, in bytes: VmRSS, of
+// it RssAnon (its heap and stacks: what it holds, not the pages of files
+// it maps, such as a bbolt index, which the kernel may take back), and
+// VmHWM, the peak of VmRSS.
+type mem struct{ rss, anon, hwm int64 }
+
+func memOf(pid int) (mem, error) {
+	var m mem
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
+	fields := map[string]*int64{"VmRSS": &m.rss, "RssAnon": &m.anon, "VmHWM": &m.hwm}
 	for _, l := range strings.Split(string(b), "\n") {
 		name, v, ok := strings.Cut(l, ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		if !ok || fields[name] == nil {
 			continue
 		}
 		f := strings.Fields(v)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, 0, fmt.Errorf("/proc/%d/status: %q", pid, l)
+			return m, fmt.Errorf("/proc/%d/status: %q", pid, l)
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, 0, err
+			return m, err
 		}
-		if name == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
+		*fields[name] = kb << 10
 	}
-	return rss, hwm, nil
+	return m, nil
 }
 
 // clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).

@@ -108,7 +108,7 @@ func WriteTable(w io.Writer, sides []Side, r *Results) {
 
 // writeStarts is the table of every row's medians (and ranges) by point.
 func writeStarts(w io.Writer, sides []Side, r *Results) {
-	fmt.Fprintf(w, "\nStarts: medians of %s, the range in brackets; read is what the process read to readiness, replayed the records it says it replayed after its snapshot (- when it says nothing):\n\n", startsOf(r))
+	fmt.Fprintf(w, "\nStarts: medians of %s (start and CPU: the range in brackets); read is what the process read to readiness, replayed the records it says it replayed after its snapshot (- when it says nothing), RSS is VmRSS and in brackets RssAnon (VmRSS less the pages of mapped files: the bbolt index):\n\n", startsOf(r))
 	fmt.Fprintf(w, "| daemon | calls | side | start s | CPU s | read MB | replayed | RSS ready MB | RSS after load MB | HWM MB | replay first ms | replay median ms |\n")
 	fmt.Fprintf(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	rows := keys(sides, r)
@@ -118,6 +118,9 @@ func writeStarts(w io.Writer, sides []Side, r *Results) {
 		points = append(points, p...)
 	}
 	points = slices.Compact(slices.Sorted(slices.Values(points)))
+	med := func(ss []Start, f func(Start) float64, scale float64, prec int) string {
+		return fmt.Sprintf("%.*f", prec, pick(ss, f).med*scale)
+	}
 	for _, d := range specs() {
 		for _, n := range points {
 			for _, k := range rows {
@@ -126,16 +129,18 @@ func writeStarts(w io.Writer, sides []Side, r *Results) {
 				if k.daemon != d.name || len(ss) == 0 {
 					continue
 				}
-				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.name, n, k.label(),
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s | %s | %s |\n", d.name, n, k.label(),
 					pick(ss, func(s Start) float64 { return s.Ready }).String(1, 3),
 					pick(ss, func(s Start) float64 { return s.CPU }).String(1, 2),
-					pick(ss, func(s Start) float64 { return float64(s.Read) }).String(1.0/mb, 1),
+					med(ss, func(s Start) float64 { return float64(s.Read) }, 1.0/mb, 1),
 					replayedOf(ss),
-					pick(ss, func(s Start) float64 { return float64(s.RSSReady) }).String(1.0/mb, 1),
-					pick(ss, func(s Start) float64 { return float64(s.RSSLoad) }).String(1.0/mb, 1),
-					pick(ss, func(s Start) float64 { return float64(s.HWM) }).String(1.0/mb, 1),
-					pick(ss, func(s Start) float64 { return s.ReplayFirst }).String(1e3, 2),
-					pick(ss, func(s Start) float64 { return s.ReplayMedian }).String(1e3, 2))
+					med(ss, func(s Start) float64 { return float64(s.RSSReady) }, 1.0/mb, 1),
+					med(ss, func(s Start) float64 { return float64(s.AnonReady) }, 1.0/mb, 1),
+					med(ss, func(s Start) float64 { return float64(s.RSSLoad) }, 1.0/mb, 1),
+					med(ss, func(s Start) float64 { return float64(s.AnonLoad) }, 1.0/mb, 1),
+					med(ss, func(s Start) float64 { return float64(s.HWM) }, 1.0/mb, 1),
+					med(ss, func(s Start) float64 { return s.ReplayFirst }, 1e3, 2),
+					med(ss, func(s Start) float64 { return s.ReplayMedian }, 1e3, 2))
 			}
 		}
 	}
@@ -214,7 +219,7 @@ func slope(points []int, starts map[int][]Start, f func(Start) float64) (per flo
 // slope (a straight line from the last point).
 func writeSlopes(w io.Writer, sides []Side, r *Results) {
 	fmt.Fprintf(w, "\nPer call in the history, between the two largest points (medians), and 10M calls on that line:\n\n")
-	fmt.Fprintf(w, "| daemon | side | from | to | start us/call | CPU us/call | read B/call | RSS after load KB/call | start x (last / tenth of it) | start at 10M s | RSS at 10M MB |\n")
+	fmt.Fprintf(w, "| daemon | side | from | to | start us/call | CPU us/call | read B/call | RSS (anon) after load KB/call | start x (last / tenth of it) | start at 10M s | RSS (anon) at 10M MB |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	const tenM = 10_000_000
 	for _, k := range keys(sides, r) {
@@ -227,13 +232,14 @@ func writeSlopes(w io.Writer, sides []Side, r *Results) {
 		pc, _ := slope(points, starts, func(s Start) float64 { return s.CPU })
 		pb, _ := slope(points, starts, func(s Start) float64 { return float64(s.Read) })
 		pr, rss := slope(points, starts, func(s Start) float64 { return float64(s.RSSLoad) })
+		pa, anon := slope(points, starts, func(s Start) float64 { return float64(s.AnonLoad) })
 		ratio := "-"
 		if ss := starts[last/10]; len(ss) > 0 {
 			ratio = fmt.Sprintf("%.2f", s/pick(ss, func(s Start) float64 { return s.Ready }).med)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.2f | %.2f | %.0f | %.3f | %s | %.1f | %.0f |\n", k.daemon, k.label(),
-			points[len(points)-2], last, ps*1e6, pc*1e6, pb, pr/1024, ratio,
-			s+ps*float64(tenM-last), (rss+pr*float64(tenM-last))/mb)
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.2f | %.2f | %.0f | %.3f (%.3f) | %s | %.1f | %.0f (%.0f) |\n", k.daemon, k.label(),
+			points[len(points)-2], last, ps*1e6, pc*1e6, pb, pr/1024, pa/1024, ratio,
+			s+ps*float64(tenM-last), (rss+pr*float64(tenM-last))/mb, (anon+pa*float64(tenM-last))/mb)
 	}
 }
 
@@ -303,7 +309,7 @@ func count(kinds map[string]int) int {
 // (in the same run of the daemon).
 func writeServed(w io.Writer, sd Side) {
 	m := sd.Meta
-	fmt.Fprintf(w, "\n%sServed without a restart (the generator's daemons, read with no call in flight): calls since the daemon's start, VmRSS and VmHWM MB, and CPU us a call since the last sample:\n\n", sideHead(sd))
+	fmt.Fprintf(w, "\n%sServed without a restart (the generator's daemons, read with no call in flight): calls since the daemon's start, VmRSS (RssAnon) and VmHWM MB, and CPU us a call since the last sample:\n\n", sideHead(sd))
 	fmt.Fprintf(w, "| calls | host | controller | appliance |\n|---:|---|---|---|\n")
 	for i, s := range m.Samples {
 		var cells []string
@@ -315,7 +321,7 @@ func writeServed(w io.Writer, sd Side) {
 					per = fmt.Sprintf("%.0f", (v.CPU-p.CPU)/float64(v.Since-p.Since)*1e6)
 				}
 			}
-			cells = append(cells, fmt.Sprintf("%d / %.1f / %.1f / %s", v.Since, float64(v.RSS)/mb, float64(v.HWM)/mb, per))
+			cells = append(cells, fmt.Sprintf("%d / %.1f (%.1f) / %.1f / %s", v.Since, float64(v.RSS)/mb, float64(v.Anon)/mb, float64(v.HWM)/mb, per))
 		}
 		fmt.Fprintf(w, "| %d | %s |\n", s.Calls, strings.Join(cells, " | "))
 	}
