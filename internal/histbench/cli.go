@@ -20,6 +20,7 @@ const usage = `usage:
   histgen generate --dir GEN --bin BIN [--points 0,100000] [--clients 32] [--day-calls 50000]
   histgen measure --dir GEN --bin BIN [--before-dir GEN0 --before-bin BIN0] [--back]
                   [--points P,... (default: all)] [--starts 3] [--idle 2s] [--json FILE]
+  histgen table --dir GEN [--before-dir GEN0] --json FILE
   histgen daemon host|controller ...
 
 BIN holds steward-operator, steward-controller, steward-appliance and
@@ -29,7 +30,7 @@ copies of them and prints the table (docs/HISTORY.md); with --before-dir
 and --before-bin, it measures that generation with those commands too
 ("before"; GEN with BIN is "after"), start for start in turn. --back adds
 a start a snapshot back (the newest snapshot removed) where there are
-snapshots.
+snapshots. table prints the tables again from measure's --json FILE.
 `
 
 // Main is the histgen command (its main only calls it): the exit status
@@ -55,7 +56,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	beforeDir := fs.String("before-dir", "", "")
 	beforeBin := fs.String("before-bin", "", "")
 	back := fs.Bool("back", false, "")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 || *dir == "" || *bin == "" {
+	needBin := args[0] != "table" // table starts nothing
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 || *dir == "" || (needBin && *bin == "") {
 		fmt.Fprintf(stderr, "histgen: %v\n%s", errors.Join(err, errors.New("--dir and --bin are needed, and no argument")), usage)
 		return 2
 	}
@@ -75,16 +77,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		_, err = Generate(ctx, GenOptions{Dir: *dir, Appliance: bins.Appliance, Points: pts, Clients: *clients,
 			DayCalls: *dayCalls, Log: stderr})
 	case "measure":
-		sides := []Side{{Dir: *dir, Bins: bins}}
 		if (*beforeDir == "") != (*beforeBin == "") {
 			fmt.Fprintf(stderr, "histgen: --before-dir and --before-bin go together\n%s", usage)
 			return 2
 		}
-		if *beforeDir != "" {
-			sides = []Side{{Name: "before", Dir: *beforeDir, Bins: BinsIn(*beforeBin)}, {Name: "after", Dir: *dir, Bins: bins}}
-		}
-		err = measureCommand(ctx, sides, MeasureOptions{Points: pts, Starts: *starts, Idle: *idle, Back: *back, Log: stderr},
+		err = measureCommand(ctx, sidesOf(*dir, bins, *beforeDir, BinsIn(*beforeBin)), MeasureOptions{Points: pts, Starts: *starts, Idle: *idle, Back: *back, Log: stderr},
 			*jsonOut, stdout)
+	case "table":
+		err = tableCommand(sidesOf(*dir, bins, *beforeDir, BinsIn(*beforeBin)), *jsonOut, stdout)
 	default:
 		fmt.Fprintf(stderr, "histgen: unknown command %q\n%s", args[0], usage)
 		return 2
@@ -96,13 +96,50 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func measureCommand(ctx context.Context, sides []Side, opts MeasureOptions, jsonOut string, stdout io.Writer) error {
+// sidesOf is GEN with BIN alone, or "before" (beforeDir with before)
+// and "after" (GEN with BIN) when beforeDir is set.
+func sidesOf(dir string, bins Bins, beforeDir string, before Bins) []Side {
+	if beforeDir == "" {
+		return []Side{{Dir: dir, Bins: bins}}
+	}
+	return []Side{{Name: "before", Dir: beforeDir, Bins: before}, {Name: "after", Dir: dir, Bins: bins}}
+}
+
+// readMetas reads each side's meta.json.
+func readMetas(sides []Side) error {
 	for i := range sides {
 		m, err := ReadMeta(sides[i].Dir)
 		if err != nil {
 			return err
 		}
 		sides[i].Meta = m
+	}
+	return nil
+}
+
+// tableCommand prints the tables of results measure wrote to jsonIn.
+func tableCommand(sides []Side, jsonIn string, stdout io.Writer) error {
+	if jsonIn == "" {
+		return errors.New("--json FILE: the results to print")
+	}
+	if err := readMetas(sides); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(jsonIn)
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", jsonIn, err)
+	}
+	WriteTable(stdout, sides, &res)
+	return nil
+}
+
+func measureCommand(ctx context.Context, sides []Side, opts MeasureOptions, jsonOut string, stdout io.Writer) error {
+	if err := readMetas(sides); err != nil {
+		return err
 	}
 	res, err := Measure(ctx, opts, sides)
 	if err != nil {

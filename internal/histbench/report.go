@@ -216,15 +216,17 @@ func slope(points []int, starts map[int][]Start, f func(Start) float64) (per flo
 
 // writeSlopes prints what each call in the history costs at start
 // between the two largest points, and where 10M calls would be at that
-// slope (a straight line from the last point).
+// slope (a straight line from the last point), for the starts as kept.
 func writeSlopes(w io.Writer, sides []Side, r *Results) {
-	fmt.Fprintf(w, "\nPer call in the history, between the two largest points (medians), and 10M calls on that line:\n\n")
-	fmt.Fprintf(w, "| daemon | side | from | to | start us/call | CPU us/call | read B/call | RSS (anon) after load KB/call | start x (last / tenth of it) | start at 10M s | RSS (anon) at 10M MB |\n")
+	fmt.Fprintf(w, "\nPer call in the history, between the two largest points (medians of the starts as kept), and 10M calls on that line:\n\n")
+	fmt.Fprintf(w, "| daemon | side | from | to | start us/call | CPU us/call | read B/call | RSS (anon) after load KB/call | start x (last / the one before) | start at 10M s | RSS (anon) at 10M MB |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	const tenM = 10_000_000
 	for _, k := range keys(sides, r) {
 		points, starts := byPoint(r, k)
-		if len(points) < 2 {
+		// A start a snapshot back replays wherever its point fell in the
+		// snapshot interval: bounded, its line would be noise.
+		if len(points) < 2 || k.back {
 			continue
 		}
 		last := points[len(points)-1]
@@ -233,10 +235,7 @@ func writeSlopes(w io.Writer, sides []Side, r *Results) {
 		pb, _ := slope(points, starts, func(s Start) float64 { return float64(s.Read) })
 		pr, rss := slope(points, starts, func(s Start) float64 { return float64(s.RSSLoad) })
 		pa, anon := slope(points, starts, func(s Start) float64 { return float64(s.AnonLoad) })
-		ratio := "-"
-		if ss := starts[last/10]; len(ss) > 0 {
-			ratio = fmt.Sprintf("%.2f", s/pick(ss, func(s Start) float64 { return s.Ready }).med)
-		}
+		ratio := fmt.Sprintf("%.2f", s/pick(starts[points[len(points)-2]], func(s Start) float64 { return s.Ready }).med)
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %.2f | %.2f | %.0f | %.3f (%.3f) | %s | %.1f | %.0f (%.0f) |\n", k.daemon, k.label(),
 			points[len(points)-2], last, ps*1e6, pc*1e6, pb, pr/1024, pa/1024, ratio,
 			s+ps*float64(tenM-last), (rss+pr*float64(tenM-last))/mb, (anon+pa*float64(tenM-last))/mb)
@@ -321,7 +320,11 @@ func writeServed(w io.Writer, sd Side) {
 					per = fmt.Sprintf("%.0f", (v.CPU-p.CPU)/float64(v.Since-p.Since)*1e6)
 				}
 			}
-			cells = append(cells, fmt.Sprintf("%d / %.1f (%.1f) / %.1f / %s", v.Since, float64(v.RSS)/mb, float64(v.Anon)/mb, float64(v.HWM)/mb, per))
+			anon := "-" // not read by the generator that made the sample
+			if v.Anon > 0 {
+				anon = fmt.Sprintf("%.1f", float64(v.Anon)/mb)
+			}
+			cells = append(cells, fmt.Sprintf("%d / %.1f (%s) / %.1f / %s", v.Since, float64(v.RSS)/mb, anon, float64(v.HWM)/mb, per))
 		}
 		fmt.Fprintf(w, "| %d | %s |\n", s.Calls, strings.Join(cells, " | "))
 	}
