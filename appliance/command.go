@@ -81,20 +81,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		peers = append(peers, uids...)
 		return err
 	})
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), serveUsage)
-		fs.PrintDefaults()
-	}
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, serveUsage, args, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "steward-appliance serve: unexpected argument %q\n", fs.Arg(0))
@@ -132,4 +120,26 @@ func parsePeerUIDs(v string) ([]uint32, error) {
 		out = append(out, uint32(n))
 	}
 	return out, nil
+}
+
+// parseFlags parses a command's flags: -h, -help or --help anywhere
+// prints usage and the flags to stdout (exit 0), a bad flag prints them
+// to stderr (exit 2). done says the command ends with code.
+func parseFlags(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0, true
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, true
+	}
+	return 0, false
 }

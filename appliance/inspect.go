@@ -56,20 +56,8 @@ func inspect(state string, log *slog.Logger) (inspection, error) {
 func inspectCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	state := fs.String("state", "", "state directory holding the journal (required)")
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), inspectUsage)
-		fs.PrintDefaults()
-	}
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, inspectUsage, args, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 || *state == "" {
 		fmt.Fprintln(stderr, "steward-appliance inspect: --state DIR is required, and nothing else")
