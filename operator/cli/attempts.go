@@ -10,6 +10,7 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/views"
 )
 
@@ -57,8 +58,18 @@ func (c *CLI) attemptsDo(store string, write bool, req admin.Request) (admin.Rep
 		// A redelivery runs as long as the route's timeouts allow.
 		return a.DoWithin(resolveWait, req)
 	}
-	return a.Do(req)
+	rep, err := a.Do(req)
+	if errors.Is(err, hosthist.ErrHeld) {
+		// The admin socket did not answer, yet a host holds the index:
+		// it is starting or stopping (between its socket and its index).
+		return rep, errHostBetween
+	}
+	return rep, err
 }
+
+// errHostBetween is an attempts command that met a host holding the
+// store's history index while its admin socket did not answer.
+var errHostBetween = errors.New("a host holds the store's history index but its admin socket did not answer: it is starting or stopping; run the command again")
 
 // resolveWait bounds the wait for the host's answer to a resolution: a
 // redelivery may take the longest connect and response timeouts a route

@@ -11,6 +11,8 @@ import (
 	"github.com/stewardrt/steward/internal/hosttest"
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/internal/testenv"
+	"github.com/stewardrt/steward/operator"
+	"github.com/stewardrt/steward/operator/cli"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -108,7 +110,8 @@ func readOnlyWhileServing(t *testing.T, w *hosttest.World, fill func() func()) {
 	}
 	var empty func()
 	// held is what only a host that stopped explains: verify's findings
-	// of a reservation held, an admin request cut by the host's exit.
+	// of a reservation held, an admin request cut by the host's exit, an
+	// admin socket gone while the exiting host still holds its index.
 	var held []string
 	runs, during := 0, calls()
 	for round := range rounds {
@@ -119,7 +122,8 @@ func readOnlyWhileServing(t *testing.T, w *hosttest.World, fill func() func()) {
 			code, out, stderr := hosttest.RunCLI(args...)
 			runs++
 			if args[0] == "receipts" && code == 1 && strings.Contains(stderr, "charged without a receipt, still held") ||
-				args[0] == "attempts" && code == 1 && strings.Contains(stderr, "the host closed the admin connection before answering") {
+				args[0] == "attempts" && code == 1 && (strings.Contains(stderr, "the host closed the admin connection before answering") ||
+					strings.Contains(stderr, "its admin socket did not answer: it is starting or stopping")) {
 				held = append(held, fmt.Sprintf("round %d: %s", round, stderr))
 				continue
 			}
@@ -178,4 +182,23 @@ func readOnlyWhileServing(t *testing.T, w *hosttest.World, fill func() func()) {
 		return
 	}
 	c.Stop(t)
+}
+
+// TestAttemptsListBetweenSocketAndIndex is the window of a host that is
+// starting or stopping: it holds the store's history index (here, a
+// store opened read-write by the test) while no admin socket answers.
+// attempts list says so in one line, exit 1, instead of pointing at the
+// socket that did not answer.
+func TestAttemptsListBetweenSocketAndIndex(t *testing.T) {
+	w := hosttest.NewWorld(t, hosttest.Opts{Fund: 100, Price: 1, PerDay: 100})
+	s, err := operator.Open(w.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	code, out, stderr := hosttest.RunCLI("attempts", "list", "--store", w.Store)
+	const want = "steward-operator attempts list: a host holds the store's history index but its admin socket did not answer: it is starting or stopping; run the command again\n"
+	if code != cli.ExitFailure || out != "" || stderr != want {
+		t.Fatalf("attempts list: exit %d, stdout %q, stderr %q; want exit 1, %q", code, out, stderr, want)
+	}
 }
