@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -100,11 +101,25 @@ func TestDamagedSnapshotFallsBack(t *testing.T) {
 	}
 
 	k, op := g.open(t)
-	defer g.close(t, k)
 	if op.Snapshot != snapshot.Name(old.Seq) || len(op.Rejected) != 1 || op.Rejected[0].Name != filepath.Base(newest) {
 		t.Fatalf("open: snapshot %q, rejected %s", op.Snapshot, rejectedReasons(op))
 	}
 	t.Logf("rejected: %s", rejectedReasons(op))
+	sameAsFullReplay(t, g, op.State, g.x)
+
+	// The clean close snapshots the same mark: the refused file is set
+	// aside, byte for byte, and the next start loads the new snapshot
+	// instead of replaying again from the older one.
+	g.close(t, k)
+	aside, err := os.ReadFile(newest + snapshot.RefusedSuffix)
+	if err != nil || !bytes.Equal(aside, b) {
+		t.Fatalf("the refused snapshot set aside: %v (same bytes: %v)", err, bytes.Equal(aside, b))
+	}
+	k, op = g.open(t)
+	defer g.close(t, k)
+	if op.Snapshot != filepath.Base(newest) || len(op.Rejected) != 0 || op.Replayed != 0 {
+		t.Fatalf("open after the close: snapshot %q, replayed %d, rejected %s", op.Snapshot, op.Replayed, rejectedReasons(op))
+	}
 	sameAsFullReplay(t, g, op.State, g.x)
 }
 

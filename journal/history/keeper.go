@@ -109,6 +109,9 @@ type Keeper struct {
 	last     journal.Mark // that mark whole (zero when there was none)
 	failed   error        // a record the replica refused: no more snapshots
 	closed   bool
+	// refused are the snapshots the open refused, name -> why: one of a
+	// mark a new snapshot is written at is set aside first.
+	refused map[string]string
 }
 
 // Open opens the journal from the newest snapshot it can use, or from its
@@ -127,7 +130,10 @@ func Open(o Options) (*Keeper, Opened, error) {
 	if err != nil {
 		return nil, op, err
 	}
-	k := &Keeper{o: o, j: op.Journal, log: o.Logger, snapAt: op.From.Seq, last: op.From}
+	k := &Keeper{o: o, j: op.Journal, log: o.Logger, snapAt: op.From.Seq, last: op.From, refused: map[string]string{}}
+	for _, r := range op.Rejected {
+		k.refused[r.Name] = r.Reason
+	}
 	if err := k.start(&op); err != nil {
 		op.Journal.Close()
 		return nil, Opened{Rejected: op.Rejected, Cleaned: op.Cleaned}, err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
@@ -165,7 +166,21 @@ func (k *Keeper) write(m journal.Mark, b []byte) (string, error) {
 		}
 	}
 	failpoint.Hit(FailAfterIndexSync)
-	w, err := snapshot.Write(k.o.Snapshots, snapshot.Snapshot{Format: k.o.Format, Version: k.o.Version, Mark: m, State: b}, k.o.Sign)
+	s := snapshot.Snapshot{Format: k.o.Format, Version: k.o.Version, Mark: m, State: b}
+	w, err := snapshot.Write(k.o.Snapshots, s, k.o.Sign)
+	if reason, ok := k.refused[snapshot.Name(m.Seq)]; ok && errors.Is(err, fs.ErrExist) {
+		// The open refused the snapshot of this very mark (damaged, or
+		// not this journal's): left in place, it would refuse every
+		// snapshot of the mark, and every later start would replay from
+		// an older one. It is kept beside, as evidence.
+		aside, aerr := snapshot.SetAside(k.o.Snapshots, w.Name)
+		if aerr != nil {
+			return "", aerr
+		}
+		delete(k.refused, w.Name)
+		k.log.Warn("history: a refused snapshot set aside for the new one of its mark", "snapshot", w.Name, "now", aside, "reason", reason)
+		w, err = snapshot.Write(k.o.Snapshots, s, k.o.Sign)
+	}
 	for _, c := range w.Cleaned {
 		k.log.Warn("history: removed an interrupted snapshot write", "file", c)
 	}

@@ -342,3 +342,27 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// SetAside moves a snapshot out of the list without replacing anything
+// set aside before, and takes no name that is not a snapshot's.
+func TestSetAside(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	for i, want := range []string{"0000000000000007.snap.refused", "0000000000000007.snap.refused.1"} {
+		w := write(t, dir, 7)
+		got, err := SetAside(dir, w.Name)
+		if err != nil || got != want {
+			t.Fatalf("set aside %d: %q, %v; want %q", i, got, err, want)
+		}
+		if l, err := list(dir); err != nil || len(l) != 0 {
+			t.Fatalf("listed after set aside: %v %v", l, err)
+		}
+	}
+	for _, name := range []string{"0000000000000007.snap.refused", "../0000000000000007.snap", "x"} {
+		if _, err := SetAside(dir, name); err == nil || !strings.Contains(err.Error(), "not a snapshot's name") {
+			t.Fatalf("set aside %q: %v", name, err)
+		}
+	}
+	if des, _ := os.ReadDir(dir); len(des) != 2 {
+		t.Fatalf("the directory holds %d files, not the two set aside", len(des))
+	}
+}

@@ -197,3 +197,33 @@ func prepareDir(dir string, create bool) error {
 	}
 	return nil
 }
+
+// RefusedSuffix is appended to the name of a snapshot SetAside moves out
+// of the way: evidence, kept, and never listed as a snapshot again.
+const RefusedSuffix = ".refused"
+
+// SetAside renames snapshot name of dir, one a Load refused, to name +
+// RefusedSuffix (+ ".N" when that is taken: nothing is replaced) and
+// fsyncs the directory, so that a Write of the same seq can take its
+// place. It returns the new name.
+func SetAside(dir, name string) (string, error) {
+	if _, ok := parseName(name); !ok {
+		return "", fmt.Errorf("snapshot: set aside %q: not a snapshot's name", name)
+	}
+	from := filepath.Join(dir, name)
+	for n := 0; n < 100; n++ {
+		to := name + RefusedSuffix
+		if n > 0 {
+			to = fmt.Sprintf("%s.%d", to, n)
+		}
+		err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, filepath.Join(dir, to), unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("snapshot: set aside %s: %w", name, err)
+		}
+		return to, durable.SyncDir(dir)
+	}
+	return "", fmt.Errorf("snapshot: set aside %s: 100 earlier ones are set aside already", name)
+}
