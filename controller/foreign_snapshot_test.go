@@ -112,7 +112,7 @@ var foreignCases = []foreignCase{
 		}},
 	// Its own state and mark, byte for byte: only the signature is not
 	// its own (the controller signs no snapshot, and takes none signed).
-	{name: "signed by another key", reason: "signed, and no verify func was given",
+	{name: "signed by another key", reason: "it is signed, and this owner takes no signed snapshot",
 		file: func(t *testing.T, _ *stack, own snapshot.Loaded) []byte {
 			return snapshotFile(t, snapshot.Snapshot{Format: ledger.StateFormat, Version: ledger.StateVersion, Mark: own.Mark, State: own.State}, anotherKey(t))
 		}},

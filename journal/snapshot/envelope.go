@@ -249,7 +249,7 @@ func decode(b []byte, format string, verify func(s Snapshot, digest, sig []byte)
 			return Snapshot{}, fmt.Errorf("signature: %w", err)
 		}
 	case env.Sig != nil:
-		return Snapshot{}, errors.New("signed, and no verify func was given")
+		return Snapshot{}, errors.New("it is signed, and this owner takes no signed snapshot")
 	}
 	return s, nil
 }

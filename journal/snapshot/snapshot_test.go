@@ -254,7 +254,7 @@ func TestRejections(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ = Load(dir, testFormat, nil, nil)
-	if r := l.Rejected[0]; r.Reason != "signed, and no verify func was given" {
+	if r := l.Rejected[0]; r.Reason != "it is signed, and this owner takes no signed snapshot" {
 		t.Fatalf("signed without verify: %+v", r)
 	}
 	os.Remove(fileOf(dir, 1))
