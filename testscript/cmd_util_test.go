@@ -197,7 +197,11 @@ func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
 		path := ts.MkAbs(f)
 		b, err := os.ReadFile(path)
 		ts.Check(err)
-		ts.Check(os.WriteFile(path, []byte(os.Expand(string(b), ts.Getenv)), 0o644))
+		// 0600, as an operator keeps what it hands steward (a route
+		// request is refused otherwise): a script that shares a file
+		// with another account says so (cpown).
+		ts.Check(os.WriteFile(path, []byte(os.Expand(string(b), ts.Getenv)), 0o600))
+		ts.Check(os.Chmod(path, 0o600))
 	}
 }
 

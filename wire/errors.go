@@ -22,6 +22,10 @@ var (
 	// ErrUnsafePath: a socket path or one of its ancestors fails the ownership
 	// and mode checks.
 	ErrUnsafePath = errors.New("wire: unsafe socket path")
+	// ErrUnsafeFile: a private file (OpenPrivateFile) or one of its
+	// ancestors fails the ownership, type or mode checks; the error is an
+	// *UnsafeFileError.
+	ErrUnsafeFile = errors.New("wire: unsafe private file")
 	// ErrUnsafeKeyFile: a key file or its directory fails the ownership, type
 	// or mode checks.
 	ErrUnsafeKeyFile = errors.New("wire: unsafe key file")

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,9 +32,38 @@ func CheckSocketPath(path string, ownerUID uint32) error {
 	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != ownerUID {
 		return unsafePath(path, "socket is owned by uid %d, want uid %d", uid, ownerUID)
 	}
+	if err := checkAncestors(path, ownerUID); err != nil {
+		var ae *ancestorError
+		if errors.As(err, &ae) && ae.err != nil {
+			return fmt.Errorf("%w: %s: ancestor: %w", ErrUnsafePath, path, ae.err)
+		}
+		return unsafePath(path, "%s", err.Error())
+	}
+	return nil
+}
+
+// ancestorError is why an ancestor directory of a path fails the checks:
+// a reason, or the error its Lstat met.
+type ancestorError struct {
+	reason string
+	err    error
+}
+
+func (e *ancestorError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return e.reason
+}
+
+// checkAncestors checks every ancestor directory of path, up to "/", as
+// CheckSocketPath says (owned by root, this process's euid or ownerUID;
+// not writable by group or other, unless a root-owned sticky directory).
+// The error is an *ancestorError.
+func checkAncestors(path string, ownerUID uint32) error {
 	euid := uint32(os.Geteuid())
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
-		if err := checkAncestor(path, dir, ownerUID, euid); err != nil {
+		if err := checkAncestor(dir, ownerUID, euid); err != nil {
 			return err
 		}
 		if dir == "/" {
@@ -42,20 +72,20 @@ func CheckSocketPath(path string, ownerUID uint32) error {
 	}
 }
 
-func checkAncestor(path, dir string, ownerUID, euid uint32) error {
+func checkAncestor(dir string, ownerUID, euid uint32) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("%w: %s: ancestor: %w", ErrUnsafePath, path, err)
+		return &ancestorError{err: err}
 	}
 	if fi.Mode().Type() == os.ModeSymlink {
-		return unsafePath(path, "ancestor %s is a symlink", dir)
+		return &ancestorError{reason: fmt.Sprintf("ancestor %s is a symlink", dir)}
 	}
 	if !fi.IsDir() {
-		return unsafePath(path, "ancestor %s is not a directory", dir)
+		return &ancestorError{reason: fmt.Sprintf("ancestor %s is not a directory", dir)}
 	}
 	uid := fi.Sys().(*syscall.Stat_t).Uid
 	if uid != 0 && uid != euid && uid != ownerUID {
-		return unsafePath(path, "ancestor %s is owned by uid %d, not by root, uid %d or uid %d", dir, uid, euid, ownerUID)
+		return &ancestorError{reason: fmt.Sprintf("ancestor %s is owned by uid %d, not by root, uid %d or uid %d", dir, uid, euid, ownerUID)}
 	}
 	perm := fi.Mode().Perm()
 	if perm&0o022 == 0 {
@@ -68,5 +98,5 @@ func checkAncestor(path, dir string, ownerUID, euid uint32) error {
 	if perm&0o002 != 0 {
 		who = "world"
 	}
-	return unsafePath(path, "ancestor %s is %s-writable (mode %04o) and not a root-owned sticky directory", dir, who, perm)
+	return &ancestorError{reason: fmt.Sprintf("ancestor %s is %s-writable (mode %04o) and not a root-owned sticky directory", dir, who, perm)}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/views"
+	"github.com/stewardrt/steward/wire"
 )
 
 // Exit codes of steward-operator.
@@ -253,6 +254,26 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readAllBounded(f, path, limit)
+}
+
+// readPrivate reads what, a file of at most limit bytes that must be
+// private to this account (wire.OpenPrivateFile): another account's, or
+// one another account can read or change, is refused naming the file.
+func readPrivate(what, path string, limit int64) ([]byte, error) {
+	f, err := wire.OpenPrivateFile(path)
+	var ue *wire.UnsafeFileError
+	if errors.As(err, &ue) {
+		return nil, fmt.Errorf("%w: %s %s %s", views.ErrRefused, what, ue.Path, ue.Reason)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readAllBounded(f, path, limit)
+}
+
+// readAllBounded reads f, path, of at most limit bytes, and closes it.
+func readAllBounded(f *os.File, path string, limit int64) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {

@@ -16,7 +16,7 @@ func (c *CLI) cmdRouteRegister(args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := readBounded(pos[2], views.MaxRouteRequest)
+	b, err := readPrivate("route request", pos[2], views.MaxRouteRequest)
 	if err != nil {
 		return err
 	}
