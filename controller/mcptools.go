@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -198,7 +199,7 @@ func operationIDSchema() map[string]any {
 }
 
 func (c *Controller) timeoutSchema() map[string]any {
-	return map[string]any{"type": "integer", "minimum": 1, "maximum": c.cfg.MaxTimeoutMs(),
+	return map[string]any{"type": "integer", "minimum": ctlconf.MinDispatchTimeoutMs, "maximum": c.cfg.MaxTimeoutMs(),
 		"description": fmt.Sprintf("how long you will wait for this call, in ms (default %d): past it the host does not deliver it, "+
 			"and a call still running then ends uncertain", c.cfg.DefaultTimeout().Milliseconds())}
 }

@@ -238,7 +238,7 @@ func TestSearchAcrossApplications(t *testing.T) {
 	s.wantRefused(t, ctx, cs, ToolDiscover, map[string]any{"query": "units", "availability": "some"},
 		`arguments refused: availability: "some" is not one of live_direct, text_only, unavailable, any`)
 	s.wantRefused(t, ctx, cs, ToolDiscover, map[string]any{"query": "units", "timeoutMs": s.cfg.MaxTimeoutMs() + 1},
-		"arguments refused: timeoutMs: 300001 is outside 1 to 300000 ms")
+		"arguments refused: timeoutMs: 300001 is outside 2000 to 300000 ms (the host holds a deadline only to within 2000 ms)")
 }
 
 // TestSearchOneUnreachable: an application the host cannot reach is

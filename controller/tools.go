@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
@@ -110,14 +111,16 @@ func (p *plan) begin(id string) ledger.Begin {
 	}
 }
 
-// timeout is the agent's timeoutMs checked against the config's maximum,
-// or the config's default when it named none.
+// timeout is the agent's timeoutMs checked against the bounds (at least
+// the host's deadline tolerance, at most the config's maximum), or the
+// config's default when it named none.
 func (c *Controller) timeout(ms *int64) (time.Duration, error) {
 	if ms == nil {
 		return c.cfg.DefaultTimeout(), nil
 	}
-	if max := c.cfg.MaxTimeoutMs(); *ms < 1 || *ms > max {
-		return 0, argErr("timeoutMs: %d is outside 1 to %d ms", *ms, max)
+	if max := c.cfg.MaxTimeoutMs(); *ms < ctlconf.MinDispatchTimeoutMs || *ms > max {
+		return 0, argErr("timeoutMs: %d is outside %d to %d ms (the host holds a deadline only to within %d ms)",
+			*ms, ctlconf.MinDispatchTimeoutMs, max, ctlconf.MinDispatchTimeoutMs)
 	}
 	return time.Duration(*ms) * time.Millisecond, nil
 }

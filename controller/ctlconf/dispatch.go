@@ -3,6 +3,8 @@ package ctlconf
 import (
 	"fmt"
 	"time"
+
+	"github.com/stewardrt/steward/wire/msg"
 )
 
 // Dispatch timeouts: how long the agent's call may run before the host
@@ -24,11 +26,18 @@ const (
 	// proxy's answer bound (controller/mcpproxy.ProxyAnswerBound, 11 min,
 	// with an approval's park window before it).
 	MaxDispatchTimeoutMs = 300_000
+	// MinDispatchTimeoutMs is the shortest timeout a call may have: the
+	// tolerance the host grants a deadline for the two clocks
+	// (msg.DeadlineTolerance, 2 s). A shorter one the host could not
+	// honour: it delivers a call until its deadline plus the tolerance,
+	// so `timeoutMs: 1` would be answered and charged as if it said 2 s.
+	MinDispatchTimeoutMs = int64(msg.DeadlineTolerance / time.Millisecond)
 )
 
 // DispatchTimeouts are a config's dispatch timeouts, in ms; 0 (or absent)
-// is the default of each. The agent may ask for any timeout from 1 ms to
-// MaxTimeoutMs (oracle_call's and oracle_discover's timeoutMs).
+// is the default of each, and each is at least MinDispatchTimeoutMs. The
+// agent may ask for any timeout from MinDispatchTimeoutMs to MaxTimeoutMs
+// (oracle_call's and oracle_discover's timeoutMs).
 type DispatchTimeouts struct {
 	DefaultTimeoutMs int64 `json:"defaultTimeoutMs,omitempty"`
 	MaxTimeoutMs     int64 `json:"maxTimeoutMs,omitempty"`
@@ -58,8 +67,8 @@ func (c *Config) validateDispatch() error {
 		field string
 		ms    int64
 	}{{"dispatch.defaultTimeoutMs", c.Dispatch.DefaultTimeoutMs}, {"dispatch.maxTimeoutMs", c.Dispatch.MaxTimeoutMs}} {
-		if f.ms < 0 || f.ms > MaxDispatchTimeoutMs {
-			return fmt.Errorf("%s: %d is outside 1 to %d (0 or absent: the default)", f.field, f.ms, MaxDispatchTimeoutMs)
+		if f.ms != 0 && (f.ms < MinDispatchTimeoutMs || f.ms > MaxDispatchTimeoutMs) {
+			return fmt.Errorf("%s: %d is outside %d to %d (0 or absent: the default)", f.field, f.ms, MinDispatchTimeoutMs, MaxDispatchTimeoutMs)
 		}
 	}
 	if def, max := c.DefaultTimeout().Milliseconds(), c.MaxTimeoutMs(); def > max {
