@@ -56,12 +56,12 @@ func tree(t *testing.T, roots ...string) map[string]string {
 	out := map[string]string{}
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if errors := err; errors != nil {
-				if os.IsNotExist(errors) && p == root {
+			if err != nil {
+				if os.IsNotExist(err) && p == root {
 					out[p] = "absent"
 					return nil
 				}
-				return errors
+				return err
 			}
 			fi, err := d.Info()
 			if err != nil {
