@@ -14,10 +14,10 @@ const inspectUsage = `Usage: steward-appliance inspect --state DIR
 
 Reads DIR/journal from the newest snapshot in DIR/snapshots that verifies
 and that the journal accepts, replays the records after it, and prints what
-it found: the journal's records, the archives holding those before the
-journal's base (if history archive made any), the snapshot read from, the
-records replayed and the answers recorded. It writes nothing to the
-journal, the snapshots or the index and takes no lock, so it may run while the
+it found: the journal's records, the archives holding those before its
+base (if history archive made any), the snapshot read from, the records
+replayed and the answers recorded. It writes nothing to the journal, the
+snapshots or the index and takes no lock, so it may run while the
 appliance serves: it then reads what is durable and never reports the
 record being written as damage. Like every load of the snapshots, it
 removes the temporary file a snapshot write cut short by a crash left,
