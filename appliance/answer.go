@@ -16,6 +16,7 @@ const (
 	codeRefused          = "refused"
 	codeUnavailable      = "unavailable"
 	codeConflict         = "conflict"
+	codeArchived         = "archived"
 	codeBusy             = "busy"
 	codeFault            = "fault"
 	codeTimeout          = "timeout"

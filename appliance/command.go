@@ -20,13 +20,18 @@ const Usage = `steward-appliance: the reference oracle-operations-v1 application
 Usage:
   steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]
   steward-appliance inspect --state DIR
+  steward-appliance history snapshot --state DIR
+  steward-appliance history archive --state DIR --to ARCHIVEDIR
   steward-appliance help | --help
 
 Commands:
   serve     serve the operations over HTTP/1.1 on a Unix socket until SIGINT or SIGTERM
   inspect   print what the journal and its snapshots hold, read-only (also while serving)
+  history   snapshot the state now, or archive the journal's old segments
+            (on a stopped appliance, as its own account)
 
-Run "steward-appliance serve --help" for the flags of serve.
+Run "steward-appliance serve --help" for the flags of serve, and
+"steward-appliance history --help" for history.
 `
 
 const serveUsage = `Usage: steward-appliance serve --socket PATH --state DIR [--prefix /v1] [--peer-uid N]... [--log-level LEVEL]
@@ -48,8 +53,8 @@ Flags:
 `
 
 // Main runs one steward-appliance command and returns its exit status: 0
-// after help, a clean stop (SIGINT or SIGTERM) or an inspection, 1 when
-// serving or inspecting failed, 2 for a usage error.
+// after help, a clean stop (SIGINT or SIGTERM), an inspection or a history
+// command done, 1 when one failed, 2 for a usage error or a refusal.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, Usage)
@@ -63,6 +68,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return serveCommand(args[1:], stdout, stderr)
 	case "inspect":
 		return inspectCommand(args[1:], stdout, stderr)
+	case "history":
+		return historyCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "steward-appliance: unknown command %q\n\n%s", args[0], Usage)
 	return 2

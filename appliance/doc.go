@@ -40,6 +40,8 @@
 //	403 unavailable        the operation is text_only or unavailable; details {"availability"}
 //	404 not_found          unknown operation or path; details {"operationId"} for operations
 //	409 conflict           requestId already used with a different body; details {"requestId"}
+//	409 archived           requestId's answer was moved out by history archive; nothing runs;
+//	                       details {"archive","requestId"}
 //	413 too_large          body over 65,536 bytes, refused before it is read whole; details {"limit"}
 //	422 invalid_arguments  arguments fail the input schema; details {"violations":[...],"omitted":N}
 //	422 refused            the operation refuses the input; details {"reason", and e.g. "position"}
@@ -90,6 +92,16 @@
 // so that its supervisor restarts it. `steward-appliance inspect` reads
 // the same way, read-only and without the index.
 //
+// `history snapshot` and `history archive` (archive.go) run on a stopped
+// appliance's state, as its account, taking the locks a start takes (and
+// refused while it serves: its socket is the host's, no administrator's).
+// Archive makes the snapshot, then journal.Archive moves the segments
+// wholly before its mark into a new directory; the journal holds no
+// receipts, so nothing is exported. A requestId whose answer record is
+// archived (ReadAt's *journal.ArchivedError) is answered 409 archived,
+// naming the archive only, and never run again; its id stays taken (the
+// index still holds it, and another body under it is a conflict).
+//
 // # Socket and state
 //
 // The socket is created with mode 0660 at bind time (umask on a thread of
@@ -120,7 +132,8 @@
 // prints "ready PATH" on stdout once it serves and stops cleanly on SIGINT
 // or SIGTERM; `inspect --state DIR` prints the journal's records, the
 // snapshot it read from, the records replayed and the answers, writing
-// nothing (also while the appliance serves). Exit status 0 after help, a
-// clean stop or an inspection, 1 when serving or inspecting failed, 2 for
-// a usage error.
+// nothing (also while the appliance serves); `history snapshot --state
+// DIR` and `history archive --state DIR --to ARCHIVEDIR` as above. Exit
+// status 0 after help, a clean stop, an inspection or a history command
+// done, 1 when one failed, 2 for a usage error or a refusal.
 package appliance

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/journal/history"
 )
 
@@ -13,7 +14,8 @@ const inspectUsage = `Usage: steward-appliance inspect --state DIR
 
 Reads DIR/journal from the newest snapshot in DIR/snapshots that verifies
 and that the journal accepts, replays the records after it, and prints what
-it found: the journal's records, the snapshot read from, the records
+it found: the journal's records, the archives holding those before its
+base (if history archive made any), the snapshot read from, the records
 replayed and the answers recorded. It writes nothing to the journal, the
 snapshots or the index and takes no lock, so it may run while the
 appliance serves: it then reads what is durable and never reports the
@@ -34,6 +36,9 @@ type inspection struct {
 	from     uint64
 	replayed uint64
 	answers  uint64
+	// archives are the archives holding the records before the journal's
+	// base, oldest first (none before a `history archive`).
+	archives []journal.ArchiveRef
 }
 
 // inspect reads the journal of state through the keeper, read-only and
@@ -48,8 +53,9 @@ func inspect(state string, log *slog.Logger) (inspection, error) {
 	}
 	defer k.Close()
 	st := op.State.(*replayState)
+	b, _ := k.Journal().Base()
 	return inspection{journal: k.Journal().Dir(), records: st.Seq, snapshot: op.Snapshot, from: op.From.Seq,
-		replayed: op.Replayed, answers: st.Answers}, nil
+		replayed: op.Replayed, answers: st.Answers, archives: b.Archives}, nil
 }
 
 // inspectCommand is `steward-appliance inspect`.
@@ -70,6 +76,9 @@ func inspectCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "journal %s: %d records\n", in.journal, in.records)
+	for _, a := range in.archives {
+		fmt.Fprintf(stdout, "archived records %d..%d in %s (%s)\n", a.First, a.Last, a.Name, a.Dir)
+	}
 	if in.snapshot == "" {
 		fmt.Fprintf(stdout, "no snapshot: replayed all %d records\n", in.replayed)
 	} else {

@@ -24,7 +24,9 @@ var testHookRunning func(operationID string)
 //     without a valid body there is no request id to record.
 //  2. a request id already answered replays the recorded status and body
 //     byte for byte when the canonical body hashes the same, and is a 409
-//     conflict otherwise; nothing runs. An answer that cannot be read
+//     conflict otherwise; nothing runs. One whose answer `history
+//     archive` moved out is refused, 409 archived, and nothing runs
+//     either (archivedRefusal). An answer that cannot be read
 //     (the history index or the journal failing) is a 500 fault, and
 //     nothing runs either.
 //  3. the operation is looked up (404), its availability checked (403),
@@ -68,9 +70,14 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(canon)
 
 	rec, conflict, p, err := s.ledger.claim(r.Context().Done(), inv.RequestID, sum)
+	var archived *archivedAnswer
 	switch {
 	case errors.Is(err, errClientGone):
 		return // there is no one to answer
+	case errors.As(err, &archived):
+		s.log.Info("invoke refused: its answer is archived", "requestId", inv.RequestID, "archive", archived.archive)
+		writeRefusal(w, archivedRefusal(archived))
+		return
 	case err != nil:
 		s.log.Error("reading a recorded answer failed; refusing the invocation", "requestId", inv.RequestID, "err", err)
 		writeRefusal(w, &refusal{status: http.StatusInternalServerError, code: codeFault, message: "the recorded answers could not be read"})
@@ -204,6 +211,18 @@ func (s *Server) run(op *operation, inv oracleops.InvokeBody) (result []byte, re
 		panic(fmt.Sprintf("encoding the result: %v", err))
 	}
 	return b, nil, false
+}
+
+// archivedRefusal answers a request id whose answer is archived. It is
+// the appliance's conflict status, 409: the id is taken, its answer was
+// given and is never given again, and the caller must use a new id; a
+// 500 fault would say nothing is known and invite sending the same id
+// again. The code is its own, "archived", so that a caller can tell it
+// from another body under the id; the message names the archive, never a
+// path.
+func archivedRefusal(a *archivedAnswer) *refusal {
+	return &refusal{status: http.StatusConflict, code: codeArchived, message: a.Error(),
+		details: map[string]any{"archive": a.archive, "requestId": a.id}}
 }
 
 func tooLarge(n int64) *refusal {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -79,7 +80,8 @@ func newLedger(j *journal.Journal, x *index.Index, f *faults, base uint64) *ledg
 // the same id and body as a running one waits for it and then decides
 // again (another body is a conflict at once), and so does any call with
 // an id being looked up in the index, so that an id is never looked up
-// and run at once. An error other than errClientGone is
+// and run at once. An *archivedAnswer is the same body's id whose answer
+// is archived: refused, nothing runs. Any other error but errClientGone is
 // a fault reading the recorded answer: nothing may run for the id.
 func (l *ledger) claim(done <-chan struct{}, id string, sum [32]byte) (rec *answer, conflict bool, p *pending, err error) {
 	for {
@@ -108,6 +110,10 @@ func (l *ledger) claim(done <-chan struct{}, id string, sum [32]byte) (rec *answ
 		a, err := l.recorded(id)
 		if err != nil || a != nil {
 			l.release(id, p)
+			var aa *archivedAnswer
+			if errors.As(err, &aa) && aa.sum != sum {
+				return nil, true, nil, nil // another body: a conflict, as before the archive
+			}
 			if err != nil {
 				return nil, false, nil, err
 			}
@@ -140,7 +146,10 @@ func (l *ledger) recorded(id string) (*answer, error) {
 		return nil, damaged("%v", err)
 	}
 	r, err := l.j.ReadAt(e.place)
+	var ae *journal.ArchivedError
 	switch {
+	case errors.As(err, &ae):
+		return nil, &archivedAnswer{id: id, archive: ae.Archive, sum: e.sum}
 	case errors.Is(err, journal.ErrBadPlace):
 		return nil, damaged("its place is none of the journal's: %v", err)
 	case err != nil:
@@ -159,6 +168,23 @@ func (l *ledger) recorded(id string) (*answer, error) {
 	}
 	return &answer{seq: r.Seq, bodySHA: e.sum, status: a.Status, response: a.Response}, nil
 }
+
+// archivedAnswer is claim's error for a request id whose answer
+// `history archive` moved out of the live journal: the id is taken (its
+// index entry holds it, with its body's hash) and its answer cannot be
+// replayed, so it is refused and never run again. It names the archive
+// by its name only, never a path of the appliance's host.
+type archivedAnswer struct {
+	id, archive string
+	sum         [32]byte
+}
+
+func (e *archivedAnswer) Error() string {
+	return "request " + strconv.Quote(e.id) + " is archived in " + e.archive
+}
+
+// Unwrap makes errors.Is(err, journal.ErrArchived) true.
+func (e *archivedAnswer) Unwrap() error { return journal.ErrArchived }
 
 // fault reports an index failure and returns it.
 func (l *ledger) fault(err error) error {
