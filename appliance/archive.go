@@ -30,8 +30,9 @@ archive   makes the snapshot, then moves the journal segments wholly before
           nothing to export. An invocation whose requestId's answer is
           archived is refused, 409 archived, and never run again. An
           archive interrupted (a crash, a full disk) is completed by the
-          same command run again. After an archive the journal alone no
-          longer rebuilds the state: keep DIR/snapshots and DIR/index.
+          same command run again. A start that finds no usable snapshot
+          or a damaged index then rebuilds from the archive, where it was
+          made, and the journal: keep ARCHIVEDIR there.
 
 Refusals (nothing recorded, nothing to archive, ARCHIVEDIR in use, a mark
 the journal does not take, already archived, the appliance serving) are

@@ -224,3 +224,43 @@ func TestHistorySnapshot(t *testing.T) {
 		t.Fatalf("a snapshot with nothing to write changed the state:\n%v\n%v", before, after)
 	}
 }
+
+// After an archive, the index and the snapshots lost: a start rebuilds
+// both from the archive (where it was made) and the live journal, as a
+// full replay before any archive would, and the archived calls are still
+// refused by name, the others replayed. With the archive gone too, the
+// start fails naming it, and changes nothing.
+func TestHistoryArchiveRebuild(t *testing.T) {
+	state, answers := recordedState(t)
+	to := filepath.Join(shortDir(t), "answers-0001")
+	if code, _, errs := runMain("history", "archive", "--state", state, "--to", to); code != 0 {
+		t.Fatalf("archive: exit %d: %s", code, errs)
+	}
+	b := baseOf(t, state)
+	lose := func() {
+		t.Helper()
+		for _, p := range []string{filepath.Dir(indexPath(state)), snapshotDir(state)} {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lose()
+	a := startApp(t, Config{State: state})
+	checkArchived(t, a, answers, b.Seq, "answers-0001")
+	a.close()
+
+	lose()
+	if err := os.Rename(to, to+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, journalDir(state))
+	_, err := Start(Config{State: state, Socket: filepath.Join(shortDir(t), "a.sock"), Logger: quietLogger(t)})
+	want := fmt.Sprintf("records 1 to %d are archived in answers-0001, which does not open, and a replay from record 1 needs them", b.Seq)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("start with the archive moved: %v, want %q", err, want)
+	}
+	if after := tree(t, journalDir(state)); !reflect.DeepEqual(before, after) {
+		t.Fatal("the failed start changed the journal")
+	}
+}

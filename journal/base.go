@@ -130,6 +130,10 @@ func (j *Journal) startAtBase(l *loaded, p *loadPlan, segs []segment) ([]segment
 			return nil, err
 		}
 		p.from, j.fromBase = nil, true
+	case m == nil && j.opts.OnRecord != nil && j.opts.ReplayArchives:
+		if err := j.handArchives(b); err != nil {
+			return nil, err
+		}
 	case m == nil && j.opts.OnRecord != nil:
 		first := b.Archives[0]
 		return nil, &ArchivedError{Seq: 1, Archive: first.Name, msg: fmt.Sprintf("journal: %s: records 1 to %d are archived in %s and the archives after it: a replay from record 1 (OnRecord without From) needs them; open from a mark at seq %d or later",
@@ -159,6 +163,55 @@ func (j *Journal) fromAtBase(m *Mark, b *baseBody) error {
 	}
 	if reason != "" {
 		return markMismatch(j.dir, m, "it is at the base, but "+reason)
+	}
+	return nil
+}
+
+// handArchives hands OnRecord the records of the archives base b names,
+// oldest first, for a replay from record 1 (Options.ReplayArchives): each
+// opened where it was made and verified whole (OpenArchive), the one the
+// base names by its manifest's digest, chained on the one before, the
+// last ending at the base's head. What an earlier attempt of this Open
+// handed is not handed again. An archive that does not open, or is not
+// the one the base names, fails the Open naming it.
+func (j *Journal) handArchives(b *baseBody) error {
+	var prev [hashSize]byte
+	for _, ref := range b.Archives {
+		a, err := OpenArchive(ref.Dir)
+		if err != nil {
+			return fmt.Errorf("journal: %s: records %d to %d are archived in %s, which does not open, and a replay from record 1 needs them: %w", j.dir, ref.First, ref.Last, ref.Name, err)
+		}
+		ad := a.Archived()
+		switch {
+		case !bytes.Equal(ad.Manifest[:], ref.Manifest):
+			return &CorruptError{Segment: ref.Dir, Reason: fmt.Sprintf("the archive is not the %s the base names: its manifest's digest is %x, the base's %x", ref.Name, ad.Manifest, ref.Manifest)}
+		case ad.Prev != prev:
+			return &CorruptError{Segment: ref.Dir, Reason: "the archive does not chain on the archive before it"}
+		}
+		if err := j.bindingError(j.ownerProblem(ad.Owner, ad.Format)); err != nil {
+			return err
+		}
+		prev = ad.Head
+		if ad.Last <= j.handed.seq {
+			continue
+		}
+		err = a.Iterate(0, func(r Record) error {
+			if r.Seq <= j.handed.seq {
+				return nil
+			}
+			if err := j.opts.OnRecord(r); err != nil {
+				return &handError{err}
+			}
+			j.handed.seq = r.Seq
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		j.handed.head, j.handed.checked = ad.Head, true
+	}
+	if !bytes.Equal(prev[:], b.At.Head) {
+		return &CorruptError{Segment: filepath.Join(j.dir, baseFileName), Reason: "the last archive does not end at the head the base starts from"}
 	}
 	return nil
 }

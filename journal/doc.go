@@ -308,7 +308,8 @@
 // Iterate(0) starts after the base. An Open from a mark at the base goes
 // on from the base; one before it fails with ErrArchived and
 // ErrMarkMismatch. An Open with OnRecord and no From, a replay from
-// record 1, is refused with ErrArchived: the owner's state can no longer
-// be rebuilt from the live log alone, only from a snapshot at or after the
-// base.
+// record 1, is refused with ErrArchived (the live log alone no longer
+// holds the records), unless Options.ReplayArchives asks for the archives
+// too: each is opened where it was made, verified whole and handed over
+// first.
 package journal

@@ -56,6 +56,13 @@ type Options struct {
 	// is not a verified log: the owner must discard what it built from
 	// it. OnRecord must not call the journal (it has not been returned).
 	OnRecord func(Record) error
+	// ReplayArchives lets an Open with OnRecord and no From go on when
+	// the log's first records were archived (its base): the archives'
+	// records are handed to OnRecord first, each archive opened where it
+	// was made and verified whole, then the live log's. Without it such
+	// an Open is refused with ErrArchived. An owner sets it to rebuild
+	// its state (a damaged index, no usable snapshot) from everything.
+	ReplayArchives bool
 	// Logger receives recovery and failure reports; slog.Default() when nil.
 	Logger *slog.Logger
 }

@@ -229,7 +229,10 @@ func (o *Options) fullReplay(op Opened) (Opened, error) {
 func (o *Options) openJournal(mark *journal.Mark, st State) (*journal.Journal, uint64, error) {
 	jo := o.JournalOptions
 	jo.ReadOnly = jo.ReadOnly || o.ReadOnly
-	jo.From = mark
+	// A replay from record 1 goes through the archives of a journal
+	// whose first records were archived (where its base says each was
+	// made): the state is rebuilt from everything, not refused.
+	jo.From, jo.ReplayArchives = mark, mark == nil
 	var n uint64
 	jo.OnRecord = func(r journal.Record) error {
 		n++
