@@ -14,6 +14,7 @@ import (
 	"github.com/stewardrt/steward/internal/peertest"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/audit"
+	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -130,6 +131,21 @@ func TestHistoryArchive(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "the journal's base names 2 archives (archive-1, archive-2), 1 were given") {
 		t.Fatalf("receipts verify with one --archive of two: exit %d, %q", code, stderr)
 	}
+
+	// Back where they were made, the archives rebuild a host that lost
+	// its snapshots and its index: its start replays them and the live
+	// journal, and it answers as before.
+	if err := os.Rename(moved, to); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{hosthist.SnapshotDir, filepath.Dir(hosthist.IndexFile)} {
+		if err := os.RemoveAll(filepath.Join(w.Store, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Serve(t)
+	checkArchived(t, w, ad, answers, "a119")
+	w.Stop()
 }
 
 // `history archive` refuses, exit 2 and one line, what archives nothing
