@@ -125,7 +125,9 @@ func (a *journalAudit) record(r journal.Record) error {
 	if rec == nil {
 		return nil // the journal's own
 	}
-	return rec.Visit(a)
+	err = rec.Visit(a)
+	a.ledger.endRecord()
+	return err
 }
 
 // claimLedger records that journal record seq carries ledger number n,

@@ -33,6 +33,10 @@ type ledgerBook struct {
 	max     uint64            // the highest number claimed
 	claimed map[uint64]uint64 // numbers above settled claimed so far -> journal record
 	purses  map[string]*purseBook
+	// due: something is to be settled at the end of the record (a
+	// record's claim, change and check are one step: settle between them
+	// and a check would miss its own record's change).
+	due bool
 }
 
 // purseBook is one controller's purse: its totals, its balance over the
@@ -77,7 +81,6 @@ func (l *ledgerBook) claim(n, seq uint64) error {
 	if n > l.max {
 		l.max = n
 	}
-	was := l.settled
 	for {
 		if _, ok := l.claimed[l.settled+1]; !ok {
 			break
@@ -91,12 +94,19 @@ func (l *ledgerBook) claim(n, seq uint64) error {
 			l.prune()
 		}
 	}
-	if l.settled != was {
-		for _, p := range l.purses {
-			p.settle(l.settled)
-		}
-	}
+	l.due = true
 	return nil
+}
+
+// endRecord settles what the record's step claimed or checked.
+func (l *ledgerBook) endRecord() {
+	if !l.due {
+		return
+	}
+	l.due = false
+	for _, p := range l.purses {
+		p.settle(l.settled)
+	}
 }
 
 // prune drops the claims the settled number passed.
@@ -127,16 +137,14 @@ func (l *ledgerBook) event(name string, ev purseEvent) {
 	p.events = append(p.events, ev)
 }
 
-// check adds a receipt's BalanceAfter, checked at once when its ledger
-// number is settled.
+// check adds a receipt's BalanceAfter, checked at the end of its record
+// when its ledger number is settled.
 func (l *ledgerBook) check(name string, ck balanceCheck, charge uint64) {
 	p := l.purse(name)
 	p.receipts++
 	p.receipted += charge
 	p.checks = append(p.checks, ck)
-	if ck.ledger <= l.settled {
-		p.settle(l.settled)
-	}
+	l.due = l.due || ck.ledger <= l.settled
 }
 
 // settle folds the changes and checks the receipts at or below s, in
