@@ -269,3 +269,70 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestVerifiedPointAfterArchive: `history archive` writes the verified
+// point at the archive's mark beside it; with the archive moved away,
+// receipts verify --point needs none of it and gives the report a verify
+// reading the archive gives, while a verify without the point fails
+// naming the archive. --save-point rolls the point forward.
+func TestVerifiedPointAfterArchive(t *testing.T) {
+	w := archiveWorld(t)
+	w.Serve(t)
+	answers := map[string][]byte{}
+	serveCalls(t, w, answers, 0, 60)
+	to := filepath.Join(t.TempDir(), "archive-1")
+	out := historyArchive(t, w.Store, to)
+	point := audit.PointFileOf(to)
+	if !strings.Contains(out, "verified point at journal record ") || !strings.Contains(out, point) {
+		t.Fatalf("history archive: %q", out)
+	}
+	if fi, err := os.Stat(point); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v %v", point, fi, err)
+	}
+	serveCalls(t, w, answers, 60, 10)
+	w.Stop()
+	a, err := journal.OpenArchive(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := a.Archived().Last
+	code, whole, stderr := runVerify(w.Store, "--json")
+	if code != 0 {
+		t.Fatalf("verify reading the archive: exit %d %q", code, stderr)
+	}
+	moved := filepath.Join(t.TempDir(), "away")
+	if err := os.Rename(to, moved); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runVerify(w.Store)
+	if code != 1 || !strings.Contains(stderr, "are archived in archive-1, which does not open") {
+		t.Fatalf("verify without the archive or the point: exit %d %q", code, stderr)
+	}
+	code, out, stderr = runVerify(w.Store, "--point", point)
+	if code != 0 || !strings.Contains(out, "journal records 1..") || !strings.Contains(out, "from the verified point "+point+", ") ||
+		!strings.Contains(out, "from the live journal") || !strings.Contains(out, "70 receipts verified") {
+		t.Fatalf("verify --point: exit %d %q %q", code, out, stderr)
+	}
+	code, fromPoint, stderr := runVerify(w.Store, "--point", point, "--json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var r1, r2 audit.ReceiptReport
+	if json.Unmarshal([]byte(whole), &r1) != nil || json.Unmarshal([]byte(fromPoint), &r2) != nil {
+		t.Fatalf("%q %q", whole, fromPoint)
+	}
+	if r2.Point == nil || r2.Point.Through < last {
+		t.Fatalf("the point covers %+v, the archive to %d", r2.Point, last)
+	}
+	if a, b := sameReport(t, r1, nil), sameReport(t, r2, nil); a != b {
+		t.Fatalf("from the point:\n%s\nreading the archive:\n%s", b, a)
+	}
+	next := filepath.Join(t.TempDir(), "next.point")
+	if code, _, stderr := runVerify(w.Store, "--point", point, "--save-point", next); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, out, stderr = runVerify(w.Store, "--point", next)
+	if code != 0 || !strings.Contains(out, "none after them in the live journal") {
+		t.Fatalf("verify --point rolled forward: exit %d %q %q", code, out, stderr)
+	}
+}
