@@ -21,36 +21,43 @@ type AgentReport struct {
 // agentReports groups the receipts rs (in chain order) by agent, and
 // checks that each receipt naming an agent carries a payer consent whose
 // principal is that agent, where dispatchOf gives its controller's
-// dispatch key (nil: the consents are not checked). A refusal is exempt:
-// a consent of another principal is what it refused, charging nothing.
+// dispatch key (nil: the consents are not checked).
 func agentReports(rs []chainReceipt, dispatchOf func(controller string) *wire.Keyring) ([]AgentReport, []string) {
 	var reps []AgentReport
-	at := map[string]int{}
 	var findings []string
 	for _, c := range rs {
-		i, ok := at[c.r.Agent]
-		if !ok {
-			i = len(reps)
-			at[c.r.Agent] = i
-			reps = append(reps, AgentReport{Agent: c.r.Agent})
-		}
-		reps[i].Receipts++
-		reps[i].Charged += c.r.Charge
-		if c.r.Agent == "" || c.r.Consent == nil || c.r.Outcome == msg.StateRefused {
-			continue
-		}
-		ring := dispatchOf(c.r.Controller)
-		if ring == nil {
-			continue
-		}
-		// The consent's signature and claim are checked with the
-		// reservation's (or the file's consents); here only its principal.
-		if cons, err := msg.OpenConsent(c.r.Consent, ring); err == nil && cons.Principal != c.r.Agent {
-			findings = append(findings, fmt.Sprintf("receipt %d (%s): names agent %s, but its payer consent names principal %s",
-				c.r.Seq, c.where, shortField(c.r.Agent), shortField(cons.Principal)))
+		var f string
+		if reps, f = agentCount(reps, c, dispatchOf(c.r.Controller)); f != "" {
+			findings = append(findings, f)
 		}
 	}
 	return reps, findings
+}
+
+// agentCount counts receipt c, the next in chain order, into its agent's
+// report (reps are in the order of each agent's first receipt), and
+// returns the finding of a receipt naming an agent whose payer consent,
+// under ring (nil: not checked), names another principal. A refusal is
+// exempt: a consent of another principal is what it refused, charging
+// nothing.
+func agentCount(reps []AgentReport, c chainReceipt, ring *wire.Keyring) ([]AgentReport, string) {
+	i := slices.IndexFunc(reps, func(r AgentReport) bool { return r.Agent == c.r.Agent })
+	if i < 0 {
+		i = len(reps)
+		reps = append(reps, AgentReport{Agent: c.r.Agent})
+	}
+	reps[i].Receipts++
+	reps[i].Charged += c.r.Charge
+	if c.r.Agent == "" || c.r.Consent == nil || c.r.Outcome == msg.StateRefused || ring == nil {
+		return reps, ""
+	}
+	// The consent's signature and claim are checked with the
+	// reservation's (or the file's consents); here only its principal.
+	if cons, err := msg.OpenConsent(c.r.Consent, ring); err == nil && cons.Principal != c.r.Agent {
+		return reps, fmt.Sprintf("receipt %d (%s): names agent %s, but its payer consent names principal %s",
+			c.r.Seq, c.where, shortField(c.r.Agent), shortField(cons.Principal))
+	}
+	return reps, ""
 }
 
 // chainOrder is a copy of rs sorted by receipt Seq (verifyChain sorts the

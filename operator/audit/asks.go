@@ -19,11 +19,18 @@ import (
 // hang together (one ask an id and an attempt, each decided once): a break
 // there is a fault, as replay would refuse it.
 
-// askAudit is the audit's evidence about agents' limits and asks.
+// askAudit is the audit's evidence about agents' limits and asks: the
+// limits in force (and their signed records, which a point carries), and
+// the asks not done. An ask is done once it is decided and its attempt
+// ended: no later record can name it but as a fault, which this run still
+// sees (doneIDs, doneAttempts) and a run from a point after it does not.
 type askAudit struct {
-	limits    map[agentKey]msg.AgentLimits // the record in force, so far in the journal
-	byID      map[string]*auditAsk
-	byAttempt map[string]*auditAsk
+	limits       map[agentKey]msg.AgentLimits // the record in force, so far in the journal
+	signed       map[agentKey][]byte          // its signed record
+	byID         map[string]*auditAsk
+	byAttempt    map[string]*auditAsk
+	doneIDs      map[string]bool
+	doneAttempts map[string]bool
 }
 
 // auditAsk is one ask and its decision so far in the journal.
@@ -33,13 +40,32 @@ type auditAsk struct {
 	decided     bool
 	verdict     msg.Verdict
 	answeredBy  string // "uid:N", "agent:NAME" or "expiry"
+	ended       bool   // its attempt ended
 }
 
 // agentKey names one agent of one controller.
 type agentKey struct{ controller, agent string }
 
 func newAskAudit() *askAudit {
-	return &askAudit{limits: map[agentKey]msg.AgentLimits{}, byID: map[string]*auditAsk{}, byAttempt: map[string]*auditAsk{}}
+	return &askAudit{limits: map[agentKey]msg.AgentLimits{}, signed: map[agentKey][]byte{}, byID: map[string]*auditAsk{},
+		byAttempt: map[string]*auditAsk{}, doneIDs: map[string]bool{}, doneAttempts: map[string]bool{}}
+}
+
+// ended is the end of attempt: its ask, if decided, is done.
+func (k *askAudit) ended(attempt string) {
+	if a := k.byAttempt[attempt]; a != nil {
+		a.ended = true
+		k.doneIf(a)
+	}
+}
+
+// doneIf drops an ask decided whose attempt ended.
+func (k *askAudit) doneIf(a *auditAsk) {
+	if a.decided && a.ended {
+		delete(k.byID, a.id)
+		delete(k.byAttempt, a.attempt)
+		k.doneIDs[a.id], k.doneAttempts[a.attempt] = true, true
+	}
 }
 
 // agentLimits keeps an agent's limits record as the one in force from here on.
@@ -49,15 +75,16 @@ func (a *journalAudit) AgentLimits(r journal.Record, b *hostlog.AgentLimits) err
 		return faultf("%s: agent limits: %v", recordWhere(r), err)
 	}
 	a.asks.limits[agentKey{l.Controller, l.Agent}] = l
+	a.asks.signed[agentKey{l.Controller, l.Agent}] = b.Limits
 	return nil
 }
 
 // ask keeps a raised ask.
 func (a *journalAudit) Ask(r journal.Record, b *hostlog.Ask) error {
-	if a.asks.byID[b.Ask] != nil {
+	if a.asks.byID[b.Ask] != nil || a.asks.doneIDs[b.Ask] {
 		return faultf("%s: ask %s raised twice", recordWhere(r), b.Ask)
 	}
-	if a.asks.byAttempt[b.Attempt] != nil {
+	if a.asks.byAttempt[b.Attempt] != nil || a.asks.doneAttempts[b.Attempt] {
 		return faultf("%s: attempt %s has a second ask %s", recordWhere(r), b.Attempt, b.Ask)
 	}
 	k := &auditAsk{id: b.Ask, attempt: b.Attempt, seq: r.Seq}
@@ -78,6 +105,8 @@ func (a *journalAudit) AskExpired(r journal.Record, b *hostlog.AskExpired) error
 func (a *journalAudit) decideAsk(r journal.Record, id string, v msg.Verdict, by string) error {
 	k := a.asks.byID[id]
 	switch {
+	case k == nil && a.asks.doneIDs[id]:
+		return faultf("%s: decides ask %s a second time", recordWhere(r), id)
 	case k == nil:
 		return faultf("%s: decides ask %s, which was never raised", recordWhere(r), id)
 	case k.decided:
@@ -86,6 +115,7 @@ func (a *journalAudit) decideAsk(r journal.Record, id string, v msg.Verdict, by 
 		return faultf("%s: decides ask %s with verdict %q", recordWhere(r), id, v)
 	}
 	k.decided, k.verdict, k.answeredBy = true, v, by
+	a.asks.doneIf(k)
 	return nil
 }
 

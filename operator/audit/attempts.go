@@ -22,7 +22,7 @@ func (a *journalAudit) ReserveV2(r journal.Record, b *hostlog.ReserveV2) error {
 // its resolver for the receipt that ends it (endReceipt).
 func (a *journalAudit) Redeliver(r journal.Record, b *hostlog.Redeliver) error {
 	res := a.reserves[b.Attempt]
-	if res == nil || res.released || res.outcome {
+	if res == nil {
 		return faultf("%s: redelivers attempt %s, which holds no open reservation", recordWhere(r), b.Attempt)
 	}
 	res.redeliveredBy = b.By
@@ -41,7 +41,7 @@ func (a *journalAudit) Resolve(r journal.Record, b *hostlog.Resolve) error {
 		return faultf("receipt in %s: %v", where, err)
 	}
 	res := a.reserves[b.Attempt]
-	if res == nil || res.released || res.outcome {
+	if res == nil {
 		return faultf("receipt %d (%s): resolves attempt %s, which holds no open reservation", rc.Seq, where, b.Attempt)
 	}
 	want := res.rec.Charge
@@ -69,12 +69,12 @@ func (a *journalAudit) Resolve(r journal.Record, b *hostlog.Resolve) error {
 		if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
 			return err
 		}
-		res.released = true
-		a.events[res.rec.Controller] = append(a.events[res.rec.Controller], purseEvent{b.Ledger, int64(res.rec.Charge), eventRelease})
-	} else {
-		res.outcome = true
+		a.event(res.rec.Controller, purseEvent{b.Ledger, int64(res.rec.Charge), eventRelease})
+		a.keepReceipt(r, b.Receipt, rc, b.Ledger)
+		a.end(b.Attempt, endReleased)
+		return nil
 	}
-	a.receipts = append(a.receipts, chainReceipt{signed: b.Receipt, r: rc, where: where, order: int(r.Seq)})
-	a.checks[rc.Controller] = append(a.checks[rc.Controller], balanceCheck{b.Ledger, rc.BalanceAfter, rc.Seq, where})
+	a.keepReceipt(r, b.Receipt, rc, b.Ledger)
+	a.end(b.Attempt, endOutcome)
 	return nil
 }

@@ -23,7 +23,7 @@ func (a *journalAudit) NotSent(r journal.Record, b *hostlog.NotSent) error {
 
 func (a *journalAudit) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 	res := a.reserves[b.Attempt]
-	if res == nil || res.released || res.outcome {
+	if res == nil {
 		return faultf("%s: releases attempt %s, which holds no reservation", recordWhere(r), b.Attempt)
 	}
 	if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
@@ -38,10 +38,11 @@ func (a *journalAudit) NotSentV2(r journal.Record, b *hostlog.NotSentV2) error {
 		if rc.Outcome != msg.StateNotSent || rc.Charge != 0 || rc.Status != 0 || rc.ResponseSHA256 != nil {
 			return faultf("receipt %d (%s): a release before sending receipted as %s, status %d, charge %d", rc.Seq, where, rc.Outcome, rc.Status, rc.Charge)
 		}
+		a.checkReceiptAsk(rc, where)
 		a.keepReceipt(r, b.Receipt, rc, b.Ledger)
 	}
-	res.released = true
-	a.events[res.rec.Controller] = append(a.events[res.rec.Controller], purseEvent{b.Ledger, int64(res.rec.Charge), eventRelease})
+	a.event(res.rec.Controller, purseEvent{b.Ledger, int64(res.rec.Charge), eventRelease})
+	a.end(b.Attempt, endReleased)
 	return nil
 }
 
@@ -67,7 +68,10 @@ func (a *journalAudit) OutcomeV2(r journal.Record, b *hostlog.OutcomeV2) error {
 func (a *journalAudit) settle(r journal.Record, b *hostlog.OutcomeV2, v1 bool) error {
 	where := recordWhere(r)
 	res := a.reserves[b.Attempt]
-	if res == nil || res.released {
+	if res == nil && a.ended[b.Attempt] == endOutcome {
+		return a.secondOutcome(b.Receipt, b.Attempt, where)
+	}
+	if res == nil {
 		return faultf("%s: attempt %s has no reservation", where, b.Attempt)
 	}
 	rc, err := a.endReceipt(b.Receipt, res, b.Attempt, b.Seq, where)
@@ -97,11 +101,22 @@ func (a *journalAudit) settle(r journal.Record, b *hostlog.OutcomeV2, v1 bool) e
 		if err := a.claimLedger(b.Ledger, r.Seq); err != nil {
 			return err
 		}
-		a.events[res.rec.Controller] = append(a.events[res.rec.Controller], purseEvent{b.Ledger, int64(res.rec.Charge - b.Charge), eventRelease})
+		a.event(res.rec.Controller, purseEvent{b.Ledger, int64(res.rec.Charge - b.Charge), eventRelease})
 	}
-	res.outcome = true
+	a.checkReceiptAsk(rc, where)
 	a.keepReceipt(r, b.Receipt, rc, b.Ledger)
+	a.end(b.Attempt, endOutcome)
 	return nil
+}
+
+// secondOutcome is the fault of an outcome of an attempt whose outcome
+// was recorded already.
+func (a *journalAudit) secondOutcome(signed []byte, attempt, where string) error {
+	rc, err := msg.VerifyReceipt(signed, a.hostRing)
+	if err != nil {
+		return faultf("receipt in %s: %v", where, err)
+	}
+	return faultf("receipt %d (%s): attempt %s already has an outcome", rc.Seq, where, attempt)
 }
 
 // refused checks the receipt of an admitted attempt refused before
@@ -110,7 +125,7 @@ func (a *journalAudit) settle(r journal.Record, b *hostlog.OutcomeV2, v1 bool) e
 // the payer consented) one for this attempt.
 func (a *journalAudit) Refused(r journal.Record, b *hostlog.Refused) error {
 	where := recordWhere(r)
-	if a.reserves[b.Attempt] != nil || a.refusedIDs[b.Attempt] {
+	if a.reused(b.Attempt) {
 		return faultf("%s: refuses attempt %s, which was already recorded", where, b.Attempt)
 	}
 	rc, err := msg.VerifyReceipt(b.Receipt, a.hostRing)
@@ -136,8 +151,9 @@ func (a *journalAudit) Refused(r journal.Record, b *hostlog.Refused) error {
 			a.findings = append(a.findings, fmt.Sprintf("refusal of attempt %s (%s): %v", b.Attempt, where, err))
 		}
 	}
-	a.refusedIDs[b.Attempt] = true
+	a.checkReceiptAsk(rc, where)
 	a.keepReceipt(r, b.Receipt, rc, b.Ledger)
+	a.end(b.Attempt, endRefused)
 	return nil
 }
 
@@ -152,8 +168,6 @@ func (a *journalAudit) endReceipt(signed []byte, res *auditReserve, attempt stri
 		return rc, faultf("receipt in %s: %v", where, err)
 	}
 	switch {
-	case res.outcome:
-		return rc, faultf("receipt %d (%s): attempt %s already has an outcome", rc.Seq, where, attempt)
 	case rc.Attempt != attempt || rc.Seq != seq:
 		return rc, faultf("receipt %d (%s): names attempt %s, receipt %d; the record says %s, %d", rc.Seq, where, rc.Attempt, rc.Seq, attempt, seq)
 	case rc.Controller != res.rec.Controller || rc.Application != res.rec.Application ||
@@ -179,13 +193,4 @@ func (a *journalAudit) endReceipt(signed []byte, res *auditReserve, attempt stri
 		}
 	}
 	return rc, nil
-}
-
-// keepReceipt keeps a verified receipt for the chain and its balance for
-// the purse arithmetic, at ledger number ledger.
-func (a *journalAudit) keepReceipt(r journal.Record, signed []byte, rc msg.Receipt, ledger uint64) {
-	where := recordWhere(r)
-	a.checkReceiptAsk(rc, where)
-	a.receipts = append(a.receipts, chainReceipt{signed: signed, r: rc, where: where, order: int(r.Seq)})
-	a.checks[rc.Controller] = append(a.checks[rc.Controller], balanceCheck{ledger, rc.BalanceAfter, rc.Seq, where})
 }

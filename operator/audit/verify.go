@@ -38,11 +38,13 @@ type ReceiptReport struct {
 	// Agents groups the receipts by the agent they name (agents.go).
 	Agents   []AgentReport `json:"agents,omitempty"`
 	Findings []string      `json:"findings,omitempty"`
-	// Records is the last journal record read, and Archives the archives
-	// records 1 to the journal's base were read from (none: the whole
-	// journal was live); Checked says it in a line. A file's report has
-	// neither.
+	// Records is the last journal record read, Point the verified point
+	// the verify went on from (nil: from record 1), and Archives the
+	// archives records up to the journal's base were read from (none: the
+	// whole journal was live, or before the point); Checked says it in a
+	// line. A file's report has none of them.
 	Records  uint64        `json:"records,omitempty"`
+	Point    *PointRead    `json:"point,omitempty"`
 	Archives []ArchiveRead `json:"archives,omitempty"`
 	// Open lists, for a journal read while its host served
 	// (VerifyServing), the reservations with no outcome in what was read
@@ -145,128 +147,6 @@ func verifyChain(rs []chainReceipt, cps []chainCheckpoint, host *wire.HybridPubl
 	rep.LastSeq = uint64(len(rs))
 	rep.Uncovered = len(rs) - int(rep.CoveredThrough)
 	return rep, nil
-}
-
-// VerifyStore checks the whole receipt history of the operator store in
-// dir, opened read-only (it takes no lock, so the host may be running):
-// every receipt's signature and chain link, the checkpoints, that each
-// receipt matches its reservation and outcome records (attempt, request,
-// response, status, charge, the payer's consent under the controller's
-// pinned dispatch key), and the purse arithmetic (hostlog's doc, the
-// ledger). from skips the signature checks of receipts before it. It
-// returns the first fault.
-//
-// A reservation's consent that does not hold, and a reservation the
-// journal gives no outcome (its charge held without a receipt), are
-// findings: the report lists every one and the error names the first.
-//
-// A journal `history archive` archived is read from its archives first,
-// where its base says they are (VerifyArchived names them), and the
-// report says what was read where (Archives, Checked).
-func VerifyStore(dir string, from uint64) (ReceiptReport, error) {
-	return VerifyServing(dir, from, nil)
-}
-
-// AttemptState is what the running host says an attempt's state is now
-// (its admin socket's attempt inspect).
-type AttemptState func(attempt string) (msg.State, error)
-
-// VerifyServing is VerifyStore for a store whose host may be serving:
-// when the journal was read while its owner ran (journal.Live) and now
-// is set, each reservation with no outcome in what was read is asked of
-// the host. Still delivery-requested, or ended since (its outcome was
-// written after the read), it is listed in Report.Open; uncertain, not
-// seen, or when the host cannot be asked, it is a finding as in
-// VerifyStore. A crash's reservation is uncertain on the host that
-// restarted; only a call in flight is delivery-requested.
-func VerifyServing(dir string, from uint64, now AttemptState) (ReceiptReport, error) {
-	return VerifyArchived(dir, from, nil, now)
-}
-
-// VerifyArchived is VerifyServing reading the journal's archives from
-// archives (one directory for each archive its base names, oldest first;
-// nil: where the base says each was made).
-func VerifyArchived(dir string, from uint64, archives []string, now AttemptState) (ReceiptReport, error) {
-	a, rep, err := auditStoreWith(dir, from, archives)
-	if err != nil {
-		return rep, err
-	}
-	for _, res := range a.held() {
-		line := heldLine(res)
-		if a.live && now != nil {
-			st, err := now(res.rec.Attempt)
-			switch {
-			case err != nil:
-				line += "; the running host could not be asked whether it is in flight: " + err.Error()
-			case st == msg.StateDeliveryRequested:
-				rep.Open = append(rep.Open, line+"; in flight on the running host")
-				continue
-			case st != msg.StateUncertain && st != msg.StateNotSeen && st != msg.StateAwaitingApproval:
-				rep.Open = append(rep.Open, line+"; "+string(st)+" on the running host, recorded after the read")
-				continue
-			}
-		}
-		rep.Findings = append(rep.Findings, line)
-	}
-	return rep, findingsError(rep.Findings)
-}
-
-// findingsError is the error of a report with findings: a receipt fault
-// naming how many and the first (nil with none).
-func findingsError(fs []string) error {
-	switch len(fs) {
-	case 0:
-		return nil
-	case 1:
-		return faultf("1 finding: %s", fs[0])
-	}
-	return faultf("%d findings, the first: %s", len(fs), fs[0])
-}
-
-// auditStoreWith is VerifyArchived's pass over the journal, returning also the evidence it
-// gathered.
-func auditStoreWith(dir string, from uint64, archives []string) (*journalAudit, ReceiptReport, error) {
-	j, pub, err := hostlog.OpenReadOnly(dir)
-	if err != nil {
-		return nil, ReceiptReport{}, err
-	}
-	defer j.Close()
-	a := newJournalAudit(pub)
-	read, err := readJournal(j, archives, a.record)
-	if err != nil {
-		return nil, ReceiptReport{}, err
-	}
-	rep, err := verifyChain(a.receipts, a.checkpoints, pub, from)
-	rep.Archives, rep.Records = read, j.LastSeq()
-	if err != nil {
-		return nil, rep, err
-	}
-	rep.Purses, err = a.purses()
-	if err != nil {
-		return nil, rep, err
-	}
-	rep.Consents = a.consentReports()
-	var agentFindings []string
-	rep.Agents, agentFindings = agentReports(chainOrder(a.receipts), func(c string) *wire.Keyring { return a.dispatch[c] })
-	rep.Findings = append(append([]string(nil), a.findings...), agentFindings...)
-	a.live = j.Live()
-	return a, rep, nil
-}
-
-// ExportStore returns what `receipts export` writes, a msg.ReceiptsFile
-// (CBOR) of the receipts and checkpoints of the operator store in dir,
-// after verifying them: the receipts that verify gathered, in chain order,
-// and the checkpoints in journal order. A consent finding refuses the
-// export; a reservation still held does not (it has no receipt to
-// export). The file is not signed as a whole: what it proves is its
-// receipts' and checkpoints' own signatures, and a prefix of the chain is
-// as well signed as the chain.
-func ExportStore(dir string) ([]byte, error) {
-	a, _, err := auditStoreWith(dir, 1, nil)
-	if err != nil {
-		return nil, err
-	}
-	return exportFile(a)
 }
 
 // FileKeys are what an exported receipts file is checked against. None

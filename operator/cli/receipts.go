@@ -7,6 +7,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/audit"
 	"github.com/stewardrt/steward/operator/hostlog"
@@ -26,6 +27,8 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 	hostKey := fs.String("host-key", "", "with --file, required: the host public key `FILE` (operator.pub) its receipts must be signed with")
 	ctlKeys := fs.String("controller-keys", "", "with --file: check consents against this controller's public keys `FILE` (controller.pub)")
 	ctlName := fs.String("controller", "", "with --controller-keys: the controller `NAME` whose keys they are (default: the one the file names)")
+	point := fs.String("point", "", "go on from the verified point `FILE` (--save-point, or history archive's ARCHIVEDIR.point): verify only the records after it")
+	savePoint := fs.String("save-point", "", "after a verify with no fault and no finding, write the verified point at the last record read to `FILE` (0600)")
 	var archives listFlag
 	fs.Var(&archives, "archive", "an archive `DIR` of the journal (`history archive`), one for each its base names, oldest first (default: where each was made)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -34,9 +37,13 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 	}
 	var rep audit.ReceiptReport
 	var err error
+	var saved string // the line saying a point was written
 	if *file != "" {
 		if len(archives) > 0 {
 			return fmt.Errorf("%w: --archive is for a store: a receipts file holds its receipts whole", errUsage)
+		}
+		if *point != "" || *savePoint != "" {
+			return fmt.Errorf("%w: --point and --save-point are for a store: a receipts file is verified whole", errUsage)
 		}
 		rep, err = verifyFileCommand(*file, *hostKey, *ctlKeys, *ctlName)
 	} else {
@@ -48,7 +55,7 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 			return oerr
 		}
 		defer s.Close()
-		rep, err = audit.VerifyArchived(*store, *from, archives, hostAttemptState(*store))
+		rep, saved, err = c.verifyStore(*store, *from, archives, *point, *savePoint)
 	}
 	if err != nil && len(rep.Findings) == 0 {
 		return err
@@ -57,10 +64,50 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 		if perr := c.printJSON(rep); perr != nil {
 			return perr
 		}
+		if saved != "" {
+			fmt.Fprintln(c.Stderr, saved)
+		}
 		return err
 	}
 	c.printReceiptReport(rep)
+	if saved != "" {
+		fmt.Fprintln(c.Stdout, saved)
+	}
 	return err
+}
+
+// verifyStore verifies the store's journal, from the verified point
+// point when given, and after a clean verify writes the next point to
+// save when given (atomically, 0600: it is the operator's, signed with
+// its key). A verify with a fault or a finding writes none, and says so.
+func (c *CLI) verifyStore(store string, from uint64, archives []string, point, save string) (audit.ReceiptReport, string, error) {
+	o := audit.VerifyOptions{From: from, Archives: archives, Now: hostAttemptState(store), PointName: point}
+	if point != "" {
+		b, err := readBounded(point, audit.MaxPointBytes)
+		if err != nil {
+			return audit.ReceiptReport{}, "", err
+		}
+		o.Point = b
+	}
+	if save != "" {
+		key, err := operator.ReadKey(store)
+		if err != nil {
+			return audit.ReceiptReport{}, "", err
+		}
+		o.SavePoint = func(d []byte) ([]byte, error) { return wire.SignHybrid(key, d) }
+	}
+	rep, b, err := audit.Verify(store, o)
+	switch {
+	case save == "":
+		return rep, "", err
+	case err != nil:
+		fmt.Fprintf(c.Stderr, "no verified point written to %s: the verify did not pass\n", save)
+		return rep, "", err
+	}
+	if err := durable.WriteAtomic(save, b, 0o600); err != nil {
+		return rep, "", err
+	}
+	return rep, fmt.Sprintf("verified point at journal record %d written to %s", rep.Records, save), nil
 }
 
 // hostAttemptState asks the host serving store, over its admin socket,
