@@ -65,7 +65,7 @@ func TestReceiptOfEveryEnd(t *testing.T) {
 	if p := s.purse(); p.Charged != 7 || p.Balance != 93 {
 		t.Fatalf("purse %+v: want 2 for the 4xx and 5 for the answer", p)
 	}
-	rep, err := audit.VerifyStore(s.store, 1)
+	rep, err := audit.VerifyStore(s.store)
 	if err != nil || rep.Receipts != 4 || rep.Purses[0].Charged != 7 {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}

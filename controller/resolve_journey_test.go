@@ -255,7 +255,7 @@ func TestResolutionJourneys(t *testing.T) {
 			if tc.fp == operator.FailAfterSend {
 				s.checkAnsweredFromJournal(id)
 			}
-			rep, err := audit.VerifyStore(s.store, 1)
+			rep, err := audit.VerifyStore(s.store)
 			if err != nil || rep.Receipts != 1 || len(rep.Findings) != 0 {
 				t.Fatalf("receipts verify: %+v %v", rep, err)
 			}

@@ -67,7 +67,7 @@ func purseBalance(l Layout) (uint64, error) {
 // chain, checkpoints, the purse arithmetic) and that the demonstration's
 // receipts are in the chain, and prints the summary.
 func verify(w io.Writer, l Layout, receipts []string) error {
-	rep, err := audit.VerifyStore(l.OperatorStore, 1)
+	rep, err := audit.VerifyStore(l.OperatorStore)
 	if err != nil {
 		return fmt.Errorf("steward-dev: receipts verify: %w", err)
 	}

@@ -33,7 +33,7 @@ func TestVerifyApprovals(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		if v, err := audit.VerifyStore(s.Dir(), 1); err != nil || len(v.Findings) != 0 {
+		if v, err := audit.VerifyStore(s.Dir()); err != nil || len(v.Findings) != 0 {
 			t.Fatalf("before the policy: %+v %v", v.Findings, err)
 		}
 		// From here on alice's calls to calc.* wait for an approval.
@@ -81,7 +81,7 @@ func TestVerifyApprovals(t *testing.T) {
 	pending := raise("a7", "")
 	reserve("a7")
 
-	rep, err := audit.VerifyStore(w.Store, 1)
+	rep, err := audit.VerifyStore(w.Store)
 	var marked []string
 	for _, f := range rep.Findings {
 		if strings.Contains(f, "marked for approval") {

@@ -3,10 +3,10 @@
 // opened read-only or from an exported receipts file, against the keys
 // the operator pinned.
 //
-//	rep, err := audit.VerifyStore(storeDir, 1) // signatures, chain, checkpoints, consents, purses
+//	rep, err := audit.VerifyStore(storeDir) // signatures, chain, checkpoints, consents, purses
 //	b, err := audit.ExportStore(storeDir)
 //	rep, err = audit.VerifyFileKeys(b, audit.FileKeys{Host: pub, Dispatch: dk, Controller: "ctl"})
-//	rep, err = audit.VerifyArchived(storeDir, 1, []string{archive1, archive2}, nil) // an archived journal
+//	rep, err = audit.VerifyArchived(storeDir, []string{archive1, archive2}, nil) // an archived journal
 //	b, rep, err = audit.ExportVerified(storeDir, mark.Seq) // what `history archive` exports first
 //	b, pt, rep, err := audit.ExportVerifiedPoint(storeDir, mark, sign) // and its verified point
 //	rep, next, err := audit.Verify(storeDir, audit.VerifyOptions{Point: pt, PointName: f, SavePoint: sign})

@@ -41,7 +41,7 @@ func (f *endForgery) forge(t *testing.T, write func(last msg.Receipt, ledger uin
 	})
 	last, _ := msg.VerifyReceipt(f.a3, wire.NewKeyring(f.w.Pub.Ed25519()))
 	write(last, hosttest.NextLedger(t, f.w.Store))
-	return audit.VerifyStore(f.w.Store, 1)
+	return audit.VerifyStore(f.w.Store)
 }
 
 // append writes one record to the stopped store's journal as it is, as a

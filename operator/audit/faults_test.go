@@ -59,7 +59,7 @@ func forge(t *testing.T, w *hosttest.World, key *wire.HybridSigningKey, edit fun
 		rec.Receipt, _ = msg.SignReceipt(key.Ed25519(), r)
 	}
 	hosttest.Append(t, w.Store, w.Pub, hostlog.KindOutcome, rec)
-	_, err := audit.VerifyStore(w.Store, 1)
+	_, err := audit.VerifyStore(w.Store)
 	return err
 }
 
@@ -69,7 +69,7 @@ func TestReceiptsVerifyFaults(t *testing.T) {
 	t.Run("good", func(t *testing.T) {
 		w, _ := paidWorld(t, hosttest.Opts{Fund: 100, Price: 10})
 		w.WithStore(t, func(s *operator.Store) {
-			rep, err := audit.VerifyStore(s.Dir(), 1)
+			rep, err := audit.VerifyStore(s.Dir())
 			if err != nil || rep.Receipts != 3 || rep.Uncovered != 0 || rep.Purses[0].Balance != 70 || rep.Purses[0].Charged != 30 {
 				t.Fatalf("%+v %v", rep, err)
 			}

@@ -28,7 +28,7 @@ func checkGoldenHost(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rep, err := audit.VerifyStore(dir, 1)
+	rep, err := audit.VerifyStore(dir)
 	if err != nil {
 		t.Fatalf("receipts verify: %v", err)
 	}

@@ -17,8 +17,7 @@ import (
 // receipt matches its reservation and outcome records (attempt, request,
 // response, status, charge, the payer's consent under the controller's
 // pinned dispatch key), and the purse arithmetic (hostlog's doc, the
-// ledger). from is kept for the command's --from: every receipt's
-// signature is checked by its record's step. It returns the first fault.
+// ledger). It returns the first fault.
 //
 // A reservation's consent that does not hold, and a reservation the
 // journal gives no outcome (its charge held without a receipt), are
@@ -27,8 +26,8 @@ import (
 // A journal `history archive` archived is read from its archives first,
 // where its base says they are (VerifyArchived names them), and the
 // report says what was read where (Archives, Checked).
-func VerifyStore(dir string, from uint64) (ReceiptReport, error) {
-	return VerifyServing(dir, from, nil)
+func VerifyStore(dir string) (ReceiptReport, error) {
+	return VerifyServing(dir, nil)
 }
 
 // AttemptState is what the running host says an attempt's state is now
@@ -43,21 +42,20 @@ type AttemptState func(attempt string) (msg.State, error)
 // seen, or when the host cannot be asked, it is a finding as in
 // VerifyStore. A crash's reservation is uncertain on the host that
 // restarted; only a call in flight is delivery-requested.
-func VerifyServing(dir string, from uint64, now AttemptState) (ReceiptReport, error) {
-	return VerifyArchived(dir, from, nil, now)
+func VerifyServing(dir string, now AttemptState) (ReceiptReport, error) {
+	return VerifyArchived(dir, nil, now)
 }
 
 // VerifyArchived is VerifyServing reading the journal's archives from
 // archives (one directory for each archive its base names, oldest first;
 // nil: where the base says each was made).
-func VerifyArchived(dir string, from uint64, archives []string, now AttemptState) (ReceiptReport, error) {
-	rep, _, err := Verify(dir, VerifyOptions{From: from, Archives: archives, Now: now})
+func VerifyArchived(dir string, archives []string, now AttemptState) (ReceiptReport, error) {
+	rep, _, err := Verify(dir, VerifyOptions{Archives: archives, Now: now})
 	return rep, err
 }
 
 // VerifyOptions says where Verify starts and what it writes.
 type VerifyOptions struct {
-	From     uint64       // VerifyStore's from
 	Archives []string     // VerifyArchived's archives
 	Now      AttemptState // VerifyServing's now
 	// Point, when not nil, is a verified point file's bytes, named

@@ -529,7 +529,7 @@ func TestVerifyRefusesWhatTheTableDoesNot(t *testing.T) {
 			w := hosttest.NewWorld(t, hosttest.Opts{})
 			seq := hosttest.Append(t, w.Store, w.Pub, tc.kind, tc.body)
 			wantVerify := fmt.Sprintf("receipt fault: journal record %d%s", seq, tc.vfy)
-			_, err := audit.VerifyStore(w.Store, 1)
+			_, err := audit.VerifyStore(w.Store)
 			if !errors.Is(err, hostlog.ErrReceiptFault) || err.Error() != wantVerify {
 				t.Errorf("verify: %v\nwant: %s", err, wantVerify)
 			}

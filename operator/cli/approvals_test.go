@@ -212,7 +212,7 @@ func TestApprovalsRespondEndToEnd(t *testing.T) {
 		t.Fatalf("delivered %d times", w.App.Calls.Load())
 	}
 	w.Stop()
-	if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
+	if rep, err := audit.VerifyStore(w.Store); err != nil || len(rep.Findings) != 0 {
 		t.Fatalf("verify %+v %v", rep.Findings, err)
 	}
 }

@@ -68,7 +68,7 @@ func commands() map[string]command {
 		"route list":       {"route list --store DIR [--json]", (*CLI).cmdRouteList},
 		"route show":       {"route show ROUTE --store DIR [--json]", (*CLI).cmdRouteShow},
 		"bundle build":     {"bundle build CONTROLLER --out FILE --store DIR [--host-uid UID]", (*CLI).cmdBundleBuild},
-		"receipts verify":  {"receipts verify (--store DIR [--from SEQ] [--point FILE] [--save-point FILE] [--archive DIR]... | --file FILE --host-key FILE [--controller-keys FILE [--controller NAME]]) [--json]", (*CLI).cmdReceiptsVerify},
+		"receipts verify":  {"receipts verify (--store DIR [--from POINTFILE] [--save-point FILE] [--archive DIR]... | --file FILE --host-key FILE [--controller-keys FILE [--controller NAME]]) [--json]", (*CLI).cmdReceiptsVerify},
 		"receipts export":  {"receipts export --store DIR --out FILE", (*CLI).cmdReceiptsExport},
 		"journal inspect":  {"journal inspect --store DIR [--json]", (*CLI).cmdJournalInspect},
 		"attempts list":    {"attempts list --store DIR [--state S] [--json]", (*CLI).cmdAttemptsList},

@@ -79,7 +79,7 @@ func (c *CLI) cmdHistoryArchive(args []string) error {
 	if err := durable.WriteAtomic(point, pt, 0o600); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "verified point at journal record %d written to %s (receipts verify --point %s needs no archive)\n", mark.Seq, point, point)
+	fmt.Fprintf(c.Stdout, "verified point at journal record %d written to %s (receipts verify --from %s needs no archive)\n", mark.Seq, point, point)
 	rep, err = c.adminWithin(*store, archiveWait, admin.Request{Op: admin.OpHistoryArchive, Name: dir, Mark: &mark})
 	if err != nil {
 		return err

@@ -22,12 +22,11 @@ import (
 // the file's own key.
 func (c *CLI) cmdReceiptsVerify(args []string) error {
 	fs, store := flags("receipts verify")
-	from := fs.Uint64("from", 1, "check signatures from receipt `SEQ`")
 	file := fs.String("file", "", "verify an exported receipts `FILE` instead of a store")
 	hostKey := fs.String("host-key", "", "with --file, required: the host public key `FILE` (operator.pub) its receipts must be signed with")
 	ctlKeys := fs.String("controller-keys", "", "with --file: check consents against this controller's public keys `FILE` (controller.pub)")
 	ctlName := fs.String("controller", "", "with --controller-keys: the controller `NAME` whose keys they are (default: the one the file names)")
-	point := fs.String("point", "", "go on from the verified point `FILE` (--save-point, or history archive's ARCHIVEDIR.point): verify only the records after it")
+	point := fs.String("from", "", "start from the verified point `FILE` (--save-point, or history archive's ARCHIVEDIR.point): verify only the records after it, needing no archive before it")
 	savePoint := fs.String("save-point", "", "after a verify with no fault and no finding, write the verified point at the last record read to `FILE` (0600)")
 	var archives listFlag
 	fs.Var(&archives, "archive", "an archive `DIR` of the journal (`history archive`), one for each its base names, oldest first (default: where each was made)")
@@ -43,7 +42,7 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 			return fmt.Errorf("%w: --archive is for a store: a receipts file holds its receipts whole", errUsage)
 		}
 		if *point != "" || *savePoint != "" {
-			return fmt.Errorf("%w: --point and --save-point are for a store: a receipts file is verified whole", errUsage)
+			return fmt.Errorf("%w: --from and --save-point are for a store: a receipts file is verified whole", errUsage)
 		}
 		rep, err = verifyFileCommand(*file, *hostKey, *ctlKeys, *ctlName)
 	} else {
@@ -55,7 +54,7 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 			return oerr
 		}
 		defer s.Close()
-		rep, saved, err = c.verifyStore(*store, *from, archives, *point, *savePoint)
+		rep, saved, err = c.verifyStore(*store, archives, *point, *savePoint)
 	}
 	if err != nil && len(rep.Findings) == 0 {
 		return err
@@ -80,8 +79,8 @@ func (c *CLI) cmdReceiptsVerify(args []string) error {
 // point when given, and after a clean verify writes the next point to
 // save when given (atomically, 0600: it is the operator's, signed with
 // its key). A verify with a fault or a finding writes none, and says so.
-func (c *CLI) verifyStore(store string, from uint64, archives []string, point, save string) (audit.ReceiptReport, string, error) {
-	o := audit.VerifyOptions{From: from, Archives: archives, Now: hostAttemptState(store), PointName: point}
+func (c *CLI) verifyStore(store string, archives []string, point, save string) (audit.ReceiptReport, string, error) {
+	o := audit.VerifyOptions{Archives: archives, Now: hostAttemptState(store), PointName: point}
 	if point != "" {
 		b, err := readBounded(point, audit.MaxPointBytes)
 		if err != nil {

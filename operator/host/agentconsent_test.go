@@ -44,7 +44,7 @@ func TestConsentOfAnotherPrincipal(t *testing.T) {
 	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindReserveV2] != 1 || n[hostlog.KindRefused] != 1 {
 		t.Fatalf("journal: %v", n)
 	}
-	if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
+	if rep, err := audit.VerifyStore(w.Store); err != nil || len(rep.Findings) != 0 {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
 	w.WithStore(t, func(s *operator.Store) {

@@ -89,7 +89,7 @@ func TestCollectApproved(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 96 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
 		}
-		if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
+		if rep, err := audit.VerifyStore(w.Store); err != nil || len(rep.Findings) != 0 {
 			t.Fatalf("verify %+v %v", rep, err)
 		}
 		if v, _ := s.AttemptInspect("a1"); v.State != msg.StateDefinite {
@@ -125,7 +125,7 @@ func TestCollectDenied(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 100 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
 		}
-		if rep, err := audit.VerifyStore(w.Store, 1); err != nil || len(rep.Findings) != 0 {
+		if rep, err := audit.VerifyStore(w.Store); err != nil || len(rep.Findings) != 0 {
 			t.Fatalf("verify %+v %v", rep, err)
 		}
 		if in, _ := s.Inspect("ctl", "a1"); in.State != msg.StateRefused {

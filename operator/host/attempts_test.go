@@ -113,7 +113,7 @@ func checkResolved(t *testing.T, w *hosttest.World, want msg.State, charge uint6
 		if err != nil || v.State != want || v.ReceiptID == "" || *v.Charged != charge {
 			t.Fatalf("after restart: %+v %v", v, err)
 		}
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if err != nil || rep.Receipts != 1 || len(rep.Findings) != 0 {
 			t.Fatalf("verify: %+v %v", rep, err)
 		}
@@ -218,7 +218,7 @@ func TestRedeliverFailureStaysUncertain(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Charged != 5 {
 			t.Fatalf("purse %+v, want charged once", p)
 		}
-		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
+		if _, err := audit.VerifyStore(w.Store); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -295,7 +295,7 @@ func TestResolveRefusals(t *testing.T) {
 		t.Fatalf("direct release: %+v", v)
 	}
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
+		if _, err := audit.VerifyStore(w.Store); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -427,7 +427,7 @@ func TestCrashAtResolutionFailpoints(t *testing.T) {
 				if p, _ := s.PurseShow("ctl"); p.Charged != tc.charged {
 					t.Fatalf("purse %+v, want charged %d", p, tc.charged)
 				}
-				rep, err := audit.VerifyStore(w.Store, 1)
+				rep, err := audit.VerifyStore(w.Store)
 				if err != nil || rep.Receipts != 1 {
 					t.Fatalf("verify: %+v %v", rep, err)
 				}

@@ -98,7 +98,7 @@ func TestCrashAtEndFailpoints(t *testing.T) {
 				if p.Charged != tc.charged || p.Balance != 100-tc.charged || p.Holds != 0 {
 					t.Fatalf("purse %+v: want %d charged once, nothing held", p, tc.charged)
 				}
-				rep, err := audit.VerifyStore(w.Store, 1)
+				rep, err := audit.VerifyStore(w.Store)
 				if err != nil || rep.Receipts != 1 || rep.Purses[0].Charged != tc.charged {
 					t.Fatalf("verify: %+v %v", rep, err)
 				}

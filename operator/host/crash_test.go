@@ -82,7 +82,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 				}
 				// an uncertain attempt keeps its charge with no receipt:
 				// verify lists it as a finding, naming the charge held
-				rep, err := audit.VerifyStore(w.Store, 1)
+				rep, err := audit.VerifyStore(w.Store)
 				want := 0
 				if tc.state == msg.StateDefinite {
 					want = 1

@@ -81,7 +81,7 @@ func TestChargesOnlyAnswers(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 87 || p.Charged != 13 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)
 		}
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestRefusalPriceOnDiscovery(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
+		if _, err := audit.VerifyStore(w.Store); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -148,7 +148,7 @@ func TestNotSentReceipt(t *testing.T) {
 	}
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if err != nil || rep.Receipts != 1 || rep.Purses[0].Balance != 10 || rep.Purses[0].Charged != 0 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -178,7 +178,7 @@ func TestRefusedAfterAdmissionVerifies(t *testing.T) {
 	peertest.WantRefusal(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "p1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeDuplicate, "never delivered twice")
 	w.Stop()
 	w.WithStore(t, func(s *operator.Store) {
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if err != nil || rep.Receipts != 2 || rep.Purses[0].Balance != 45 || rep.Purses[0].Receipts != 2 {
 			t.Fatalf("%+v %v", rep, err)
 		}

@@ -140,7 +140,7 @@ func checkFullDiskPurse(t *testing.T, w *hosttest.World, fund uint64, when strin
 		if p.Charged != charged || p.Balance != fund-charged {
 			t.Fatalf("%s: purse %+v, want charged %d", when, p, charged)
 		}
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if rep.Receipts != receipts || len(rep.Findings) != findings || (findings == 0) != (err == nil) {
 			t.Fatalf("%s: verify %+v, %v; want %d receipts and %d held charges", when, rep, err, receipts, findings)
 		}

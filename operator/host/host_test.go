@@ -83,7 +83,7 @@ func TestAdmittedCallAndReceipt(t *testing.T) {
 		if p.Balance != 93 || p.Charged != 7 {
 			t.Fatalf("purse %+v", p)
 		}
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestDiscoveryThroughGrant(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 10 {
 			t.Fatalf("discovery charged: %+v", p)
 		}
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if err != nil || rep.Receipts != 2 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -295,7 +295,7 @@ func TestNotSentReleases(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 10 || p.Charged != 0 {
 			t.Fatalf("not released: %+v", p)
 		}
-		if _, err := audit.VerifyStore(w.Store, 1); err != nil {
+		if _, err := audit.VerifyStore(w.Store); err != nil {
 			t.Fatal(err)
 		}
 	})

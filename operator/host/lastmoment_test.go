@@ -89,7 +89,7 @@ func TestStoppedDuringConsentWait(t *testing.T) {
 		if p, _ := s.PurseShow("ctl"); p != (views.PurseView{Controller: "ctl", Funded: 14, Charged: 14}) {
 			t.Fatalf("purse %+v", p)
 		}
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		// the two answers and the two refusals after consent
 		if err != nil || rep.Receipts != 4 || rep.Purses[0].Balance != 0 {
 			t.Fatalf("verify: %+v %v", rep, err)

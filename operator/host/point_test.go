@@ -215,16 +215,16 @@ func TestVerifiedPointRefused(t *testing.T) {
 		{forged, "point " + forged + ": its signature does not verify under the store's operator key " + pub.KID().String()},
 		{ahead, "point " + ahead + ": its mark at journal record "},
 	} {
-		code, out, errs := runVerify(w.Store, "--point", c.file)
+		code, out, errs := runVerify(w.Store, "--from", c.file)
 		if code != 1 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
-			t.Errorf("verify --point %s: exit %d, %q %q; want %q", filepath.Base(c.file), code, out, errs, c.want)
+			t.Errorf("verify --from %s: exit %d, %q %q; want %q", filepath.Base(c.file), code, out, errs, c.want)
 		}
 	}
 	// a finding: nothing saved, and said so
 	hosttest.Append(t, w.Store, pub, hostlog.KindReserve, hostlog.Reserve{Attempt: "held", Controller: "ctl", Grant: w.Grant,
 		Application: "app", Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: make([]byte, 32), Ledger: hosttest.NextLedger(t, w.Store)})
 	none := filepath.Join(dir, "none.point")
-	if code, _, errs := runVerify(w.Store, "--point", good, "--save-point", none); code != 1 || !strings.Contains(errs, "no verified point written to "+none) {
+	if code, _, errs := runVerify(w.Store, "--from", good, "--save-point", none); code != 1 || !strings.Contains(errs, "no verified point written to "+none) {
 		t.Fatalf("a verify with a finding: exit %d %q", code, errs)
 	}
 	if _, err := os.Stat(none); !os.IsNotExist(err) {
@@ -272,7 +272,7 @@ func copyTree(t *testing.T, src, dst string) {
 
 // TestVerifiedPointAfterArchive: `history archive` writes the verified
 // point at the archive's mark beside it; with the archive moved away,
-// receipts verify --point needs none of it and gives the report a verify
+// receipts verify --from needs none of it and gives the report a verify
 // reading the archive gives, while a verify without the point fails
 // naming the archive. --save-point rolls the point forward.
 func TestVerifiedPointAfterArchive(t *testing.T) {
@@ -308,12 +308,12 @@ func TestVerifiedPointAfterArchive(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "are archived in archive-1, which does not open") {
 		t.Fatalf("verify without the archive or the point: exit %d %q", code, stderr)
 	}
-	code, out, stderr = runVerify(w.Store, "--point", point)
+	code, out, stderr = runVerify(w.Store, "--from", point)
 	if code != 0 || !strings.Contains(out, "journal records 1..") || !strings.Contains(out, "from the verified point "+point+", ") ||
 		!strings.Contains(out, "from the live journal") || !strings.Contains(out, "70 receipts verified") {
-		t.Fatalf("verify --point: exit %d %q %q", code, out, stderr)
+		t.Fatalf("verify --from: exit %d %q %q", code, out, stderr)
 	}
-	code, fromPoint, stderr := runVerify(w.Store, "--point", point, "--json")
+	code, fromPoint, stderr := runVerify(w.Store, "--from", point, "--json")
 	if code != 0 {
 		t.Fatal(stderr)
 	}
@@ -328,11 +328,11 @@ func TestVerifiedPointAfterArchive(t *testing.T) {
 		t.Fatalf("from the point:\n%s\nreading the archive:\n%s", b, a)
 	}
 	next := filepath.Join(t.TempDir(), "next.point")
-	if code, _, stderr := runVerify(w.Store, "--point", point, "--save-point", next); code != 0 {
+	if code, _, stderr := runVerify(w.Store, "--from", point, "--save-point", next); code != 0 {
 		t.Fatal(stderr)
 	}
-	code, out, stderr = runVerify(w.Store, "--point", next)
+	code, out, stderr = runVerify(w.Store, "--from", next)
 	if code != 0 || !strings.Contains(out, "none after them in the live journal") {
-		t.Fatalf("verify --point rolled forward: exit %d %q %q", code, out, stderr)
+		t.Fatalf("verify --from rolled forward: exit %d %q %q", code, out, stderr)
 	}
 }

@@ -124,7 +124,7 @@ func TestReceiptRecordOnFullDiskStopsHost(t *testing.T) {
 			if p.Charged != 10 || p.Balance != 90 {
 				t.Fatalf("%s: purse %+v, want a1 charged and a2 held, once each", when, p)
 			}
-			rep, err := audit.VerifyStore(w.Store, 1)
+			rep, err := audit.VerifyStore(w.Store)
 			if !errors.Is(err, hostlog.ErrReceiptFault) || rep.Receipts != 1 || rep.LastSeq != 1 || len(rep.Findings) != 1 ||
 				!strings.Contains(rep.Findings[0], "reservation of attempt a2 (journal record ") ||
 				!strings.Contains(rep.Findings[0], "5 charged without a receipt, still held") {
@@ -149,7 +149,7 @@ func TestReceiptRecordOnFullDiskStopsHost(t *testing.T) {
 	}
 	c.Stop(t)
 	w.WithStore(t, func(s *operator.Store) {
-		rep, err := audit.VerifyStore(w.Store, 1)
+		rep, err := audit.VerifyStore(w.Store)
 		if rep.Receipts != 2 || rep.LastSeq != 2 || len(rep.Findings) != 1 {
 			t.Fatalf("after a3: verify %+v, %v; want receipts 1 and 2 chained, a2 still held", rep, err)
 		}
