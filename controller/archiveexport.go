@@ -96,8 +96,11 @@ func (c *Controller) exportReceipts(dir string, m journal.Mark) (*receiptExport,
 		if err != nil {
 			return nil, fmt.Errorf("history archive: the archive the journal's base names does not open: %w", err)
 		}
-		if err := a.Iterate(0, e.take); err != nil {
+		var bad *errReceipt
+		if err := a.Iterate(0, e.take); errors.As(err, &bad) {
 			return nil, err
+		} else if err != nil {
+			return nil, fmt.Errorf("history archive: reading archive %s: %w", filepath.Base(dir), err)
 		}
 	}
 	first, next := uint64(0), uint64(0)
@@ -111,7 +114,11 @@ func (c *Controller) exportReceipts(dir string, m journal.Mark) (*receiptExport,
 		}
 		return e.take(r)
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	var bad *errReceipt
+	switch {
+	case errors.As(err, &bad):
+		return nil, err
+	case err != nil && !errors.Is(err, errStop):
 		return nil, fmt.Errorf("history archive: reading the journal: %w", err)
 	}
 	// The archive takes the segments wholly before the mark: the mark's
