@@ -117,7 +117,7 @@ func (c *Controller) HistoryArchive(dir string) (ArchiveReport, error) {
 	}
 	_, statErr := os.Lstat(rep.Receipts)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	b, err := exp.file(m.Seq)
+	b, err := exp.file(exp.through)
 	if err != nil {
 		return rep, err
 	}
@@ -134,7 +134,7 @@ func (c *Controller) HistoryArchive(dir string) (ArchiveReport, error) {
 		}
 		return rep, err
 	}
-	if a.Last < m.Seq {
+	if a.Last < exp.through {
 		// The mark's own segment stays live: the file holds exactly the
 		// receipts of the archived records.
 		if b, err = exp.file(a.Last); err == nil {
@@ -142,7 +142,7 @@ func (c *Controller) HistoryArchive(dir string) (ArchiveReport, error) {
 		}
 		if err != nil {
 			return rep, fmt.Errorf("history archive: records %d..%d are archived in %s, but cutting %s to them failed (it holds the receipts to record %d): %w",
-				a.First, a.Last, dir, rep.Receipts, m.Seq, err)
+				a.First, a.Last, dir, rep.Receipts, exp.through, err)
 		}
 	}
 	rep.ReceiptCount = exp.count(a.Last)

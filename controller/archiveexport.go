@@ -30,6 +30,10 @@ type receiptExport struct {
 	hostKey []byte
 	rs      []heldReceipt
 	begun   map[string][]byte
+	// through is the last record the archive takes as far as is known
+	// before it is made: the mark, or for a run the journal only finishes
+	// (resumed), the last record of the archive it already made.
+	through uint64
 }
 
 // file is the receipts file of the receipts in records up to through: the
@@ -90,8 +94,9 @@ func (c *Controller) exportReceipts(dir string, m journal.Mark) (*receiptExport,
 		return nil, refusedf("history archive: nothing to archive: everything up to record %d is archived already (in %s), the snapshot's mark is at record %d",
 			base.Seq, newest.Name, m.Seq)
 	}
-	e := &receiptExport{c: c, hostKey: c.bind.HostKey.MarshalCOSEKey(), begun: map[string][]byte{}}
+	e := &receiptExport{c: c, hostKey: c.bind.HostKey.MarshalCOSEKey(), begun: map[string][]byte{}, through: m.Seq}
 	if resumed {
+		e.through = newest.Last
 		a, err := journal.OpenArchive(dir)
 		if err != nil {
 			return nil, fmt.Errorf("history archive: the archive the journal's base names does not open: %w", err)
