@@ -202,8 +202,30 @@ func TestHistoryArchiveServing(t *testing.T) {
 	cs := s.client(ctx)
 	results := archCalls(t, ctx, cs, "arch", 10)
 
+	// Calls go on while the archive runs: it takes no lock they wait on,
+	// and what they journal after the snapshot's mark stays live.
+	stop, loadDone := make(chan struct{}), make(chan int, 1)
+	load := s.client(ctx)
+	go func() {
+		n := 0
+		for ; ; n++ {
+			select {
+			case <-stop:
+				loadDone <- n
+				return
+			default:
+			}
+			rid := fmt.Sprintf("live-%d", n)
+			res, err := load.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: callArgs(rid, map[string]any{"text": rid})})
+			if err != nil || res.IsError {
+				t.Errorf("a call while the archive runs: %v %+v", err, res)
+			}
+		}
+	}()
 	dir := filepath.Join(s.dir, "ctl-archive-1")
 	out, errs, code := archiveCmd(t, s, dir)
+	close(stop)
+	t.Logf("%d calls answered while the archive ran", <-loadDone)
 	if code != 0 {
 		t.Fatalf("history archive: exit %d: %s%s", code, out, errs)
 	}
@@ -221,8 +243,8 @@ func TestHistoryArchiveServing(t *testing.T) {
 		t.Fatalf("history archive printed:\n%s", out)
 	}
 	checkReceiptsFile(t, s, dir, a.receipts)
-	if len(a.answered) == 0 || len(a.answered) == len(results) {
-		t.Fatalf("%d of %d answers archived: want some, not all", len(a.answered), len(results))
+	if len(a.answered) == 0 {
+		t.Fatal("no answer archived")
 	}
 
 	var rid, attempt string
@@ -231,9 +253,10 @@ func TestHistoryArchiveServing(t *testing.T) {
 		break
 	}
 	replayArchived(t, ctx, s, cs, rid, attempt, dir)
-	recent := "arch-9"
-	if _, gone := a.answered[recent]; gone {
-		t.Fatal("the last call's answer was archived")
+	// A call after the archive, and again: its answer replays.
+	recent := "after-0"
+	for k, v := range archCalls(t, ctx, cs, "after", 1) {
+		results[k] = v
 	}
 	if r, _ := call(t, ctx, cs, ToolCall, callArgs(recent, map[string]any{"text": recent})); !r.Replayed || r.ReceiptID != results[recent].ReceiptID {
 		t.Fatalf("a recent requestId after the archive: %+v", r)

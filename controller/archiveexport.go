@@ -107,6 +107,7 @@ func (c *Controller) exportReceipts(dir string, m journal.Mark) (*receiptExport,
 		} else if err != nil {
 			return nil, fmt.Errorf("history archive: reading archive %s: %w", filepath.Base(dir), err)
 		}
+		return e, nil // the live records stay live: the journal only finishes
 	}
 	first, next := uint64(0), uint64(0)
 	err := c.j.Iterate(0, func(r journal.Record) error {
