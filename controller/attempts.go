@@ -30,14 +30,15 @@ type Inspection struct {
 }
 
 // findAttempt returns an attempt's begin: from the open set, or from the
-// journal for one that has ended.
+// live journal for one that has ended; one whose begin is archived is
+// refused, naming its archive.
 func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
 	if a, b, ok := c.led.Open(id); ok {
 		return a, b, nil
 	}
 	var b ledger.Begin
 	var seq uint64
-	err := c.j.Iterate(1, func(r journal.Record) error {
+	err := c.j.Iterate(0, func(r journal.Record) error {
 		if r.Kind != ledger.KindBegin {
 			return nil
 		}
@@ -55,6 +56,13 @@ func (c *Controller) findAttempt(id string) (Attempt, ledger.Begin, error) {
 		return Attempt{}, b, err
 	}
 	if seq == 0 {
+		name, err := c.archivedAttempt(id)
+		if err != nil {
+			return Attempt{}, b, err
+		}
+		if name != "" {
+			return Attempt{}, b, refusedf("attempt %s is archived in %s", id, name)
+		}
 		return Attempt{}, b, fmt.Errorf("attempt %s: not in the controller journal", id)
 	}
 	return ledger.AttemptOf(&b, seq, stateEnded, ""), b, nil
@@ -266,13 +274,17 @@ func (c *Controller) learnResolution(ctx context.Context, id string) bool {
 // host's operator released: it was not performed and nothing was charged.
 const CodeReleased = "released"
 
-// operatorResolution answers a call whose requestId's attempt the host's
-// operator resolved (the resolve record at seq): after a release, a
+// operatorResolution answers a call with requestID whose attempt the
+// host's operator resolved (the resolve record at seq; archived, a
+// refusal naming the archive): after a release, a
 // refusal with the operator's reason, nothing charged; after a charge, a
 // result saying it was performed and charged, its answer never recorded.
-func (c *Controller) operatorResolution(attempt string, at journal.Place) *ToolResult {
+func (c *Controller) operatorResolution(requestID, attempt string, at journal.Place) *ToolResult {
 	rec, err := c.j.ReadAt(at)
 	seq := at.Seq
+	if t := archivedAnswer(err, requestID, attempt); t != nil {
+		return t
+	}
 	var r ledger.ResolveV2
 	if err == nil && rec.Kind != ledger.KindResolveV2 {
 		err = fmt.Errorf("record %d is a %s, not a resolution", seq, rec.Kind)

@@ -74,6 +74,9 @@ func attemptOp(ctx context.Context, cfgPath, id, op string, log *slog.Logger) (I
 			return Inspection{}, oerr
 		}
 		rep, ferr := foreground.Call(ctx, cfg.Sockets.Foreground, owner, foreground.Request{Op: op, ID: id})
+		if ferr != nil && rep.Refused {
+			return Inspection{}, &daemonRefusal{rep.Error}
+		}
 		if ferr != nil {
 			return Inspection{}, fmt.Errorf("the controller daemon is running; through its foreground socket: %w", ferr)
 		}

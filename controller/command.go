@@ -35,6 +35,16 @@ const Usage = `usage:
   steward-controller attempts resolve ID --config FILE
   steward-controller journal inspect --config FILE
   steward-controller receipts compare --file EXPORT --config FILE
+  steward-controller history snapshot --config FILE
+  steward-controller history archive --config FILE --to ARCHIVEDIR
+
+history snapshot makes a snapshot of the ledger now (through the running
+controller when it runs) and prints its name and mark. history archive makes
+one, exports the host's receipts of the journal records it archives into
+ARCHIVEDIR.receipts, each verified under the pinned host key, then moves the
+journal segments before the snapshot's mark into ARCHIVEDIR (absent or empty);
+a call again with an archived requestId is then refused, naming the archive.
+Exit codes: 0 ok, 1 failure, 2 refused input (nothing was changed).
 `
 
 // errUsage marks a usage error (exit 2).
@@ -60,14 +70,14 @@ type CLI struct {
 }
 
 // Main runs one steward-controller command and returns its exit code:
-// ExitOK, ExitFailure, or ExitRefused for usage errors and refused
-// configs or bindings. Errors are printed on stderr.
+// ExitOK, ExitFailure, or ExitRefused for usage errors, refused configs
+// or bindings and refused history commands. Errors are printed on stderr.
 func (c *CLI) Main(args []string) int {
 	err := c.run(args)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return ExitOK
-	case errors.Is(err, errUsage), errors.Is(err, ErrConfig), errors.Is(err, ErrBinding):
+	case errors.Is(err, errUsage), errors.Is(err, ErrConfig), errors.Is(err, ErrBinding), errors.Is(err, ErrRefused):
 		fmt.Fprintln(c.Stderr, "steward-controller:", err)
 		return ExitRefused
 	default:
@@ -105,6 +115,8 @@ func (c *CLI) run(args []string) error {
 		return c.journal(rest)
 	case "receipts":
 		return c.receipts(rest)
+	case "history":
+		return c.history(ctx, rest)
 	default:
 		return fmt.Errorf("%w: unknown command %q\n%s", errUsage, cmd, Usage)
 	}

@@ -59,13 +59,13 @@ func CompareReceipts(cfgPath string, file []byte) (Comparison, error) {
 	// Through the history, as every read-only command opens the journal
 	// (read-only, no index: the daemon may be running); the receipts are
 	// every result's and resolution's, so they are read from the first
-	// record.
+	// record, through the archives `history archive` made.
 	k, _, err := openReadOnly(cfg.JournalDir(), nil)
 	if err != nil {
 		return Comparison{}, err
 	}
 	defer k.Close()
-	recorded, begun, err := ledger.Receipts(k.Journal())
+	recorded, begun, err := ledger.Receipts(journalRecords{k.Journal()})
 	if err != nil {
 		return Comparison{}, err
 	}

@@ -276,7 +276,7 @@ func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior)
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
 		}
-		return c.replay(prior.Attempt, prior.Answer)
+		return c.replay(p.requestID, prior.Attempt, prior.Answer)
 	case msg.StatePending:
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q is in flight with different arguments as attempt %s", p.requestID, prior.Attempt), "")
@@ -286,17 +286,21 @@ func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior)
 		if !prior.SameRequest {
 			return refused(msg.CodeConflict, fmt.Sprintf("requestId %q was used with different arguments by attempt %s", p.requestID, prior.Attempt), "")
 		}
-		return c.operatorResolution(prior.Attempt, prior.Answer)
+		return c.operatorResolution(p.requestID, prior.Attempt, prior.Answer)
 	default:
 		return refused(msg.CodeUncertain, fmt.Sprintf("requestId %q has an uncertain attempt %s: nothing is sent again until the operator resolves it on the host (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT); a new call needs a new requestId", p.requestID, prior.Attempt, prior.Attempt), "")
 	}
 }
 
-// replay answers from the journaled answer of an earlier attempt, read at
-// its place at once however old it is (journal.ReadAt).
-func (c *Controller) replay(attempt string, at journal.Place) *ToolResult {
+// replay answers requestID from the journaled answer of an earlier
+// attempt, read at its place at once however old it is (journal.ReadAt);
+// an answer `history archive` moved out is refused, naming its archive.
+func (c *Controller) replay(requestID, attempt string, at journal.Place) *ToolResult {
 	rec, err := c.j.ReadAt(at)
 	seq := at.Seq
+	if t := archivedAnswer(err, requestID, attempt); t != nil {
+		return t
+	}
 	if err != nil {
 		c.log.Error("replay: reading the recorded answer", "attempt", attempt, "seq", seq, "err", err)
 		return refused(msg.CodeJournal, "the recorded answer could not be read", attempt)

@@ -92,7 +92,7 @@ func (c *Controller) foregroundConn(ctx context.Context, pc *wire.PeerConn) {
 		if err := wire.Unmarshal(frame, &req); err != nil {
 			rep = foreground.Reply{Error: "foreground request: " + err.Error()}
 		} else {
-			rep = c.foreground(ctx, req)
+			rep = c.foreground(ctx, req, pc.Cred.UID)
 		}
 		if err := reply(rep); err != nil {
 			c.log.Warn("foreground reply", "err", err)
@@ -101,7 +101,8 @@ func (c *Controller) foregroundConn(ctx context.Context, pc *wire.PeerConn) {
 	}
 }
 
-func (c *Controller) foreground(ctx context.Context, req foreground.Request) foreground.Reply {
+// foreground answers one request of peer uid.
+func (c *Controller) foreground(ctx context.Context, req foreground.Request, uid uint32) foreground.Reply {
 	fail := func(err error) foreground.Reply { return foreground.Reply{ID: req.ID, Error: err.Error()} }
 	switch req.Op {
 	case foreground.OpSubmit:
@@ -162,10 +163,14 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request) for
 			ins, err = c.Resolve(ctx, req.ID, "foreground")
 		}
 		if err != nil {
-			return fail(err)
+			rep := fail(err)
+			rep.Refused = errors.Is(err, ErrRefused) // an archived attempt
+			return rep
 		}
 		b, _ := json.Marshal(ins)
 		return foreground.Reply{ID: req.ID, State: foreground.StateDone, Result: b}
+	case foreground.OpHistorySnapshot, foreground.OpHistoryArchive:
+		return c.foregroundHistory(req, uid)
 	default:
 		return fail(fmt.Errorf("unknown foreground operation %q", req.Op))
 	}

@@ -262,7 +262,7 @@ func oldestAnswerMs(b *testing.B, s *stack, bg ledger.Begin) (float64, float64) 
 	if ok || p.Err != nil {
 		b.Fatalf("the oldest requestId decides nothing: %+v %v", p, ok)
 	}
-	t := c.replay(p.Attempt, p.Answer)
+	t := c.replay("", p.Attempt, p.Answer)
 	d := time.Since(t0)
 	if !t.Replayed {
 		b.Fatalf("the oldest answer: %+v", t)

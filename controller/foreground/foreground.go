@@ -29,6 +29,15 @@ const (
 	OpAttempts = "attempts" // {} -> result: the uncertain attempts, JSON
 	OpInspect  = "inspect"  // {id: attempt} -> result: the inspection, JSON
 	OpResolve  = "resolve"  // {id: attempt} -> result: the inspection after resolving, JSON
+	// OpHistorySnapshot makes a snapshot of the controller's ledger now:
+	// {} -> result: its name and mark, JSON. Only the controller's own
+	// account may ask it (the journal's account: its history is its own).
+	OpHistorySnapshot = "history-snapshot"
+	// OpHistoryArchive snapshots, exports the receipts and archives the
+	// journal's segments before the snapshot's mark: {dir: the archive
+	// directory, absolute} -> result: what was exported and archived,
+	// JSON. Only the controller's own account may ask it.
+	OpHistoryArchive = "history-archive"
 )
 
 // States of a Reply.
@@ -44,6 +53,9 @@ type Request struct {
 	ID        string `cbor:"id"`
 	Tool      string `cbor:"tool"`
 	Arguments []byte `cbor:"arguments"` // the tool's arguments, JSON
+	// Dir is OpHistoryArchive's archive directory; absent otherwise, so
+	// that every other request encodes as it did before it.
+	Dir string `cbor:"dir,omitempty"`
 }
 
 // Reply answers a Request.
@@ -52,6 +64,10 @@ type Reply struct {
 	State  string `cbor:"state"`
 	Result []byte `cbor:"result"` // JSON
 	Error  string `cbor:"error"`  // one line when the request was refused
+	// Refused says that Error is a refusal that changed nothing (a
+	// history operation's: the command exits 2), not a failure; absent
+	// otherwise.
+	Refused bool `cbor:"refused,omitempty"`
 }
 
 // ErrRefused wraps a refusal answered on the foreground socket.

@@ -188,13 +188,21 @@ func closedChan() chan struct{} {
 	return d
 }
 
+// Records is what Receipts reads: a journal (*journal.Journal), an
+// archive of one (*journal.Archive), or both as one chain, each record in
+// order from the first (from 1, or 0 for the first one held).
+type Records interface {
+	Iterate(from uint64, fn func(journal.Record) error) error
+}
+
 // Receipts reads the host's receipts the journal holds (in results and
 // resolutions) by attempt, and every attempt it began with its request
 // hash: what `steward-controller receipts compare` holds the host's export
-// against.
-func Receipts(j *journal.Journal) (map[string][]byte, map[string][]byte, error) {
+// against. j is read from its first record: an archived journal is read
+// with its archives (the controller's journalRecords).
+func Receipts(j Records) (map[string][]byte, map[string][]byte, error) {
 	recorded, begun := map[string][]byte{}, map[string][]byte{}
-	err := j.Iterate(1, func(r journal.Record) error {
+	err := j.Iterate(0, func(r journal.Record) error {
 		switch r.Kind {
 		case KindBegin:
 			var b Begin
