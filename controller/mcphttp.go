@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,31 +112,12 @@ func bodyRequestID(body []byte) json.RawMessage {
 	return nullID
 }
 
-// mcpHTTP serves MCP over streamable HTTP for admitted peers.
-type mcpHTTP struct {
-	c   *Controller
-	srv *mcp.Server
-	h   *mcp.StreamableHTTPHandler
-
-	mu      sync.Mutex
-	owners  map[string]httpPeer // session id -> the peer that opened it
-	opening map[uint32]int      // sessions being opened, per uid
-}
-
-// httpPeer is an HTTP connection's admitted peer: its uid and agent.
-type httpPeer struct {
-	uid   uint32
-	agent string
-}
-
-// httpPeerKey is the context key of a request's httpPeer, set from its
-// connection's SO_PEERCRED.
-type httpPeerKey struct{}
-
+// newMCPHTTP makes the streamable HTTP server of srv. go-sdk's handler
+// logs through sdkLogger, which keeps session ids out of the log.
 func (c *Controller) newMCPHTTP(srv *mcp.Server) *mcpHTTP {
 	m := &mcpHTTP{c: c, srv: srv, owners: map[string]httpPeer{}, opening: map[uint32]int{}}
 	m.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger:              c.log,
+		Logger:              sdkLogger(c.log),
 		SessionTimeout:      mcpHTTPSessionIdle,
 		MaxRequestBodyBytes: MaxMCPLine, // a backstop: ServeHTTP has read the body already
 	})
@@ -164,8 +144,10 @@ func (m *mcpHTTP) connContext(ctx context.Context, conn net.Conn) context.Contex
 // ServeHTTP checks the request's peer, reads its body within the bounds,
 // refuses a request a web page sent (webOriginRefusal), an initialize
 // with params it cannot serve (httpInitializeRefusal) and a batch the
-// go-sdk handler does not serve (httpBatchRefusal), keeps each session to the peer that opened it and the sessions of one
-// account under the cap, and hands the request to the go-sdk handler.
+// go-sdk handler does not serve (httpBatchRefusal), serves a session only
+// to the peer it is bound to (servesFor: 404 otherwise), binds a new one
+// to its peer under the account's cap (reserve, bind), and hands the
+// request to the go-sdk handler.
 func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	peer, ok := r.Context().Value(httpPeerKey{}).(httpPeer)
 	if !ok {
@@ -193,11 +175,8 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		m.mu.Lock()
-		owner, known := m.owners[sid]
-		m.mu.Unlock()
-		if known && owner != peer {
-			refuseRequest(w, http.StatusForbidden, bodyRequestID(body), "this MCP session was opened by another agent; nothing was sent")
+		if !m.servesFor(peer, sid) {
+			refuseRequest(w, http.StatusNotFound, bodyRequestID(body), httpSessionNotOpen)
 			return
 		}
 		m.h.ServeHTTP(w, r)
@@ -207,16 +186,15 @@ func (m *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.h.ServeHTTP(w, r) // the go-sdk refuses it: there is no session
 		return
 	}
-	if text := m.reserve(peer.uid); text != "" {
+	res, text := m.reserve(peer)
+	if text != "" {
 		refuseRequest(w, http.StatusTooManyRequests, bodyRequestID(body), text)
 		return
 	}
-	defer m.release(peer.uid)
+	defer m.release(res)
 	m.h.ServeHTTP(&ownerRecorder{ResponseWriter: w, record: func(h http.Header) {
 		if sid := h.Get("Mcp-Session-Id"); sid != "" {
-			m.mu.Lock()
-			m.owners[sid] = peer
-			m.mu.Unlock()
+			m.bind(res, sid)
 		}
 	}}, r)
 }
@@ -348,63 +326,6 @@ func loopbackOrigin(origin string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// reserve takes a place for a new session of uid, or says why there is
-// none: mcp.sock's caps, counted over the sessions still open (the go-sdk
-// server's) and those being opened.
-func (m *mcpHTTP) reserve(uid uint32) string {
-	open := map[string]bool{}
-	for ss := range m.srv.Sessions() {
-		if id := ss.ID(); id != "" {
-			open[id] = true
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	total, mine := 0, m.opening[uid]
-	for sid, p := range m.owners {
-		if !open[sid] {
-			delete(m.owners, sid) // closed: by DELETE, the idle bound or a failed initialize
-			continue
-		}
-		total++
-		if p.uid == uid {
-			mine++
-		}
-	}
-	for _, n := range m.opening {
-		total += n
-	}
-	if mine >= mcpMaxPerUID || total >= mcpMaxConns {
-		return fmt.Sprintf("too many MCP sessions are open (at most %d per account, %d in all); close one and connect again", mcpMaxPerUID, mcpMaxConns)
-	}
-	m.opening[uid]++
-	return ""
-}
-
-func (m *mcpHTTP) release(uid uint32) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.opening[uid]--; m.opening[uid] == 0 {
-		delete(m.opening, uid)
-	}
-}
-
-// closeSessions closes every session this server opened, so that their
-// streams end and the HTTP server can stop.
-func (m *mcpHTTP) closeSessions() {
-	m.mu.Lock()
-	mine := make(map[string]bool, len(m.owners))
-	for sid := range m.owners {
-		mine[sid] = true
-	}
-	m.mu.Unlock()
-	for ss := range m.srv.Sessions() {
-		if mine[ss.ID()] {
-			ss.Close()
-		}
-	}
-}
-
 // refuseRequest answers a request with an HTTP error whose body is a
 // JSON-RPC error: go-sdk's client reports such an answer as that call's
 // error and keeps the session.
@@ -413,39 +334,6 @@ func refuseRequest(w http.ResponseWriter, status int, id json.RawMessage, reason
 	w.WriteHeader(status)
 	w.Write(agentRefusal(id, reason))
 }
-
-// ownerRecorder calls record with the response's headers before the first
-// byte of the response is written: a session is known to be the peer's
-// before its client can learn its id.
-type ownerRecorder struct {
-	http.ResponseWriter
-	record func(http.Header)
-	done   bool
-}
-
-func (o *ownerRecorder) once() {
-	if !o.done {
-		o.done = true
-		o.record(o.Header())
-	}
-}
-
-// WriteHeader records, then writes the status.
-func (o *ownerRecorder) WriteHeader(code int) { o.once(); o.ResponseWriter.WriteHeader(code) }
-
-// Write records, then writes.
-func (o *ownerRecorder) Write(p []byte) (int, error) { o.once(); return o.ResponseWriter.Write(p) }
-
-// Flush records, then flushes.
-func (o *ownerRecorder) Flush() {
-	o.once()
-	if f, ok := o.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (o *ownerRecorder) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // peerListener is a wire.Listener as net/http's Serve takes it: every
 // connection it hands out is a *wire.PeerConn, which connContext reads.

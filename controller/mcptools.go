@@ -30,7 +30,7 @@ func (c *Controller) newMCPServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "steward", Version: Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		Instructions: serverInstructions,
-		Logger:       c.log,
+		Logger:       sdkLogger(c.log), // no session id in full (mcphttp_log.go)
 	})
 	s.AddReceivingMiddleware(onlyDeclared) // mcpmethods.go
 	s.AddTool(overviewTool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
