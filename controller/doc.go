@@ -36,7 +36,11 @@
 // payer is the payer policy (DESIGN.md section 5): the controller consents
 // to a charge only within the call's principal's limits (the agent of the
 // MCP peer, "foreground" for the foreground socket), and without a policy
-// to none. At most ctlconf.MaxPayerPrincipals overrides.
+// to none. At most ctlconf.MaxPayerPrincipals overrides. The foreground
+// never takes the defaults: it spends only within
+// payer.foregroundAllowance {maxPerCall, perDay}, and without one a
+// foreground oracle_call is refused before it is journaled, because the
+// operator's account must not draw the payer's budget on its own.
 //
 // foregroundUids defaults to [0]. The config lists no applications: the
 // host's active routes are the controller's applications, asked live on

@@ -109,6 +109,14 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request, uid
 		if req.Tool != ToolCall && req.Tool != ToolDiscover {
 			return fail(fmt.Errorf("tool %q cannot run on the foreground socket (only %s and %s)", req.Tool, ToolDiscover, ToolCall))
 		}
+		// A call charges the payer, and its price is known only in the
+		// host's reserve, after it is journaled: without an allowance
+		// root granted, it is refused here, before anything is journaled,
+		// consented or sent. A discovery goes on (free unless its grant
+		// prices it, and then the payer refuses it at the reserve).
+		if _, ok := c.cfg.ForegroundAllowance(); !ok && req.Tool == ToolCall {
+			return fail(ctlconf.ErrNoForegroundAllowance)
+		}
 		p, err := c.plan(ctx, req.Tool, req.Arguments, ctlconf.PrincipalForeground)
 		if err != nil {
 			return fail(err)

@@ -124,9 +124,18 @@ func (p *payer) check(principal string, amount uint64) *msg.Refusal {
 	if principal == "" {
 		return payerRefusal("the call names no principal, so no payer budget applies to it")
 	}
+	// The foreground principal never takes the defaults: its limits are
+	// the allowance root granted, and there is none without one.
+	ceiling, budget := "the payer's ceiling", "the payer's budget"
+	if principal == ctlconf.PrincipalForeground {
+		if p.policy.ForegroundAllowance == nil {
+			return payerRefusal("%v", ctlconf.ErrNoForegroundAllowance)
+		}
+		ceiling, budget = "the foreground allowance's ceiling", "the foreground allowance"
+	}
 	lim := p.policy.Limits(principal)
 	if amount > lim.MaxPerCall {
-		return payerRefusal("the charge of %d credits exceeds the payer's ceiling of %d credits per call", amount, lim.MaxPerCall)
+		return payerRefusal("the charge of %d credits exceeds %s of %d credits per call", amount, ceiling, lim.MaxPerCall)
 	}
 	spent := p.spent[principal]
 	if spent+amount > lim.PerDay {
@@ -134,8 +143,8 @@ func (p *payer) check(principal string, amount uint64) *msg.Refusal {
 		if spent < lim.PerDay {
 			left = lim.PerDay - spent
 		}
-		return payerRefusal("the payer's budget of %d credits a day has %d left today (UTC %s), this call asks for %d; it refills at 00:00 UTC",
-			lim.PerDay, left, dayString(p.day), amount)
+		return payerRefusal("%s of %d credits a day has %d left today (UTC %s), this call asks for %d; it refills at 00:00 UTC",
+			budget, lim.PerDay, left, dayString(p.day), amount)
 	}
 	return nil
 }

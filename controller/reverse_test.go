@@ -159,10 +159,13 @@ func TestPayerPolicy(t *testing.T) {
 	// 10 of 12 spent: a third call of 5 is one past... 15 > 12.
 	typ, body = rig.c.reserve(rig.begin(t, "d3", "uid:1000", 5))
 	wantRefused(t, typ, body, msg.CodePayerLimit, "the payer's budget of 12 credits a day has 2 left today (UTC 2030-01-02), this call asks for 5; it refills at 00:00 UTC")
-	// Another principal has its own budget.
-	if typ, body := rig.c.reserve(rig.begin(t, "e1", "foreground", 5)); typ != msg.TypeConsent {
+	// Another principal has its own budget; the foreground, without an
+	// allowance, has none of the defaults.
+	if typ, body := rig.c.reserve(rig.begin(t, "e1", "uid:1001", 5)); typ != msg.TypeConsent {
 		t.Fatalf("another principal: %s %+v", typ, body)
 	}
+	typ, body = rig.c.reserve(rig.begin(t, "f1", "foreground", 5))
+	wantRefused(t, typ, body, msg.CodePayerLimit, ctlconf.ErrNoForegroundAllowance.Error())
 	// A definite result charged 2 of the 5 consented: 7 spent, 5 fits (12).
 	res := ledger.Result{Attempt: "d1", Outcome: msg.StateDefinite, Receipt: []byte{1}, Charge: 2}
 	rig.c.pay.settle("d1", &res)

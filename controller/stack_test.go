@@ -168,8 +168,10 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		"sockets":        map[string]any{"mcp": filepath.Join(dir, "mcp.sock"), "reverse": filepath.Join(dir, "rev.sock"), "foreground": filepath.Join(dir, "fg.sock")},
 		"agents":         map[string]any{"uids": []uint32{uid}, "gids": []uint32{}},
 		"foregroundUids": []uint32{uid},
-		// A payer policy that never limits: tests of the policy edit it.
-		"payer": map[string]any{"maxPerCall": 1 << 20, "perDay": uint64(1) << 50},
+		// A payer policy that never limits, the foreground's allowance
+		// included: tests of the policy edit it.
+		"payer": map[string]any{"maxPerCall": 1 << 20, "perDay": uint64(1) << 50,
+			"foregroundAllowance": map[string]any{"maxPerCall": 1 << 20, "perDay": uint64(1) << 50}},
 	}
 	if o.edit != nil {
 		o.edit(m)

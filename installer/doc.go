@@ -182,6 +182,13 @@
 // with controller-tool-result. IDs are 1 to 80 of A-Za-z0-9_-. A request
 // the controller refuses is exit 2, with its reason.
 //
+// The operator account spends nothing of the payer's unless root's config
+// grants it payer.foregroundAllowance {maxPerCall, perDay}: without one,
+// an oracle_call is refused, exit 2, in one line naming the installed
+// config and how root grants one, before the socket is dialled (the
+// controller refuses it too, before it journals anything, should a
+// running controller's config differ). oracle_discover is sent either way.
+//
 // # controller-journal [--from SEQ]
 //
 // Prints the controller's journal from SEQ (1 when absent or 0) as JSON

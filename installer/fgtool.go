@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/canonjson"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/foreground"
 )
 
@@ -18,6 +19,11 @@ import (
 // timeout, 30 s in the defaults), so this is generous; a controller that
 // answers nothing within it is reported, not waited on forever.
 const foregroundTimeout = 5 * time.Minute
+
+// toolCall is the controller's oracle_call (controller.ToolCall, which
+// the installer does not link): the foreground tool that spends the
+// payer's credits, refused without a foreground allowance.
+const toolCall = "oracle_call"
 
 // toolRequest is the file controller-tool reads.
 type toolRequest struct {
@@ -125,6 +131,16 @@ func (c *call) foreground(ctx context.Context, req foreground.Request) int {
 	if files.config != nil && files.foreground != path {
 		return c.failf("the installed config %s names the foreground socket %q, not the installed %q: not dialled (install a config naming the installed layout: steward-installer controller-config)",
 			files.config.path, files.foreground, path)
+	}
+	// The controller refuses a foreground call without an allowance
+	// before it journals anything; the installed config already says so,
+	// so the operator hears it without a socket-activated start. The
+	// controller stays the judge: a config installed but not yet running
+	// is checked again there.
+	if files.config != nil && req.Op == foreground.OpSubmit && req.Tool == toolCall {
+		if _, ok := files.config.cfg.ForegroundAllowance(); !ok {
+			return c.refusef("%s: %v", files.config.path, ctlconf.ErrNoForegroundAllowance)
+		}
 	}
 	owner := uint32(os.Geteuid())
 	if _, err := os.Lstat(path); err != nil {

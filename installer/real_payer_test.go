@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stewardrt/steward/controller"
+	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/systemd"
 )
 
@@ -50,8 +51,9 @@ func (a fileState) same(b fileState) bool {
 // config, the pin and the installed bundle are exactly as before (same
 // bytes, inode and change time). The other host's bundle is refused in one
 // line naming the key that differs; sudo refuses the root-only verbs
-// before the installer runs. Then root re-pins and the same bundle
-// installs.
+// before the installer runs. A charging controller-tool is refused, the
+// operator account having no foreground allowance, until root's config
+// names one. Then root re-pins and the same bundle installs.
 func TestRealOperatorCannotChangeThePayer(t *testing.T) {
 	if !inPrivateRoot(t, 1) {
 		return
@@ -180,8 +182,26 @@ func TestRealOperatorCannotChangeThePayer(t *testing.T) {
 		}
 	}
 
+	// The operator's account has no foreground allowance in root's
+	// config: a charging controller-tool is refused through the real sudo,
+	// exit 2, the exact line, nothing dialled (the socket is not even
+	// looked at: no controller runs here). Once root's config names an
+	// allowance the same request goes on to the socket (none here: exit 1).
+	spend := opFile("spend.json", []byte(`{"tool":"oracle_call","arguments":{"application":"appliance","requestId":"r1","conversationId":"c","operationId":"text.sha256","arguments":{"text":"x"}}}`))
+	if code, out, errs := asOperator(t, installer, "controller-tool", spend); code != ExitRefused || out != "" || errs != noAllowanceLine(systemd.DefaultControllerConfig) {
+		t.Errorf("operator: controller-tool oracle_call without an allowance: exit %d\nstdout %q\nstderr %q\nwant %q", code, out, errs, noAllowanceLine(systemd.DefaultControllerConfig))
+	}
+	granted := cfg
+	granted.Payer = &controller.Payer{MaxPerCall: 100, PerDay: 100_000, ForegroundAllowance: &ctlconf.PayerLimits{MaxPerCall: 5, PerDay: 10}}
+	writeControllerConfig(t, granted, ctlUID)
+	code, out, errs := asOperator(t, installer, "controller-tool", spend)
+	if want := "steward-installer controller-tool: the controller's foreground socket " + systemd.ForegroundSocketPath; code != ExitFail || !strings.HasPrefix(errs, want) {
+		t.Errorf("operator: controller-tool oracle_call with an allowance: exit %d\n%s%s\nwant stderr from %q", code, out, errs, want)
+	}
+	writeControllerConfig(t, cfg, ctlUID)
+
 	// Root rotates the pin; the other host's bundle then installs.
-	code, out, errs := runBin(t, installer, "controller-pin-host", rootFile(t, "other.bundle", other))
+	code, out, errs = runBin(t, installer, "controller-pin-host", rootFile(t, "other.bundle", other))
 	if code != 0 || !strings.Contains(out, "(was: host key sha256 "+pinFor(t, pinned).HostKeySha256+", host uid 4344)") {
 		t.Fatalf("root: re-pin: exit %d\n%s%s", code, out, errs)
 	}
@@ -203,5 +223,21 @@ func TestRealOperatorCannotChangeThePayer(t *testing.T) {
 	code, out, errs = runBin(t, installer, "status")
 	if want := "route   differs " + secret + ": open " + secret + ": permission denied\n"; code != ExitFail || !strings.Contains(out, want) {
 		t.Fatalf("status with a config naming a root-only bundle: exit %d, want the line %q\n%s%s", code, want, out, errs)
+	}
+}
+
+// writeControllerConfig writes cfg as the installed controller config, the
+// controller's file, as root's controller-config would leave it.
+func writeControllerConfig(t *testing.T, cfg controller.Config, ctlUID int) {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(systemd.DefaultControllerConfig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(systemd.DefaultControllerConfig, ctlUID, ctlUID); err != nil {
+		t.Fatal(err)
 	}
 }
