@@ -243,7 +243,10 @@ func controllerConfig(l Layout, uid uint32) ([]byte, error) {
 		},
 		Agents:         controller.Agents{UIDs: []uint32{uid}, GIDs: []uint32{}},
 		ForegroundUIDs: []uint32{uid},
-		Payer:          &controller.Payer{MaxPerCall: PayerMaxPerCall, PerDay: PayerPerDay},
+		// The dev user is the operator and the agent at once: its
+		// foreground calls (steward-dev's own) spend as its MCP calls do.
+		Payer: &controller.Payer{MaxPerCall: PayerMaxPerCall, PerDay: PayerPerDay,
+			ForegroundAllowance: &controller.PayerLimits{MaxPerCall: PayerMaxPerCall, PerDay: PayerPerDay}},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
