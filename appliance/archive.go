@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/history"
 	"github.com/stewardrt/steward/journal/index"
 )
 
@@ -192,14 +193,9 @@ func (s *store) archive(dir string) (journal.Archived, journal.Mark, error) {
 // the newest one's (a start needs a snapshot the archive leaves whole);
 // what the journal refuses is a refusal.
 func (s *store) archiveTo(dir string, m journal.Mark) (journal.Archived, error) {
-	if last := s.k.LastMark(); m.Seq > last.Seq {
-		return journal.Archived{}, refusedf("the mark at record %d is past the newest snapshot's (record %d): archive up to a snapshot's mark", m.Seq, last.Seq)
-	}
-	a, err := s.j.Archive(dir, m)
-	for _, e := range []error{journal.ErrNothingToArchive, journal.ErrArchiveDirInUse, journal.ErrMarkMismatch, journal.ErrArchived} {
-		if errors.Is(err, e) {
-			return a, &historyRefusal{err.Error()}
-		}
+	a, err := s.k.Archive(dir, m)
+	if errors.Is(err, history.ErrPastSnapshot) || journal.RefusedArchive(err) {
+		return a, &historyRefusal{err.Error()}
 	}
 	return a, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/journal/history"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -157,14 +158,9 @@ func (c *Controller) HistoryArchive(dir string) (ArchiveReport, error) {
 // the next start loads a snapshot the archive leaves whole. What the
 // journal refuses is a refusal.
 func (c *Controller) archiveUpTo(dir string, m journal.Mark) (journal.Archived, error) {
-	if last := c.hist.keeper.LastMark(); last.Seq == 0 || m.Seq > last.Seq {
-		return journal.Archived{}, refusedf("history archive: the mark at record %d is past the newest snapshot's (record %d): archive up to a snapshot's mark", m.Seq, last.Seq)
-	}
-	a, err := c.j.Archive(dir, m)
-	for _, e := range []error{journal.ErrNothingToArchive, journal.ErrArchiveDirInUse, journal.ErrMarkMismatch, journal.ErrArchived} {
-		if errors.Is(err, e) {
-			return a, refusedf("history archive: %v", err)
-		}
+	a, err := c.hist.keeper.Archive(dir, m)
+	if errors.Is(err, history.ErrPastSnapshot) || journal.RefusedArchive(err) {
+		return a, refusedf("history archive: %v", err)
 	}
 	if err != nil {
 		return a, fmt.Errorf("history archive: %w", err)

@@ -280,6 +280,21 @@ func TestHistoryArchiveServing(t *testing.T) {
 	if _, errs, code := ctlRun(t, "attempts", "inspect", attempt, "--config", s.cfgPath); code != ExitRefused || lastLine(errs) != wantInspect {
 		t.Fatalf("attempts inspect of an archived attempt (stopped): exit %d: %q", code, errs)
 	}
+	// With no snapshot left, the installer's read-only open (the
+	// keeper's twin without the index) replays the archive where it was
+	// made and the live journal, as the keeper's full replay does.
+	snaps := ledger.SnapshotDir(s.cfg.JournalDir())
+	if err := os.RemoveAll(snaps); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := ledger.OpenReadOnly(s.cfg.JournalDir())
+	if err != nil {
+		t.Fatalf("a read-only open with no snapshot after the archive: %v", err)
+	}
+	defer ro.Journal.Close()
+	if ro.Snapshot != "" || ro.Journal.LastSeq() <= a.last {
+		t.Fatalf("the read-only open loaded %q and reads to record %d, the archive ends at %d", ro.Snapshot, ro.Journal.LastSeq(), a.last)
+	}
 }
 
 // lastLine is the last line of s, with its newline.

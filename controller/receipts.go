@@ -103,16 +103,25 @@ func (c *Controller) verifyReceipt(signed []byte, attempt string, reqSHA, body [
 	if err != nil {
 		return rc, err
 	}
-	respSHA := sha(body)
-	switch {
-	case !bytes.Equal(rc.ResponseSHA256, respSHA[:]):
-		return rc, fmt.Errorf("receipt response hash does not match the answer")
-	case rc.Status != status:
-		return rc, fmt.Errorf("receipt status %d does not match the answer's %d", rc.Status, status)
-	case rc.Controller != c.cfg.Name:
+	if err := receiptAnswers(rc, body, status); err != nil {
+		return rc, err
+	}
+	if rc.Controller != c.cfg.Name {
 		return rc, fmt.Errorf("receipt is for controller %q", rc.Controller)
 	}
 	return rc, nil
+}
+
+// receiptAnswers checks that receipt rc names the answer body with status.
+func receiptAnswers(rc msg.Receipt, body []byte, status int) error {
+	respSHA := sha(body)
+	switch {
+	case !bytes.Equal(rc.ResponseSHA256, respSHA[:]):
+		return fmt.Errorf("receipt response hash does not match the answer")
+	case rc.Status != status:
+		return fmt.Errorf("receipt status %d does not match the answer's %d", rc.Status, status)
+	}
+	return nil
 }
 
 // verifyEndReceipt checks the receipt of an end without an answer (refused,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/controller/ctlconf"
+	"github.com/stewardrt/steward/controller/foreground"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
@@ -19,8 +20,8 @@ import (
 // Tool names: the whole MCP surface.
 const (
 	ToolOverview = "steward_overview"
-	ToolDiscover = "oracle_discover"
-	ToolCall     = "oracle_call"
+	ToolDiscover = foreground.ToolDiscover
+	ToolCall     = foreground.ToolCall
 )
 
 // ErrArguments is wrapped by every refusal of a tool's arguments. Such a

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stewardrt/steward/controller"
 )
 
 // The demonstration's call: the fraction of a year Mars takes to go round the
@@ -65,7 +67,7 @@ func demo(ctx context.Context, w io.Writer, mcpSocket string, balance func() (ui
 	}
 
 	fmt.Fprintf(w, "\n-- 2. oracle_discover {application: %s, query: calc}\n", demoApplication)
-	disc, err := callTool(ctx, w, cs, "oracle_discover", map[string]any{"application": demoApplication, "query": "calc"})
+	disc, err := callTool(ctx, w, cs, controller.ToolDiscover, map[string]any{"application": demoApplication, "query": "calc"})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +89,7 @@ func demo(ctx context.Context, w io.Writer, mcpSocket string, balance func() (ui
 	}
 	fmt.Fprintf(w, "purse balance: %d credits (charged %d)\n", afterDiscover, start-afterDiscover)
 	fmt.Fprintf(w, "\n-- 3. oracle_call %s {expression: %q} requestId %s\n", demoOperation, demoExpression, requestID)
-	first, err := callTool(ctx, w, cs, "oracle_call", call)
+	first, err := callTool(ctx, w, cs, controller.ToolCall, call)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +109,7 @@ func demo(ctx context.Context, w io.Writer, mcpSocket string, balance func() (ui
 	}
 
 	fmt.Fprintf(w, "\n-- 4. the same oracle_call again (same requestId, same arguments)\n")
-	second, err := callTool(ctx, w, cs, "oracle_call", call)
+	second, err := callTool(ctx, w, cs, controller.ToolCall, call)
 	if err != nil {
 		return nil, err
 	}

@@ -21,12 +21,8 @@ func noAllowanceLine(config string) string {
 // foreground allowance, controller-tool refuses an oracle_call (exit 2,
 // the exact line) and dials nothing; a discovery is sent; once root's
 // config names an allowance, the oracle_call is sent too (the controller
-// then judges it against the allowance). The installer's oracle_call is
-// the controller's.
+// then judges it against the allowance).
 func TestControllerToolNeedsAnAllowance(t *testing.T) {
-	if toolCall != controller.ToolCall {
-		t.Fatalf("the installer's tool %q is not the controller's %q", toolCall, controller.ToolCall)
-	}
 	f := newCtlFixture(t, "ctl")
 	f.cfg.Sockets.Foreground = f.env.Controller.Foreground
 	f.cfg.Payer = &controller.Payer{MaxPerCall: 100, PerDay: 100_000}

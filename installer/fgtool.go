@@ -20,11 +20,6 @@ import (
 // answers nothing within it is reported, not waited on forever.
 const foregroundTimeout = 5 * time.Minute
 
-// toolCall is the controller's oracle_call (controller.ToolCall, which
-// the installer does not link): the foreground tool that spends the
-// payer's credits, refused without a foreground allowance.
-const toolCall = "oracle_call"
-
 // toolRequest is the file controller-tool reads.
 type toolRequest struct {
 	Tool      string          `json:"tool"`
@@ -137,7 +132,7 @@ func (c *call) foreground(ctx context.Context, req foreground.Request) int {
 	// so the operator hears it without a socket-activated start. The
 	// controller stays the judge: a config installed but not yet running
 	// is checked again there.
-	if files.config != nil && req.Op == foreground.OpSubmit && req.Tool == toolCall {
+	if files.config != nil && req.Op == foreground.OpSubmit && req.Tool == foreground.ToolCall {
 		if _, ok := files.config.cfg.ForegroundAllowance(); !ok {
 			return c.refusef("%s: %v", files.config.path, ctlconf.ErrNoForegroundAllowance)
 		}

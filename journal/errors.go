@@ -121,3 +121,18 @@ func (e *CorruptError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// RefusedArchive reports whether err, an error of Archive, is one of its
+// refusals, each of which wrote nothing: nothing to archive
+// (ErrNothingToArchive), the directory in use (ErrArchiveDirInUse), a
+// mark that is not a durable point of this log (ErrMarkMismatch), a mark
+// already archived (ErrArchived). An owner answers these as refused
+// input, and any other error as a failure.
+func RefusedArchive(err error) bool {
+	for _, e := range []error{ErrNothingToArchive, ErrArchiveDirInUse, ErrMarkMismatch, ErrArchived} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

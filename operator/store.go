@@ -287,14 +287,9 @@ func (s *Store) Archive(to string, m journal.Mark) (journal.Archived, error) {
 	if s.readOnly {
 		return journal.Archived{}, views.Refusedf("history archive: the store is open read-only")
 	}
-	if last := s.hist.Keeper.LastMark(); last.Seq == 0 || m.Seq > last.Seq {
-		return journal.Archived{}, views.Refusedf("history archive: the mark at record %d is past the newest snapshot's (record %d): archive up to a snapshot's mark", m.Seq, last.Seq)
-	}
-	a, err := s.j.Archive(to, m)
-	for _, e := range []error{journal.ErrNothingToArchive, journal.ErrArchiveDirInUse, journal.ErrMarkMismatch, journal.ErrArchived} {
-		if errors.Is(err, e) {
-			return a, views.Refusedf("history archive: %v", err)
-		}
+	a, err := s.hist.Keeper.Archive(to, m)
+	if errors.Is(err, history.ErrPastSnapshot) || journal.RefusedArchive(err) {
+		return a, views.Refusedf("history archive: %v", err)
 	}
 	return a, err
 }

@@ -40,6 +40,14 @@ const (
 	OpHistoryArchive = "history-archive"
 )
 
+// The tools an OpSubmit may name (Request.Tool): the controller's
+// oracle_discover and oracle_call, owned here because the root installer,
+// which sends them, does not link the controller.
+const (
+	ToolDiscover = "oracle_discover"
+	ToolCall     = "oracle_call"
+)
+
 // States of a Reply.
 const (
 	StateRunning     = "running"

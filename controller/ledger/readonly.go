@@ -93,8 +93,9 @@ func OpenReadOnly(dir string) (ReadOnly, error) {
 }
 
 // openApplying opens the journal in dir read-only from mark (nil: from
-// its first record), applying every record after it to l during the
-// journal's verifying scan.
+// its first record, through the archives of a journal that has some, as
+// the keeper's full replay does), applying every record after it to l
+// during the journal's verifying scan.
 func openApplying(dir string, mark *journal.Mark, l *Ledger) (*journal.Journal, error) {
 	apply := func(r journal.Record) error {
 		if err := l.Apply(r); err != nil {
@@ -102,5 +103,5 @@ func openApplying(dir string, mark *journal.Mark, l *Ledger) (*journal.Journal, 
 		}
 		return nil
 	}
-	return journal.Open(dir, journal.Options{ReadOnly: true, From: mark, OnRecord: apply})
+	return journal.Open(dir, journal.Options{ReadOnly: true, From: mark, OnRecord: apply, ReplayArchives: mark == nil})
 }

@@ -15,8 +15,8 @@ import (
 
 // The tools and the one application of a dev stack.
 const (
-	toolCall     = "oracle_call"
-	toolDiscover = "oracle_discover"
+	toolCall     = foreground.ToolCall
+	toolDiscover = foreground.ToolDiscover
 	application  = "appliance"
 	// markedOp is the operation the generator marks for approval for the
 	// MCP agent: its calls raise asks, which the responder answers by the

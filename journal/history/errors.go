@@ -15,6 +15,10 @@ var (
 	// ErrStopped is the keeper's state after its replica refused a record:
 	// it makes no more snapshots (Err says which record and why).
 	ErrStopped = errors.New("history: snapshots stopped")
+	// ErrPastSnapshot refuses an archive up to a mark past the newest
+	// snapshot's (Keeper.Archive): the next start would find no snapshot
+	// the archive leaves whole.
+	ErrPastSnapshot = errors.New("history: the mark is past the newest snapshot's")
 )
 
 // stateRefusal is a record the owner's state refused during Open's replay:

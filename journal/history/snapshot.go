@@ -42,6 +42,30 @@ func (k *Keeper) LastMark() journal.Mark {
 	return k.last
 }
 
+// Archive moves the journal's segments wholly before mark m into the new
+// archive directory dir (journal.Archive). m must be a snapshot's mark at
+// or before the newest one's, so that the next start loads a snapshot the
+// archive leaves whole; one past it (or with no snapshot yet) is refused
+// with an error matching ErrPastSnapshot, in words an owner can show as
+// its refusal, and changes nothing. journal.RefusedArchive tells the journal's own
+// refusals from its failures.
+func (k *Keeper) Archive(dir string, m journal.Mark) (journal.Archived, error) {
+	if last := k.LastMark(); last.Seq == 0 || m.Seq > last.Seq {
+		return journal.Archived{}, &pastSnapshot{m.Seq, last.Seq}
+	}
+	return k.j.Archive(dir, m)
+}
+
+// pastSnapshot is Archive's refusal of a mark past the newest snapshot's:
+// it matches ErrPastSnapshot, and says it as the owner's refusal does.
+type pastSnapshot struct{ seq, newest uint64 }
+
+func (e *pastSnapshot) Error() string {
+	return fmt.Sprintf("the mark at record %d is past the newest snapshot's (record %d): archive up to a snapshot's mark", e.seq, e.newest)
+}
+
+func (e *pastSnapshot) Unwrap() error { return ErrPastSnapshot }
+
 // lastSnapshot is the mark seq of the last snapshot written or loaded.
 func (k *Keeper) lastSnapshot() uint64 {
 	k.mu.Lock()
