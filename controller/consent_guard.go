@@ -66,3 +66,15 @@ func (c *Controller) inFlightRefusal(id string) *msg.Refusal {
 	}
 	return nil
 }
+
+// consentedNotSeen refuses to abandon attempt id, which this controller
+// knows it consented to (ledger.ConsentKnown), on the host's word that it
+// never saw it: a host holding that consent could still use it, and an
+// abandoned attempt frees its requestId for a new attempt and a second
+// consent (two consents, one call). The attempt stays uncertain, and is
+// logged as an error: an honest host never answers not-seen for an
+// attempt it holds a consent or a reservation for.
+func (c *Controller) consentedNotSeen(id string) error {
+	c.log.Error("INSPECT REFUSED: the host says it never saw an attempt this controller consented to", "attempt", id)
+	return fmt.Errorf("%w: attempt %s: the host says it has not seen it, but this controller consented to its reserve; it stays uncertain until the host's operator resolves it (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", ErrNotResolvable, id, id)
+}

@@ -38,7 +38,9 @@ var kindSteps = map[string]func(add func(kind string, body any)){
 		add(KindResult, Result{Attempt: "k-ns", Outcome: msg.StateNotSent, Consented: 5})
 		add(KindBegin, paidOn("k-unc", "r-unc", "x", 100))
 		add(KindResult, Result{Attempt: "k-unc", Outcome: msg.StateUncertain, Detail: "lost"})
-		add(KindResult, Result{Attempt: "nobody", Outcome: msg.StateDefinite}) // of no open attempt: nothing
+		add(KindBegin, paidOn("k-unc2", "r-unc2", "x", 100))
+		add(KindResult, Result{Attempt: "k-unc2", Outcome: msg.StateUncertain, Detail: "lost", Consented: 5}) // consent known: never abandoned on not-seen
+		add(KindResult, Result{Attempt: "nobody", Outcome: msg.StateDefinite})                                // of no open attempt: nothing
 	},
 	KindResolve: func(add func(string, any)) {
 		add(KindBegin, paidOn("k-r1", "r-r1", "x", 100))
