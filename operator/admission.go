@@ -288,9 +288,13 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 		s.mu.Unlock()
 		return msg.InspectResult{}, err
 	}
-	if a == nil || a.Controller != ctrl || a.State == stateAdmitting {
+	if a == nil || a.Controller != ctrl || (a.State == stateAdmitting && !a.holdsReservation()) {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
+	}
+	if a.State == stateAdmitting {
+		s.mu.Unlock()
+		return admittingInspect(id), nil
 	}
 	res := msg.InspectResult{Attempt: id, State: a.State, Detail: a.inspectDetail(), RedeliveredBy: a.RedeliveredBy}
 	if k := s.st.askByAttempt[id]; k != nil && a.State == msg.StateAwaitingApproval {
