@@ -138,6 +138,12 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 			return rep, err
 		}
 		rep.Agent = &v
+	case OpClockAccept:
+		v, err := s.AcceptClock(req.By)
+		if err != nil {
+			return rep, err
+		}
+		rep.Clock = &v
 	default:
 		return rep, views.Refusedf("unknown admin operation %q", req.Op)
 	}
