@@ -70,6 +70,10 @@ var kindSteps = map[string]func(add func(kind string, body any)){
 		add(KindResult, Result{Attempt: "k-c2", Outcome: msg.StateDefinite, Status: 200, Receipt: []byte{6}, Charge: 3, Consented: 9,
 			Ask: "ask-cccccccccccc", AnsweredBy: "uid:1001"})
 	},
+	KindClockAccept: func(add func(string, any)) {
+		add(KindBegin, paidOn("k-fwd", "r-fwd", "x", 400)) // a clock set forward: no result, uncertain
+		add(KindClockAccept, ClockAccept{Day: 100, Was: 400})
+	},
 	KindFgSubmit: func(add func(string, any)) {
 		add(KindFgSubmit, FgSubmit{ID: "fg-1", Tool: "oracle_call", Arguments: []byte(`{}`)})
 		b := paidOn("k-fg", "r-fg", "x", 101) // a new day: the spending starts again

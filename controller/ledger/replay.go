@@ -65,6 +65,8 @@ var decoders = map[string]func(l *Ledger, r journal.Record) error{
 	KindFgSubmit:  (*Ledger).applyFgSubmit,
 	KindFgResult:  (*Ledger).applyFgResult,
 	KindFgAck:     (*Ledger).applyFgAck,
+
+	KindClockAccept: (*Ledger).applyClockAccept,
 }
 
 // KindNames lists the record kinds the ledger's replay knows, sorted.
