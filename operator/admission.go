@@ -288,13 +288,13 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 		s.mu.Unlock()
 		return msg.InspectResult{}, err
 	}
-	if a == nil || a.Controller != ctrl || (a.State == stateAdmitting && !a.holdsReservation()) {
+	if a != nil && a.Controller == ctrl && a.State == stateAdmitting && a.Grant != "" {
+		s.mu.Unlock() // holding its reservation, soon its consent: never not-seen (DESIGN.md 5, "One consent a requestId")
+		return msg.InspectResult{Attempt: id, State: msg.StatePending, Detail: "being admitted: the host holds its reservation and waits for, or holds, the payer's consent"}, nil
+	}
+	if a == nil || a.Controller != ctrl || a.State == stateAdmitting {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil
-	}
-	if a.State == stateAdmitting {
-		s.mu.Unlock()
-		return admittingInspect(id), nil
 	}
 	res := msg.InspectResult{Attempt: id, State: a.State, Detail: a.inspectDetail(), RedeliveredBy: a.RedeliveredBy}
 	if k := s.st.askByAttempt[id]; k != nil && a.State == msg.StateAwaitingApproval {

@@ -10,8 +10,8 @@ import (
 // nothing the audit checks, but one that is not behind the time it names
 // is a record replay would refuse.
 func (a *journalAudit) ClockAccept(r journal.Record, b *hostlog.ClockAccept) error {
-	if b.At >= b.Was {
-		return faultf("%s: a clock accept that is not behind the latest time it names", recordWhere(r))
+	if err := b.Check(); err != nil {
+		return faultf("%s: %v", recordWhere(r), err)
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package views
 
+import "time"
+
 // ClockView is what `steward-operator clock accept` did: the wall clock
 // it accepted as the store's time (At, RFC 3339 UTC), the latest time the
 // store had recorded before (Was), and how many daily counts it moved
@@ -14,3 +16,12 @@ type ClockView struct {
 	Agents   int    `json:"agents"`
 	Attempts int    `json:"attempts"`
 }
+
+// NewClockView is the view of a clock accept to at from was (unix ms),
+// its counts moved not yet counted.
+func NewClockView(at, was int64) ClockView {
+	return ClockView{At: Stamp(at), Was: Stamp(was), Day: time.UnixMilli(at).UTC().Format(time.DateOnly)}
+}
+
+// Stamp is a unix ms time as RFC 3339, UTC, to the second.
+func Stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
