@@ -91,7 +91,8 @@ func TestClockAcceptPayerDay(t *testing.T) {
 
 // TestClockAcceptCLI: on a stopped controller whose journal recorded a
 // begin a day ahead, `clock accept` accepts the wall clock's day (exit 0)
-// and a second one is refused (exit 2), as is a usage error.
+// and a second one is refused (exit 2), as is a usage error; the same
+// through the running controller's foreground socket.
 func TestClockAcceptCLI(t *testing.T) {
 	s := newStack(t, stackOpts{})
 	raw, err := os.ReadFile(s.cfgPath)
@@ -122,5 +123,29 @@ func TestClockAcceptCLI(t *testing.T) {
 	}
 	if code, _, _ := runCLI("clock", "set", "--config", s.cfgPath); code != ExitRefused {
 		t.Fatalf("clock set: exit %d", code)
+	}
+
+	// Through the running controller's foreground socket: a begin two days
+	// ahead, the daemon started on it, accepted (exit 0), then refused.
+	j, err = openJournal(s.cfg, raw, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Attempt, b.RequestID, b.Day = "f2", "r2", today+2
+	if _, err := j.Append(ledger.KindBegin, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.startController()
+	defer s.stopController()
+	want = fmt.Sprintf("clock accepted: the payer counts on %s from now on (it had recorded %s); that day's spending carries to it\n", dayString(today), dayString(today+2))
+	if code, out, errs := runCLI("clock", "accept", "--config", s.cfgPath); code != ExitOK || out != want {
+		t.Fatalf("clock accept through the daemon: exit %d %q %q", code, out, errs)
+	}
+	// Refused now, naming today as the running payer's day.
+	if code, _, errs := runCLI("clock", "accept", "--config", s.cfgPath); code != ExitRefused || !strings.HasSuffix(errs, refusal) {
+		t.Fatalf("a second accept through the daemon: exit %d %q", code, errs)
 	}
 }
