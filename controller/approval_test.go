@@ -94,6 +94,7 @@ func TestConsentRecordedOnlyWhenAwaited(t *testing.T) {
 		t.Fatal(err)
 	}
 	rig.c.led.Awaited(aw)
+	rig.c.flight.start("marked", msg.TypeCollect) // the collect of its approved ask
 	typ, body := rig.c.reserve(marked)
 	if typ != msg.TypeConsent {
 		t.Fatalf("marked: %s %+v", typ, body)

@@ -159,6 +159,9 @@ func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (
 	if ir.State == msg.StateNotSeen && !abandon {
 		return ins, fmt.Errorf("%w: attempt %s: the host has not seen it; only steward-controller attempts resolve abandons it", ErrNotResolvable, id)
 	}
+	if unreceipted(ir) && c.led.ConsentKnown(id) {
+		return ins, c.consentedNotSeen(id, ir.State)
+	}
 	rec, err := c.resolution(b, ir, by)
 	if err != nil {
 		return ins, err

@@ -37,6 +37,7 @@ const Usage = `usage:
   steward-controller receipts compare --file EXPORT --config FILE
   steward-controller history snapshot --config FILE
   steward-controller history archive --config FILE --to ARCHIVEDIR
+  steward-controller clock accept --config FILE
 
 history snapshot makes a snapshot of the ledger now (through the running
 controller when it runs) and prints its name and mark. history archive makes
@@ -44,6 +45,9 @@ one, exports the host's receipts of the journal records it archives into
 ARCHIVEDIR.receipts, each verified under the pinned host key, then moves the
 journal segments before the snapshot's mark into ARCHIVEDIR (absent or empty);
 a call again with an archived requestId is then refused, naming the archive.
+clock accept takes the wall clock's UTC day as the payer's day when it is
+behind the latest day recorded (a clock set forward, then corrected); the
+day's spending carries to it, nothing refills.
 Exit codes: 0 ok, 1 failure, 2 refused input (nothing was changed).
 `
 
@@ -117,6 +121,8 @@ func (c *CLI) run(args []string) error {
 		return c.receipts(rest)
 	case "history":
 		return c.history(ctx, rest)
+	case "clock":
+		return c.clock(ctx, rest)
 	default:
 		return fmt.Errorf("%w: unknown command %q\n%s", errUsage, cmd, Usage)
 	}

@@ -34,6 +34,9 @@ type Comparison struct {
 //     answer's price for its status, a refusal or not-sent charging
 //     nothing), or carries a consent this controller did not sign for that
 //     attempt, request and charge;
+//   - two receipts carrying consents for one requestId of this controller
+//     (consentsByRequest), unless every one but the latest ended charging
+//     nothing for it;
 //   - a file that ends before the last receipt recorded here.
 //
 // A receipt in the file that the controller never recorded, for an
@@ -65,17 +68,19 @@ func CompareReceipts(cfgPath string, file []byte) (Comparison, error) {
 		return Comparison{}, err
 	}
 	defer k.Close()
-	recorded, begun, err := ledger.Receipts(journalRecords{k.Journal()})
+	read, err := ledger.ReadReceipts(journalRecords{k.Journal()})
 	if err != nil {
 		return Comparison{}, err
 	}
-	c := compareWith(cfg.Name, recorded, begun, f, bind.HostRing, wire.NewKeyring(keys.Dispatch.Public()))
+	c := compareWith(cfg.Name, read, f, bind.HostRing, wire.NewKeyring(keys.Dispatch.Public()))
 	return c, nil
 }
 
 // compareWith is CompareReceipts on what it read.
-func compareWith(name string, recorded, begun map[string][]byte, f msg.ReceiptsFile, host, dispatch *wire.Keyring) Comparison {
+func compareWith(name string, read ledger.ReceiptsRead, f msg.ReceiptsFile, host, dispatch *wire.Keyring) Comparison {
+	recorded, begun := read.Recorded, read.Begun
 	c := Comparison{Recorded: len(recorded), Findings: []string{}}
+	consents := consentsByRequest{}
 	finding := func(format string, a ...any) { c.Findings = append(c.Findings, fmt.Sprintf(format, a...)) }
 	exported := map[string][]byte{}
 	for i, signed := range f.Receipts {
@@ -106,7 +111,9 @@ func compareWith(name string, recorded, begun map[string][]byte, f msg.ReceiptsF
 				finding("receipt %d (attempt %s): %v", rc.Seq, rc.Attempt, err)
 			}
 		}
+		consents.add(read.Requests, rc)
 	}
+	c.Findings = append(c.Findings, consents.findings()...)
 	ids := make([]string, 0, len(recorded))
 	for id := range recorded {
 		ids = append(ids, id)

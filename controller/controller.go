@@ -51,6 +51,9 @@ type Controller struct {
 	hostname string
 	// asks are the calls that wait for an approval (approval.go).
 	asks *approvals
+	// flight are the dispatches and collects in flight, which alone a
+	// reserve may be consented for (consent_guard.go).
+	flight flights
 	// archiving is held by a `history archive` (archive.go): one at a
 	// time, so that two never export for the same records.
 	archiving sync.Mutex

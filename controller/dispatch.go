@@ -368,6 +368,7 @@ func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int6
 func (c *Controller) exchange(ctx context.Context, p *plan, id string, deadline int64, t string, body any) (res ledger.Result, ask *msg.AskTicket, sent bool) {
 	f, release := c.useForward(p.route)
 	defer release()
+	defer c.flight.start(id, t)()
 	// The exchange outlives the agent's request: once sent, its answer is
 	// journaled whether or not anyone is still waiting.
 	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), waitUntil(deadline, c.now()))

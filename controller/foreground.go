@@ -177,7 +177,7 @@ func (c *Controller) foreground(ctx context.Context, req foreground.Request, uid
 		}
 		b, _ := json.Marshal(ins)
 		return foreground.Reply{ID: req.ID, State: foreground.StateDone, Result: b}
-	case foreground.OpHistorySnapshot, foreground.OpHistoryArchive:
+	case foreground.OpHistorySnapshot, foreground.OpHistoryArchive, foreground.OpClockAccept:
 		return c.foregroundHistory(req, uid)
 	default:
 		return fail(fmt.Errorf("unknown foreground operation %q", req.Op))

@@ -88,7 +88,7 @@ func (e *daemonRefusal) Error() string { return e.line }
 
 func (e *daemonRefusal) Unwrap() error { return ErrRefused }
 
-// foregroundHistory answers a history operation on the foreground socket,
+// foregroundHistory answers a history operation (or a clock accept) on the foreground socket,
 // asked by the peer uid: only the controller's own account may, the
 // journal's account (root, admitted to the socket for the installer's
 // verbs, may not: the history is the controller's own files).
@@ -99,9 +99,12 @@ func (c *Controller) foregroundHistory(req foreground.Request, uid uint32) foreg
 	}
 	var v any
 	var err error
-	if req.Op == foreground.OpHistorySnapshot {
+	switch req.Op {
+	case foreground.OpHistorySnapshot:
 		v, err = c.HistorySnapshot()
-	} else {
+	case foreground.OpClockAccept:
+		v, err = c.AcceptClock()
+	default:
 		v, err = c.HistoryArchive(req.Dir)
 	}
 	if err != nil {

@@ -115,11 +115,16 @@ func (c *Controller) custody(env *wire.Envelope) (string, any) {
 }
 
 // reserve consents, signed by the dispatch key, only to an attempt this
-// process journaled in begin, with the same request hash, only once
+// process has a dispatch or a collect of in flight (inFlightRefusal),
+// journaled in begin, with the same request hash, only once
 // (ledger.Consent), only at the price of the grant the host cites, and
 // only within the payer's policy (payer.take). Attempts found at start are
 // never consented to.
 func (c *Controller) reserve(r msg.Reserve) (string, any) {
+	if ref := c.inFlightRefusal(r.Attempt); ref != nil {
+		c.log.Warn("reserve refused", "attempt", r.Attempt, "code", ref.Code, "reason", ref.Reason)
+		return msg.TypeRefused, *ref
+	}
 	if r.V != msg.CustodyV2 || r.Grant == nil {
 		return refusal(msg.CodeNoConsent, "reserve version %d cites no grant: this controller consents only to a version %d reserve, which carries the grant it charges by", r.V, msg.CustodyV2)
 	}

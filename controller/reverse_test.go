@@ -56,8 +56,8 @@ func signTestGrant(t *testing.T, host *wire.HybridSigningKey, price uint64, now 
 	return g
 }
 
-// begin registers an invoke attempt of principal as dispatch would, and
-// returns the reserve a faithful host sends for it.
+// begin registers an invoke attempt of principal as dispatch would, its
+// dispatch in flight, and returns the reserve a faithful host sends for it.
 func (rig *consentRig) begin(t *testing.T, id, principal string, charge uint64) msg.Reserve {
 	t.Helper()
 	h := sha256.Sum256([]byte("request " + id))
@@ -66,6 +66,8 @@ func (rig *consentRig) begin(t *testing.T, id, principal string, charge uint64) 
 	if _, ok := rig.c.led.Begin(b); !ok {
 		t.Fatal("begin refused")
 	}
+	// As exchange does: the host reserves while the dispatch is in flight.
+	rig.c.flight.start(id, msg.TypeDispatch)
 	return msg.Reserve{V: msg.CustodyV2, Attempt: id, Controller: "dev", Application: "appliance", Operation: "op",
 		RequestSHA256: h[:], Charge: charge, Grant: rig.grant}
 }

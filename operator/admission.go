@@ -288,6 +288,10 @@ func (s *Store) Inspect(ctrl, id string) (msg.InspectResult, error) {
 		s.mu.Unlock()
 		return msg.InspectResult{}, err
 	}
+	if a != nil && a.Controller == ctrl && a.State == stateAdmitting && a.Grant != "" {
+		s.mu.Unlock() // holding its reservation, soon its consent: never not-seen (DESIGN.md 5, "One consent a requestId")
+		return msg.InspectResult{Attempt: id, State: msg.StatePending, Detail: "being admitted: the host holds its reservation and waits for, or holds, the payer's consent"}, nil
+	}
 	if a == nil || a.Controller != ctrl || a.State == stateAdmitting {
 		s.mu.Unlock()
 		return msg.InspectResult{Attempt: id, State: msg.StateNotSeen}, nil

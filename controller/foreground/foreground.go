@@ -38,6 +38,10 @@ const (
 	// directory, absolute} -> result: what was exported and archived,
 	// JSON. Only the controller's own account may ask it.
 	OpHistoryArchive = "history-archive"
+	// OpClockAccept accepts the wall clock's day as the payer's, when it
+	// is behind the latest day recorded: {} -> result: the day and the
+	// day it had, JSON. Only the controller's own account may ask it.
+	OpClockAccept = "clock-accept"
 )
 
 // The tools an OpSubmit may name (Request.Tool): the controller's

@@ -38,7 +38,9 @@ var kindSteps = map[string]func(add func(kind string, body any)){
 		add(KindResult, Result{Attempt: "k-ns", Outcome: msg.StateNotSent, Consented: 5})
 		add(KindBegin, paidOn("k-unc", "r-unc", "x", 100))
 		add(KindResult, Result{Attempt: "k-unc", Outcome: msg.StateUncertain, Detail: "lost"})
-		add(KindResult, Result{Attempt: "nobody", Outcome: msg.StateDefinite}) // of no open attempt: nothing
+		add(KindBegin, paidOn("k-unc2", "r-unc2", "x", 100))
+		add(KindResult, Result{Attempt: "k-unc2", Outcome: msg.StateUncertain, Detail: "lost", Consented: 5}) // consent known: never abandoned on not-seen
+		add(KindResult, Result{Attempt: "nobody", Outcome: msg.StateDefinite})                                // of no open attempt: nothing
 	},
 	KindResolve: func(add func(string, any)) {
 		add(KindBegin, paidOn("k-r1", "r-r1", "x", 100))
@@ -67,6 +69,10 @@ var kindSteps = map[string]func(add func(kind string, body any)){
 		add(KindConsented, Consented{Attempt: "k-c2", ConsentSHA256: make([]byte, 32), Amount: 9})
 		add(KindResult, Result{Attempt: "k-c2", Outcome: msg.StateDefinite, Status: 200, Receipt: []byte{6}, Charge: 3, Consented: 9,
 			Ask: "ask-cccccccccccc", AnsweredBy: "uid:1001"})
+	},
+	KindClockAccept: func(add func(string, any)) {
+		add(KindBegin, paidOn("k-fwd", "r-fwd", "x", 400)) // a clock set forward: no result, uncertain
+		add(KindClockAccept, ClockAccept{Day: 100, Was: 400})
 	},
 	KindFgSubmit: func(add func(string, any)) {
 		add(KindFgSubmit, FgSubmit{ID: "fg-1", Tool: "oracle_call", Arguments: []byte(`{}`)})

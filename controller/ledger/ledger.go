@@ -97,7 +97,7 @@ type entry struct {
 	state     msg.State // StatePending, StateAwaitingApproval or StateUncertain
 	detail    string
 	live      bool      // begun by this process: the only attempts consented to, but for those awaiting approval
-	consented bool      // a consent was signed for it (by this process)
+	consented bool      // a consent was signed for it (by this process; replayed, its uncertain result says so)
 	replaced  *reqEntry // the requestId entry this begin replaced, for Abort
 	// ask is the ask of its awaiting record, "" when it never awaited
 	// approval; recorded, that its consented record is journaled, and

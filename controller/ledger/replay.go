@@ -65,6 +65,8 @@ var decoders = map[string]func(l *Ledger, r journal.Record) error{
 	KindFgSubmit:  (*Ledger).applyFgSubmit,
 	KindFgResult:  (*Ledger).applyFgResult,
 	KindFgAck:     (*Ledger).applyFgAck,
+
+	KindClockAccept: (*Ledger).applyClockAccept,
 }
 
 // KindNames lists the record kinds the ledger's replay knows, sorted.
@@ -108,6 +110,8 @@ func (l *Ledger) applyResult(r journal.Record) error {
 	}
 	if endState(res.Outcome) != msg.StateUncertain {
 		l.count(res.Attempt, res.Spent())
+	} else if e := l.open[res.Attempt]; e != nil && res.Consented > 0 {
+		e.consented = true // see ConsentKnown
 	}
 	return l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Place, false, true)
 }
@@ -201,41 +205,6 @@ type Records interface {
 // against. j is read from its first record: an archived journal is read
 // with its archives (the controller's journalRecords).
 func Receipts(j Records) (map[string][]byte, map[string][]byte, error) {
-	recorded, begun := map[string][]byte{}, map[string][]byte{}
-	err := j.Iterate(0, func(r journal.Record) error {
-		switch r.Kind {
-		case KindBegin:
-			var b Begin
-			if err := Decode(r, &b); err != nil {
-				return err
-			}
-			begun[b.Attempt] = b.RequestSHA256
-		case KindResult:
-			var res Result
-			if err := Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		case KindResolve:
-			var res Resolve
-			if err := Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		case KindResolveV2:
-			var res ResolveV2
-			if err := Decode(r, &res); err != nil {
-				return err
-			}
-			if res.Receipt != nil {
-				recorded[res.Attempt] = res.Receipt
-			}
-		}
-		return nil
-	})
-	return recorded, begun, err
+	r, err := ReadReceipts(j)
+	return r.Recorded, r.Begun, err
 }

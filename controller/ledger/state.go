@@ -89,6 +89,9 @@ type openV1 struct {
 	Ask      string    `cbor:"ask"`
 	Recorded bool      `cbor:"recorded"`
 	Amount   uint64    `cbor:"amount"`
+	// Consented: its result (uncertain) says a consent was given for it
+	// (Result.Consented): inspect's not-seen does not abandon it.
+	Consented bool `cbor:"consented,omitempty"`
 }
 
 // requestV1 is a requestId in memory: the latest attempt of an agent's
@@ -138,7 +141,7 @@ func (l *Ledger) Encode() ([]byte, error) {
 			return nil, fmt.Errorf("ledger: attempt %s was begun by this process; a snapshot holds only a replayed ledger", id)
 		}
 		s.Open = append(s.Open, openV1{Begin: e.begin, BeginSeq: e.beginSeq, State: e.state, Detail: e.detail,
-			Ask: e.ask, Recorded: e.recorded, Amount: e.amount})
+			Ask: e.ask, Recorded: e.recorded, Amount: e.amount, Consented: e.consented})
 	}
 	slices.SortFunc(s.Open, func(a, b openV1) int {
 		return cmp.Or(cmp.Compare(a.BeginSeq, b.BeginSeq), cmp.Compare(a.Begin.Attempt, b.Begin.Attempt))
@@ -218,7 +221,7 @@ func (l *Ledger) restore(s *stateV1) error {
 		case o.BeginSeq == 0:
 			return fmt.Errorf("attempt %s has no begin record", id)
 		}
-		l.open[id] = &entry{begin: o.Begin, beginSeq: o.BeginSeq, state: o.State, detail: o.Detail, ask: o.Ask, recorded: o.Recorded, amount: o.Amount}
+		l.open[id] = &entry{begin: o.Begin, beginSeq: o.BeginSeq, state: o.State, detail: o.Detail, ask: o.Ask, recorded: o.Recorded, amount: o.Amount, consented: o.Consented}
 	}
 	for _, r := range s.Requests {
 		if err := l.restoreRequest(&r); err != nil {

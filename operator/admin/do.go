@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/stewardrt/steward/operator"
@@ -111,24 +110,8 @@ func Do(s *operator.Store, req Request) (Reply, error) {
 		return doAttempt(s, req)
 	case OpApprovalsList, OpApprovalsShow, OpApprovalsRespond, OpApprovalsEvents:
 		return doApprovals(s, req)
-	case OpHistorySnapshot:
-		m, name, err := s.SnapshotMark()
-		if err != nil {
-			return rep, err
-		}
-		rep.Snapshot = name
-		if m.Seq != 0 {
-			rep.Mark = &m
-		}
-	case OpHistoryArchive:
-		if req.Mark == nil || !filepath.IsAbs(req.Name) {
-			return rep, views.Refusedf("history archive without a snapshot's mark and an absolute archive directory")
-		}
-		a, err := s.Archive(req.Name, *req.Mark)
-		if err != nil {
-			return rep, err
-		}
-		rep.Archived = &a
+	case OpHistorySnapshot, OpHistoryArchive, OpClockAccept:
+		return doStore(s, req)
 	case OpAgentSet:
 		if req.Agent == nil {
 			return rep, views.Refusedf("agent set without limits")

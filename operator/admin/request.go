@@ -121,6 +121,8 @@ type Reply struct {
 	Mark     *journal.Mark `cbor:"mark,omitempty"`
 	// Archived is what a history archive moved out of the journal.
 	Archived *journal.Archived `cbor:"archived,omitempty"`
+	// Clock is what a clock accept did.
+	Clock *views.ClockView `cbor:"clock,omitempty"`
 }
 
 // The operations of route states: Request.Name is the route, Request.By
@@ -149,3 +151,7 @@ const OpHistoryArchive = "history-archive"
 
 // OpAgentSet is the operation of `agent set`: Request.Agent.
 const OpAgentSet = "agent-set"
+
+// OpClockAccept is the operation of `clock accept`: the store accepts its
+// wall clock, behind the latest time it recorded (Reply.Clock).
+const OpClockAccept = "clock-accept"

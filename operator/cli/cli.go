@@ -83,6 +83,7 @@ func commands() map[string]command {
 		"controller control": {"controller control NAME --control PATH --store DIR", (*CLI).cmdControllerControl},
 		"history snapshot":   {"history snapshot --store DIR", (*CLI).cmdHistorySnapshot},
 		"history archive":    {"history archive --store DIR --to ARCHIVEDIR", (*CLI).cmdHistoryArchive},
+		"clock accept":       {"clock accept --store DIR [--json]", (*CLI).cmdClockAccept},
 	}
 	for n, c := range approvalsCommands() {
 		cmds[n] = c
@@ -135,7 +136,7 @@ func (c *CLI) usage(cmds map[string]command) {
 		"route list", "route show", "bundle build",
 		"receipts verify", "receipts export", "journal inspect", "attempts list", "attempts inspect", "attempts resolve",
 		"agent set", "agent show", "agent list", "approvals list", "approvals show", "approvals respond", "approvals watch",
-		"history snapshot", "history archive"} {
+		"history snapshot", "history archive", "clock accept"} {
 		fmt.Fprintln(c.Stderr, "  steward-operator "+cmds[n].usage)
 	}
 }

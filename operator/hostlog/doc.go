@@ -172,6 +172,11 @@
 //	ask-expired     {ask, verdict, at}           an unanswered ask read after its
 //	                 expiry: decided by its on-timeout verdict, at its expiry
 //	                 time; its answeredBy is "expiry".
+//	clock-accept    {at, was, by}                the operator accepted the wall
+//	                 clock at (unix ms) as the store's time, behind the latest
+//	                 time recorded (was): the store's time is at from this
+//	                 record on, and every daily count of a day after at's day
+//	                 moves to at's day, keeping its count (nothing refills).
 //
 // The receipt chain is in receipt Seq order, which is signing order; journal
 // order may differ within a group-commit batch. A checkpoint covers a head

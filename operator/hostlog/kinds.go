@@ -35,6 +35,7 @@ const (
 	KindAsk               = "ask"
 	KindAskAnswer         = "ask-answer"
 	KindAskExpired        = "ask-expired"
+	KindClockAccept       = "clock-accept"
 )
 
 // Visitor takes each host record, decoded: one method a kind, named as its
@@ -68,6 +69,7 @@ type Visitor interface {
 	Ask(journal.Record, *Ask) error
 	AskAnswer(journal.Record, *AskAnswer) error
 	AskExpired(journal.Record, *AskExpired) error
+	ClockAccept(journal.Record, *ClockAccept) error
 }
 
 // kinds is the host journal's record language, the one list of its kinds:
@@ -100,6 +102,7 @@ var kinds = []kind{
 	entry(KindAsk, Visitor.Ask),
 	entry(KindAskAnswer, Visitor.AskAnswer),
 	entry(KindAskExpired, Visitor.AskExpired),
+	entry(KindClockAccept, Visitor.ClockAccept),
 }
 
 // kind is one entry of kinds. Its visit takes the body that newBody made
