@@ -53,16 +53,19 @@ func (u *agentUse) roll(d int64) {
 }
 
 // agentHold counts one call of charge by agent (of controller ctrl) in
-// conversation conv on day d: at admission, and on replay of its
-// reservation. No agent counts nothing.
-func (st *state) agentHold(ctrl, agent, conv string, d int64, charge uint64) {
+// conversation conv on day d for attempt id: at admission, and on replay
+// of its reservation. No agent counts nothing; the call of an attempt its
+// ask counted (askCounted) counts its charge, not a second call.
+func (st *state) agentHold(id, ctrl, agent, conv string, d int64, charge uint64) {
 	if agent == "" {
 		return
 	}
 	k := agentKey{ctrl, agent}
 	u := st.useOf(k, d)
 	u.roll(d)
-	u.Calls++
+	if !st.askCounted(id) {
+		u.Calls++
+	}
 	u.Credits += charge
 	if conv != "" {
 		cu := u.Convs[conv]
@@ -85,14 +88,17 @@ func (st *state) useOf(k agentKey, d int64) *agentUse {
 	return u
 }
 
-// agentUnhold gives back what agentHold counted, when its day is still
-// the agent's latest: a refusal after admission, a release.
-func (st *state) agentUnhold(ctrl, agent, conv string, d int64, charge uint64) {
+// agentUnhold gives back what agentHold counted for attempt id, when its
+// day is still the agent's latest: a refusal after admission, a release.
+func (st *state) agentUnhold(id, ctrl, agent, conv string, d int64, charge uint64) {
 	u := st.AgentUse[agentKey{ctrl, agent}]
-	if agent == "" || u == nil || u.Day != d || u.Calls == 0 {
+	asked := st.askCounted(id)
+	if agent == "" || u == nil || u.Day != d || u.Calls == 0 && !asked {
 		return
 	}
-	u.Calls--
+	if !asked {
+		u.Calls--
+	}
 	u.Credits -= min(charge, u.Credits)
 	if cu := u.Convs[conv]; cu != nil {
 		cu.Calls--
@@ -212,7 +218,9 @@ func (s *Store) agentRefusal(c *controller, d *hostlog.CheckedDispatch, charge u
 		convs = msg.DefaultConversationsPerDay
 	}
 	switch {
-	case l.CallsPerDay != nil && n.calls >= *l.CallsPerDay:
+	case l.CallsPerDay != nil && !s.st.askCounted(d.Attempt) && n.calls >= *l.CallsPerDay:
+		// An approved ask's call was counted, and held to the day's
+		// calls, when it was raised (ask_bounds.go).
 		return refusal("the agent's daily call limit is reached", "the daily call limit for this agent is reached: it refills at "+refill,
 			"calls", n.calls, "callsPerDay", *l.CallsPerDay)
 	case l.CreditsPerDay != nil && charge > 0 && n.credits+charge > *l.CreditsPerDay:

@@ -50,6 +50,9 @@ type ask struct {
 	// LimitsRevision is the revision of the agent's limits record that
 	// marked the call (receipts verify reads the marking against it).
 	LimitsRevision uint64
+	// CallDay is the UTC day whose calls the ask counted one of (its
+	// record's day; 0 for an ask recorded before asks counted calls).
+	CallDay int64
 
 	State      msg.AskState
 	Verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)
@@ -81,6 +84,10 @@ type askState struct {
 	// per asking agent's conversation: from ask-answer records only, so a
 	// restart refills nothing.
 	AdvisorAnswers map[convKey]uint64
+	// AdvisorDays counts the approve and deny answers advisors gave per
+	// asking agent on its latest UTC day (ask_bounds.go), from ask-answer
+	// records only.
+	AdvisorDays map[agentKey]*answerDay
 	// AskEvents is every ask event (raised, answered, expired) in journal
 	// order, which `approvals watch` follows by journal sequence number.
 	AskEvents []views.AskEvent
@@ -92,7 +99,7 @@ type askState struct {
 func newAskState() askState {
 	return askState{
 		Asks: map[string]*ask{}, askByAttempt: map[string]*ask{}, asksPending: map[string]*ask{},
-		AdvisorAnswers: map[convKey]uint64{}, askSignal: make(chan struct{}),
+		AdvisorAnswers: map[convKey]uint64{}, AdvisorDays: map[agentKey]*answerDay{}, askSignal: make(chan struct{}),
 	}
 }
 
@@ -117,6 +124,7 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 	}
 	if advisor != "" {
 		st.AdvisorAnswers[convKey{a.Controller, a.Agent, a.Conversation}]++
+		st.advisorDayCount(a, at)
 	}
 	st.addAskEvent(seq, event, at, a)
 }
@@ -172,15 +180,20 @@ func (st *state) newAskID() string {
 
 // raise journals ask k (its id made here) and applies it: the ask pending,
 // its attempt awaiting approval. The record is durable before anything
-// answers or waits on the ask. On an error nothing is applied.
+// answers or waits on the ask. On an error nothing is applied; a bound
+// that refuses the ask (raiseChecked) is a *raiseRefused, before anything
+// is journaled.
 func (s *Store) raise(k *ask) error {
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
-	s.mu.Lock()
-	k.ID, k.State = s.st.newAskID(), msg.AskPending
-	s.mu.Unlock()
+	if err := s.raiseChecked(k); err != nil {
+		return err
+	}
 	seq, err := s.append(hostlog.KindAsk, k.record())
 	if err != nil {
+		s.mu.Lock()
+		s.st.askUncall(k)
+		s.mu.Unlock()
 		return err
 	}
 	s.mu.Lock()

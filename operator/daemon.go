@@ -140,6 +140,9 @@ type Options struct {
 	// SnapshotEvery is how many records the store's history makes a
 	// snapshot after (package journal/history's default when 0).
 	SnapshotEvery uint64
+	// AskBounds are the operator's caps on the asks pending at once
+	// (ask_bounds.go); a zero field is its default.
+	AskBounds AskBounds
 }
 
 // errNoHost is the payer of a store no host serves.
