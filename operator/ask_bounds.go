@@ -30,8 +30,8 @@ import (
 // Defaults of AskBounds: what a host whose operator set nothing bounds
 // its pending asks by.
 const (
-	DefaultPendingAsksPerAgent         = 16
-	DefaultPendingAsksPerController    = 256
+	DefaultPendingAsksPerAgent          = 16
+	DefaultPendingAsksPerController     = 256
 	DefaultPendingAskBytesPerController = 4 << 20
 )
 

@@ -273,11 +273,17 @@ type VerdictPush struct {
 // (code CodeApprovals) when no limits record names the agent an advisor.
 type Asks struct {
 	Advisor string `cbor:"advisor"`
+	// After is the cursor of the page asked for: the Next of the page
+	// before (0: the first page).
+	After uint64 `cbor:"after,omitempty"`
 }
 
-// AsksResult lists the asks, oldest first, at most MaxAsksListed.
+// AsksResult lists the asks, oldest first: one page, at most
+// MaxAsksListed asks and AsksPageBytes of them encoded. Next, when not 0,
+// is the After of the page that follows.
 type AsksResult struct {
 	Asks []AskView `cbor:"asks"`
+	Next uint64    `cbor:"next,omitempty"`
 }
 
 // AskView is an ask as the host shows it: to an advisor, to the approvals
