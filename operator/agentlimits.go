@@ -29,6 +29,7 @@ type agentUse struct {
 	Calls   uint64
 	Credits uint64
 	Convs   map[string]*convUse // the day's conversations
+	Advised uint64              // the day's asks of the agent advisors decided (ask_bounds.go)
 	// tokens is the rate bucket in 1/tokenUnit of a call, as of filled
 	// (unix ms); primed is false until the first call fills it.
 	tokens int64
@@ -48,7 +49,7 @@ const tokenUnit = 60_000
 // past a day recorded) counts on the latest, as a grant's does.
 func (u *agentUse) roll(d int64) {
 	if d > u.Day || u.Convs == nil {
-		u.Day, u.Calls, u.Credits, u.Convs = max(d, u.Day), 0, 0, map[string]*convUse{}
+		u.Day, u.Calls, u.Credits, u.Convs, u.Advised = max(d, u.Day), 0, 0, map[string]*convUse{}, 0
 	}
 }
 
@@ -218,9 +219,7 @@ func (s *Store) agentRefusal(c *controller, d *hostlog.CheckedDispatch, charge u
 		convs = msg.DefaultConversationsPerDay
 	}
 	switch {
-	case l.CallsPerDay != nil && !s.st.askCounted(d.Attempt) && n.calls >= *l.CallsPerDay:
-		// An approved ask's call was counted, and held to the day's
-		// calls, when it was raised (ask_bounds.go).
+	case l.CallsPerDay != nil && !s.st.askCounted(d.Attempt) && n.calls >= *l.CallsPerDay: // an ask's raise held its call to it
 		return refusal("the agent's daily call limit is reached", "the daily call limit for this agent is reached: it refills at "+refill,
 			"calls", n.calls, "callsPerDay", *l.CallsPerDay)
 	case l.CreditsPerDay != nil && charge > 0 && n.credits+charge > *l.CreditsPerDay:

@@ -65,7 +65,7 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 		}
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > from })
 		out = append(out, evs[i:i+min(len(evs)-i, msg.MaxAsksListed-len(out))]...)
-		out = out[:fitPage(len(out), func(i int) int { return encodedSize(&out[i]) })]
+		out = out[:views.FitPage(len(out), func(i int) int { return views.EncodedSize(&out[i]) })]
 		if n := len(out); n > 0 {
 			s.mu.Unlock()
 			return out, out[n-1].Seq, nil

@@ -84,10 +84,6 @@ type askState struct {
 	// per asking agent's conversation: from ask-answer records only, so a
 	// restart refills nothing.
 	AdvisorAnswers map[convKey]uint64
-	// AdvisorDays counts the approve and deny answers advisors gave per
-	// asking agent on its latest UTC day (ask_bounds.go), from ask-answer
-	// records only.
-	AdvisorDays map[agentKey]*answerDay
 	// AskEvents is every ask event (raised, answered, expired) in journal
 	// order, which `approvals watch` follows by journal sequence number.
 	AskEvents []views.AskEvent
@@ -99,7 +95,7 @@ type askState struct {
 func newAskState() askState {
 	return askState{
 		Asks: map[string]*ask{}, askByAttempt: map[string]*ask{}, asksPending: map[string]*ask{},
-		AdvisorAnswers: map[convKey]uint64{}, AdvisorDays: map[agentKey]*answerDay{}, askSignal: make(chan struct{}),
+		AdvisorAnswers: map[convKey]uint64{}, askSignal: make(chan struct{}),
 	}
 }
 
@@ -180,9 +176,8 @@ func (st *state) newAskID() string {
 
 // raise journals ask k (its id made here) and applies it: the ask pending,
 // its attempt awaiting approval. The record is durable before anything
-// answers or waits on the ask. On an error nothing is applied; a bound
-// that refuses the ask (raiseChecked) is a *raiseRefused, before anything
-// is journaled.
+// answers or waits on the ask. On an error (a bound's: *raiseRefused)
+// nothing is applied.
 func (s *Store) raise(k *ask) error {
 	s.askMu.Lock()
 	defer s.askMu.Unlock()

@@ -46,9 +46,6 @@ func (st *state) rebuild() error {
 	if st.AdvisorAnswers == nil {
 		st.AdvisorAnswers = fresh.AdvisorAnswers
 	}
-	if st.AdvisorDays == nil {
-		st.AdvisorDays = fresh.AdvisorDays
-	}
 	if st.Forgotten == nil {
 		st.Forgotten = fresh.Forgotten
 	}

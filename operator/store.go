@@ -75,7 +75,7 @@ type Store struct {
 	warned sync.Map
 	// askBounds are the caps on pending asks (Options.AskBounds, defaults
 	// filled in).
-	askBounds AskBounds
+	askBounds views.AskBounds
 }
 
 // InitOptions configure InitWith.
@@ -207,7 +207,7 @@ func ReadKey(dir string) (*wire.HybridSigningKey, error) {
 func newStore(dir string, pub *wire.HybridPublicKey, j *journal.Journal, o Options) *Store {
 	s := &Store{
 		dir: dir, pub: pub, hostRing: wire.NewKeyring(pub.Ed25519()), j: j,
-		st: newState(), now: o.Now, log: o.Logger, daemon: o.Daemon, askBounds: o.AskBounds.withDefaults(),
+		st: newState(), now: o.Now, log: o.Logger, daemon: o.Daemon, askBounds: o.AskBounds.WithDefaults(),
 	}
 	if s.now == nil {
 		s.now = time.Now

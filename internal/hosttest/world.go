@@ -40,7 +40,7 @@ type World struct {
 	SnapshotEvery uint64
 	// AskBounds are the host's caps on pending asks when set
 	// (ServeOptions.AskBounds).
-	AskBounds operator.AskBounds
+	AskBounds views.AskBounds
 }
 
 // Opts shape a World.

@@ -8,8 +8,8 @@ import (
 	"syscall"
 
 	"github.com/stewardrt/steward/journal/history"
-	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 func (c *CLI) cmdServe(args []string) error {
@@ -17,9 +17,9 @@ func (c *CLI) cmdServe(args []string) error {
 	approvals := fs.String("approvals-socket", "", "bind the approvals socket at `PATH` for the members of --approvers-group")
 	approvers := fs.String("approvers-group", "", "the `GROUP` whose members may list and answer asks on --approvals-socket")
 	every := fs.Uint64("snapshot-every", history.DefaultEvery, "make a snapshot of the host's state after every `N` journal records")
-	perAgent := fs.Int("pending-asks-per-agent", operator.DefaultPendingAsksPerAgent, "at most `N` asks of one agent pending at once (a call needing approval past it is refused)")
-	perCtrl := fs.Int("pending-asks-per-controller", operator.DefaultPendingAsksPerController, "at most `N` asks of one controller's agents pending at once")
-	askBytes := fs.Int64("pending-ask-bytes", operator.DefaultPendingAskBytesPerController, "at most `BYTES` of calls in one controller's pending asks together")
+	perAgent := fs.Int("pending-asks-per-agent", views.DefaultPendingAsksPerAgent, "at most `N` asks of one agent pending at once (a call needing approval past it is refused)")
+	perCtrl := fs.Int("pending-asks-per-controller", views.DefaultPendingAsksPerController, "at most `N` asks of one controller's agents pending at once")
+	askBytes := fs.Int64("pending-ask-bytes", views.DefaultPendingAskBytesPerController, "at most `BYTES` of calls in one controller's pending asks together")
 	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (c *CLI) cmdServe(args []string) error {
 	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
 	return host.Serve(ctx, *store, host.ServeOptions{
 		Logger: log, ApprovalsSocket: *approvals, ApproversGroup: *approvers, SnapshotEvery: *every,
-		AskBounds: operator.AskBounds{PerAgent: *perAgent, PerController: *perCtrl, BytesPerController: *askBytes},
+		AskBounds: views.AskBounds{PerAgent: *perAgent, PerController: *perCtrl, BytesPerController: *askBytes},
 		Ready: func() {
 			if c.Ready == nil {
 				return

@@ -66,7 +66,7 @@ func TestAskPendingCapsOnTheHost(t *testing.T) {
 	})
 	clk.Add(time.Minute)
 	body := len(hosttest.Calc(t, "a1", "alice", "c1").Body)
-	w.AskBounds = operator.AskBounds{PerAgent: 2, PerController: 3, BytesPerController: int64(4*body - 1)}
+	w.AskBounds = views.AskBounds{PerAgent: 2, PerController: 3, BytesPerController: int64(4*body - 1)}
 	w.Serve(t)
 	cl := w.Dial(t)
 	for _, id := range []string{"a1", "a2"} {
@@ -82,7 +82,7 @@ func TestAskPendingCapsOnTheHost(t *testing.T) {
 		t.Fatalf("the refused ask's attempt: %+v", in)
 	}
 	w.Stop()
-	w.AskBounds = operator.AskBounds{PerAgent: 16, PerController: 16, BytesPerController: int64(4*body - 1)}
+	w.AskBounds = views.AskBounds{PerAgent: 16, PerController: 16, BytesPerController: int64(4*body - 1)}
 	w.Serve(t)
 	cl = w.Dial(t)
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "b3", "bob", "c1")), msg.CodeAgentLimit,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -45,7 +46,7 @@ type ServeOptions struct {
 	SnapshotEvery uint64
 	// AskBounds are the operator's caps on pending asks
 	// (operator.Options.AskBounds; serve's --pending-asks-* flags).
-	AskBounds operator.AskBounds
+	AskBounds views.AskBounds
 }
 
 // Host is the running host daemon over one open store. It is the store's
