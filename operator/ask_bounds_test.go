@@ -262,7 +262,8 @@ func TestAskWithoutDayCountsNone(t *testing.T) {
 // TestAskPages: 40 asks of 60 KB each (2.4 MB, past the reply frame) are
 // listed, pending and all, to an advisor, and as events, in pages each
 // at most msg.AsksPageBytes encoded and msg.MaxAsksListed long, which
-// together are every ask once, oldest first.
+// together are every ask once, oldest first. The events read their
+// arguments from the ask: the state's events hold none.
 func TestAskPages(t *testing.T) {
 	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": withAdvisors(nil, "rev")})
 	a.s.askBounds = views.AskBounds{PerAgent: 100}.WithDefaults()
@@ -330,11 +331,21 @@ func TestAskPages(t *testing.T) {
 		}
 		for _, e := range evs {
 			got = append(got, e.Ask.ID)
+			if len(e.Ask.Arguments) < 60_000 {
+				t.Fatalf("event of %s without its arguments", e.Ask.ID)
+			}
 		}
 		after = cursor
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
+	}
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	for _, e := range a.s.st.AskEvents {
+		if e.Ask.Arguments != nil {
+			t.Fatalf("the state's event of %s holds the call's arguments", e.Ask.ID)
+		}
 	}
 }
 

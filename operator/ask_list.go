@@ -65,6 +65,13 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 		}
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > from })
 		out = append(out, evs[i:i+min(len(evs)-i, msg.MaxAsksListed-len(out))]...)
+		for i := range out { // copies: the state's events stay without bodies
+			if out[i].Ask.Arguments == nil {
+				if k, _ := s.st.askOf(out[i].Ask.ID); k != nil {
+					out[i].Ask.Arguments = k.Arguments
+				}
+			}
+		}
 		out = out[:views.FitPage(len(out), func(i int) int { return views.EncodedSize(&out[i]) })]
 		if n := len(out); n > 0 {
 			s.mu.Unlock()

@@ -128,7 +128,9 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 // addAskEvent appends an event with the ask's view as of it and wakes
 // the waiting AskEvents calls.
 func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
-	st.AskEvents = append(st.AskEvents, views.AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
+	v := a.view()
+	v.Arguments = nil // an event holds no body: AskEvents reads it from the ask
+	st.AskEvents = append(st.AskEvents, views.AskEvent{Seq: seq, Event: event, At: at, Ask: v})
 	close(st.askSignal)
 	st.askSignal = make(chan struct{})
 }
