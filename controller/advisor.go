@@ -146,7 +146,13 @@ func (c *Controller) advisorOf(ctx context.Context, agent string) string {
 // answer, not an error; err is a channel's failure or a malformed answer,
 // logged here.
 func (c *Controller) hostAsks(ctx context.Context, advisor string) (*msg.AsksResult, *msg.Refusal, error) {
-	env, _, err := c.ctl.call(ctx, msg.TypeAsks, msg.Asks{Advisor: advisor})
+	return c.hostAsksPage(ctx, advisor, 0)
+}
+
+// hostAsksPage is hostAsks for the page after cursor after (the Next of
+// the page before).
+func (c *Controller) hostAsksPage(ctx context.Context, advisor string, after uint64) (*msg.AsksResult, *msg.Refusal, error) {
+	env, _, err := c.ctl.call(ctx, msg.TypeAsks, msg.Asks{Advisor: advisor, After: after})
 	if err != nil {
 		c.log.Warn("asking the host for an advisor's asks", "advisor", advisor, "err", err)
 		return nil, nil, err

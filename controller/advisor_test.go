@@ -243,7 +243,7 @@ func TestAdvisorTools(t *testing.T) {
 		t.Fatalf("steward_asks: isError %v %+v\nwant %+v", res.IsError, listed, want)
 	}
 	if res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolAsks, Arguments: map[string]any{"agent": "alpha"}}); !res.IsError ||
-		!strings.Contains(res.Content[0].(*mcp.TextContent).Text, `unknown field \"agent\": this tool takes no arguments`) {
+		!strings.Contains(res.Content[0].(*mcp.TextContent).Text, `unknown field \"agent\" (the fields are after)`) {
 		t.Fatalf("steward_asks with an argument: %+v", res)
 	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{}}); err == nil && !res.IsError {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -48,8 +49,12 @@ type AdvisorAsk struct {
 // AsksAnswer is steward_asks' structured content. Reason says why no
 // asks could be listed (isError true).
 type AsksAnswer struct {
-	Asks   []AdvisorAsk `json:"asks"`
-	Reason string       `json:"reason,omitempty"`
+	Asks []AdvisorAsk `json:"asks"`
+	// Next, when set, is the after of the next page: the host answers
+	// pages of at most msg.AsksPageBytes, so a list of big asks never
+	// passes a frame.
+	Next   string `json:"next,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // AdviseAnswer is steward_advise's structured content: whether the answer
@@ -97,10 +102,17 @@ func (c *Controller) asksHandler(ctx context.Context, req *mcp.CallToolRequest) 
 	if !ok {
 		return none("the session names no advisor; nothing was sent")
 	}
-	if _, err := decodeArgs(req.Params.Arguments, &struct{}{}); err != nil {
+	var args struct {
+		After string `json:"after,omitempty"`
+	}
+	if _, err := decodeArgs(req.Params.Arguments, &args); err != nil {
 		return none(err.Error())
 	}
-	r, refusal, err := c.hostAsks(ctx, advisor)
+	after, err := pageCursor(args.After)
+	if err != nil {
+		return none(err.Error())
+	}
+	r, refusal, err := c.hostAsksPage(ctx, advisor, after)
 	switch {
 	case err != nil:
 		return none("the host cannot be reached now: the asks are unknown until it can be")
@@ -108,6 +120,9 @@ func (c *Controller) asksHandler(ctx context.Context, req *mcp.CallToolRequest) 
 		return none(refusal.Reason)
 	}
 	out := AsksAnswer{Asks: make([]AdvisorAsk, 0, len(r.Asks))}
+	if r.Next != 0 {
+		out.Next = strconv.FormatUint(r.Next, 10)
+	}
 	for _, v := range r.Asks {
 		out.Asks = append(out.Asks, c.advisorAsk(v))
 	}
@@ -223,6 +238,18 @@ func (c *Controller) advisorAsk(v msg.AskView) AdvisorAsk {
 	}
 }
 
+// pageCursor reads steward_asks' after: "" is the first page.
+func pageCursor(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return 0, argErr("after %q is no page's next: give the next of the answer before", s)
+	}
+	return n, nil
+}
+
 // rfc3339 is a unix millisecond time as RFC 3339 in UTC.
 func rfc3339(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 
@@ -248,8 +275,10 @@ func asksTool() *mcp.Tool {
 		Name: ToolAsks,
 		Description: "List the asks you may answer, oldest first: calls of other agents waiting for an approval, each with the asking agent, " +
 			"its conversation, the application and operation, the call's arguments and price, the agent's justification, and when it was raised " +
-			"and expires. Takes no arguments.",
-		InputSchema:  map[string]any{"type": "object", "additionalProperties": false},
+			"and expires. One page at a time: when the answer has next, call again with after set to it for the asks that follow.",
+		InputSchema: map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+			"after": map[string]any{"type": "string", "pattern": "^[0-9]{1,20}$", "description": "the next of the page before (omitted: the first page)"},
+		}},
 		OutputSchema: asksOutputSchema(),
 		Annotations:  asksAnnotations,
 	}
@@ -303,6 +332,7 @@ func advisorAskSchema() map[string]any {
 func asksOutputSchema() map[string]any {
 	return map[string]any{"type": "object", "required": []string{"asks"}, "properties": map[string]any{
 		"asks":   map[string]any{"type": "array", "items": advisorAskSchema(), "description": "the asks you may answer, oldest first"},
+		"next":   schemaText("more asks follow: call again with after set to this"),
 		"reason": schemaText("why no asks could be listed (isError true)"),
 	}}
 }

@@ -99,7 +99,7 @@ func (s *Store) admitLocked(ctrlName string, d *hostlog.CheckedDispatch, prior *
 	}
 	c.Purse.Holds += charge
 	chosen.use(day)
-	st.agentHold(ctrlName, d.Agent, d.Conversation, day, charge)
+	st.agentHold(d.Attempt, ctrlName, d.Agent, d.Conversation, day, charge)
 	adm.a = prior
 	if adm.a == nil {
 		adm.a = &attempt{ID: d.Attempt, Controller: ctrlName, State: stateAdmitting, Agent: d.Agent, Conversation: d.Conversation}
@@ -172,7 +172,7 @@ func (st *state) unuse(adm *admission) {
 	if adm.g.Day == adm.day && adm.g.Count > 0 {
 		adm.g.Count--
 	}
-	st.agentUnhold(adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
+	st.agentUnhold(adm.a.ID, adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
 }
 
 // stoppedBeforeSending ends a refusal of an admitted call checked again.

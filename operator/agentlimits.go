@@ -29,6 +29,7 @@ type agentUse struct {
 	Calls   uint64
 	Credits uint64
 	Convs   map[string]*convUse // the day's conversations
+	Advised uint64              // the day's asks of the agent advisors decided (ask_bounds.go)
 	// tokens is the rate bucket in 1/tokenUnit of a call, as of filled
 	// (unix ms); primed is false until the first call fills it.
 	tokens int64
@@ -48,21 +49,24 @@ const tokenUnit = 60_000
 // past a day recorded) counts on the latest, as a grant's does.
 func (u *agentUse) roll(d int64) {
 	if d > u.Day || u.Convs == nil {
-		u.Day, u.Calls, u.Credits, u.Convs = max(d, u.Day), 0, 0, map[string]*convUse{}
+		u.Day, u.Calls, u.Credits, u.Convs, u.Advised = max(d, u.Day), 0, 0, map[string]*convUse{}, 0
 	}
 }
 
 // agentHold counts one call of charge by agent (of controller ctrl) in
-// conversation conv on day d: at admission, and on replay of its
-// reservation. No agent counts nothing.
-func (st *state) agentHold(ctrl, agent, conv string, d int64, charge uint64) {
+// conversation conv on day d for attempt id: at admission, and on replay
+// of its reservation. No agent counts nothing; the call of an attempt its
+// ask counted (askCounted) counts its charge, not a second call.
+func (st *state) agentHold(id, ctrl, agent, conv string, d int64, charge uint64) {
 	if agent == "" {
 		return
 	}
 	k := agentKey{ctrl, agent}
 	u := st.useOf(k, d)
 	u.roll(d)
-	u.Calls++
+	if !st.askCounted(id) {
+		u.Calls++
+	}
 	u.Credits += charge
 	if conv != "" {
 		cu := u.Convs[conv]
@@ -85,14 +89,17 @@ func (st *state) useOf(k agentKey, d int64) *agentUse {
 	return u
 }
 
-// agentUnhold gives back what agentHold counted, when its day is still
-// the agent's latest: a refusal after admission, a release.
-func (st *state) agentUnhold(ctrl, agent, conv string, d int64, charge uint64) {
+// agentUnhold gives back what agentHold counted for attempt id, when its
+// day is still the agent's latest: a refusal after admission, a release.
+func (st *state) agentUnhold(id, ctrl, agent, conv string, d int64, charge uint64) {
 	u := st.AgentUse[agentKey{ctrl, agent}]
-	if agent == "" || u == nil || u.Day != d || u.Calls == 0 {
+	asked := st.askCounted(id)
+	if agent == "" || u == nil || u.Day != d || u.Calls == 0 && !asked {
 		return
 	}
-	u.Calls--
+	if !asked {
+		u.Calls--
+	}
 	u.Credits -= min(charge, u.Credits)
 	if cu := u.Convs[conv]; cu != nil {
 		cu.Calls--
@@ -212,7 +219,7 @@ func (s *Store) agentRefusal(c *controller, d *hostlog.CheckedDispatch, charge u
 		convs = msg.DefaultConversationsPerDay
 	}
 	switch {
-	case l.CallsPerDay != nil && n.calls >= *l.CallsPerDay:
+	case l.CallsPerDay != nil && !s.st.askCounted(d.Attempt) && n.calls >= *l.CallsPerDay: // an ask's raise held its call to it
 		return refusal("the agent's daily call limit is reached", "the daily call limit for this agent is reached: it refills at "+refill,
 			"calls", n.calls, "callsPerDay", *l.CallsPerDay)
 	case l.CreditsPerDay != nil && charge > 0 && n.credits+charge > *l.CreditsPerDay:

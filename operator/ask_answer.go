@@ -97,7 +97,11 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		s.mu.Unlock()
 		return refused(msg.CodeApprovals, "no ask "+hostlog.QuoteLine(ad.Ask, 40))
 	}
-	if why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait); why != "" {
+	why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait)
+	if why == "" && ad.Verdict != msg.VerdictWait {
+		why = s.st.advisorDayRefusal(k, utcDay(s.clockLocked())) // ask_bounds.go
+	}
+	if why != "" {
 		v := k.view()
 		s.mu.Unlock()
 		s.logAsk("answer refused", v, "by", "agent:"+ad.Advisor, "verdict", ad.Verdict, "reason", why)

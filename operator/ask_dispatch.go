@@ -41,9 +41,13 @@ func (s *Store) raiseAsk(c *hostlog.CheckedDispatch, adm *admission) msg.Dispatc
 		Application: c.Application, Operation: c.Operation, Kind: c.Kind, RequestSHA: bytes.Clone(c.SHA[:]),
 		Method: c.Req.Method, Path: c.Req.Path, Body: c.Req.Body, Arguments: ib.Arguments, Price: adm.charge,
 		Justification: c.Justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
-		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision,
+		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision, CallDay: adm.day,
 	}
 	if err := s.raise(k); err != nil {
+		if rr, ok := err.(*raiseRefused); ok {
+			s.forgetAttempt(c.Attempt)
+			return msg.DispatchResult{Attempt: c.Attempt, Outcome: msg.StateRefused, Refusal: rr.ref}
+		}
 		if !errors.Is(err, journal.ErrFailed) {
 			s.forgetAttempt(c.Attempt)
 		}

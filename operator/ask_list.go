@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"time"
 
@@ -11,52 +10,11 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// AskList lists the pending asks, oldest first, or with all every ask;
-// at most msg.MaxAsksListed (all: the latest ones). Expiry is applied
-// first.
+// AskList is the first page of AskListPage: the pending asks, oldest
+// first, or with all the latest ones the host holds.
 func (s *Store) AskList(all bool) ([]msg.AskView, error) {
-	s.expireForRead("")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !all {
-		return s.st.pendingViews(func(*ask) bool { return true }), nil
-	}
-	ks, err := s.st.pastAsks(msg.MaxAsksListed)
-	if err != nil {
-		return nil, err
-	}
-	ks = slices.DeleteFunc(ks, func(k *ask) bool { return s.st.Asks[k.ID] != nil })
-	for _, id := range s.st.AskOrder {
-		ks = append(ks, s.st.Asks[id])
-	}
-	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Seq < ks[j].Seq })
-	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
-	for _, k := range ks[max(0, len(ks)-msg.MaxAsksListed):] {
-		out = append(out, k.view())
-	}
-	return out, nil
-}
-
-// pendingViews is the pending asks that keep, oldest first, at most
-// msg.MaxAsksListed. With s.mu held.
-func (st *state) pendingViews(keep func(*ask) bool) []msg.AskView {
-	ks := make([]*ask, 0, len(st.asksPending))
-	for _, k := range st.asksPending {
-		if keep(k) {
-			ks = append(ks, k)
-		}
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].RaisedAt != ks[j].RaisedAt {
-			return ks[i].RaisedAt < ks[j].RaisedAt
-		}
-		return ks[i].ID < ks[j].ID
-	})
-	out := make([]msg.AskView, 0, min(len(ks), msg.MaxAsksListed))
-	for _, k := range ks[:min(len(ks), msg.MaxAsksListed)] {
-		out = append(out, k.view())
-	}
-	return out
+	page, _, err := s.AskListPage(all, 0)
+	return page, err
 }
 
 // AskShow shows one ask, its expiry applied first.
@@ -71,32 +29,15 @@ func (s *Store) AskShow(id string) (msg.AskView, error) {
 	return k.view(), nil
 }
 
-// AdvisorAsks lists the pending asks of controller that advisor may
-// answer: those whose asking agent's current limits record names it an
-// advisor, never its own. It is refused (an *AskRefusal, code
-// msg.CodeApprovals) when no limits record of the controller names the
-// agent an advisor.
+// AdvisorAsks is the first page of AdvisorAsksPage.
 func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
-	s.expireForRead("")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.st
-	mayAdvise := func(k agentKey) bool {
-		al := st.Agents[k]
-		return k.Controller == controller && k.Agent != advisor && al != nil && al.Limits.Approval.MayAdvise(advisor)
-	}
-	named := false
-	for _, k := range st.AgentOrder {
-		named = named || mayAdvise(k)
-	}
-	if !named {
-		return nil, &AskRefusal{Reason: "agent " + hostlog.QuoteLine(advisor, 40) + " is not an advisor of any agent's asks"}
-	}
-	return st.pendingViews(func(k *ask) bool { return mayAdvise(agentKey{k.Controller, k.Agent}) }), nil
+	page, _, err := s.AdvisorAsksPage(controller, advisor, 0)
+	return page, err
 }
 
 // AskEvents returns the ask events of the records after journal sequence
-// number after, oldest first (at most msg.MaxAsksListed), and the cursor
+// number after, oldest first (a page: at most msg.MaxAsksListed, and at
+// most msg.AsksPageBytes encoded, ask_pages.go), and the cursor
 // to pass next time (the last event's seq, or after). When there are none
 // it waits up to wait for one, on the signal every new event gives (no
 // polling). Expiry is applied first, so an ask whose expiry passed shows
@@ -124,6 +65,14 @@ func (s *Store) AskEvents(ctx context.Context, after uint64, wait time.Duration)
 		}
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > from })
 		out = append(out, evs[i:i+min(len(evs)-i, msg.MaxAsksListed-len(out))]...)
+		for i := range out { // copies: the state's events stay without bodies
+			if out[i].Ask.Arguments == nil {
+				if k, _ := s.st.askOf(out[i].Ask.ID); k != nil {
+					out[i].Ask.Arguments = k.Arguments
+				}
+			}
+		}
+		out = out[:views.FitPage(len(out), func(i int) int { return views.EncodedSize(&out[i]) })]
 		if n := len(out); n > 0 {
 			s.mu.Unlock()
 			return out, out[n-1].Seq, nil

@@ -32,7 +32,7 @@ func askOf(b *hostlog.Ask) (*ask, error) {
 		RequestSHA: b.RequestSHA256, Method: b.Method, Path: b.Path, Body: b.Body, Arguments: ib.Arguments,
 		Price: b.Price, Justification: b.Justification, RaisedAt: b.RaisedAt, ExpiresAt: b.ExpiresAt,
 		Park: time.Duration(b.ParkMs) * time.Millisecond, OnTimeout: b.OnTimeout, LimitsRevision: b.LimitsRevision,
-		State: msg.AskPending,
+		CallDay: b.Day, State: msg.AskPending,
 	}, nil
 }
 
@@ -43,7 +43,7 @@ func (a *ask) record() hostlog.Ask {
 		Conversation: a.Conversation, Application: a.Application, Operation: a.Operation, Kind: a.Kind,
 		RequestSHA256: a.RequestSHA, Method: a.Method, Path: a.Path, Body: a.Body, Price: a.Price,
 		Justification: a.Justification, RaisedAt: a.RaisedAt, ExpiresAt: a.ExpiresAt, ParkMs: a.Park.Milliseconds(),
-		OnTimeout: a.OnTimeout, LimitsRevision: a.LimitsRevision,
+		OnTimeout: a.OnTimeout, LimitsRevision: a.LimitsRevision, Day: a.CallDay,
 	}
 }
 
@@ -75,6 +75,7 @@ func (rp *replayer) Ask(r journal.Record, b *hostlog.Ask) error {
 	at.First = r.Seq
 	st.Attempts[a.Attempt] = at
 	st.addAsk(a, r.Seq)
+	st.askCall(a) // its call counts from its record: a restart refills nothing
 	return nil
 }
 

@@ -50,6 +50,9 @@ type ask struct {
 	// LimitsRevision is the revision of the agent's limits record that
 	// marked the call (receipts verify reads the marking against it).
 	LimitsRevision uint64
+	// CallDay is the UTC day whose calls the ask counted one of (its
+	// record's day; 0 for an ask recorded before asks counted calls).
+	CallDay int64
 
 	State      msg.AskState
 	Verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)
@@ -117,6 +120,7 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 	}
 	if advisor != "" {
 		st.AdvisorAnswers[convKey{a.Controller, a.Agent, a.Conversation}]++
+		st.advisorDayCount(a, at)
 	}
 	st.addAskEvent(seq, event, at, a)
 }
@@ -124,7 +128,9 @@ func (st *state) decideAsk(a *ask, seq uint64, state msg.AskState, v msg.Verdict
 // addAskEvent appends an event with the ask's view as of it and wakes
 // the waiting AskEvents calls.
 func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
-	st.AskEvents = append(st.AskEvents, views.AskEvent{Seq: seq, Event: event, At: at, Ask: a.view()})
+	v := a.view()
+	v.Arguments = nil // an event holds no body: AskEvents reads it from the ask
+	st.AskEvents = append(st.AskEvents, views.AskEvent{Seq: seq, Event: event, At: at, Ask: v})
 	close(st.askSignal)
 	st.askSignal = make(chan struct{})
 }
@@ -172,15 +178,19 @@ func (st *state) newAskID() string {
 
 // raise journals ask k (its id made here) and applies it: the ask pending,
 // its attempt awaiting approval. The record is durable before anything
-// answers or waits on the ask. On an error nothing is applied.
+// answers or waits on the ask. On an error (a bound's: *raiseRefused)
+// nothing is applied.
 func (s *Store) raise(k *ask) error {
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
-	s.mu.Lock()
-	k.ID, k.State = s.st.newAskID(), msg.AskPending
-	s.mu.Unlock()
+	if err := s.raiseChecked(k); err != nil {
+		return err
+	}
 	seq, err := s.append(hostlog.KindAsk, k.record())
 	if err != nil {
+		s.mu.Lock()
+		s.st.askUncall(k)
+		s.mu.Unlock()
 		return err
 	}
 	s.mu.Lock()

@@ -233,7 +233,7 @@ func (s *Store) commitResolve(a *attempt, rr *hostlog.ReserveV2, req views.Resol
 				if counted {
 					g.Count++
 				}
-				s.st.agentHold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
+				s.st.agentHold(a.ID, a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 			}
 		},
 		apply: func(at journal.Place) {

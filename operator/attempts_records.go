@@ -34,7 +34,7 @@ func (rp *replayer) ReserveV2(r journal.Record, b *hostlog.ReserveV2) error {
 	// The agent's counts come from the journal: a restart refills none.
 	a := rp.st.Attempts[b.Attempt]
 	a.Agent, a.Conversation = b.Agent, b.Conversation
-	rp.st.agentHold(b.Controller, b.Agent, b.Conversation, b.Day, b.Charge)
+	rp.st.agentHold(b.Attempt, b.Controller, b.Agent, b.Conversation, b.Day, b.Charge)
 	return nil
 }
 

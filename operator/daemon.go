@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -140,6 +141,9 @@ type Options struct {
 	// SnapshotEvery is how many records the store's history makes a
 	// snapshot after (package journal/history's default when 0).
 	SnapshotEvery uint64
+	// AskBounds are the operator's caps on the asks pending at once; a
+	// zero field is its default.
+	AskBounds views.AskBounds
 }
 
 // errNoHost is the payer of a store no host serves.

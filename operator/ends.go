@@ -109,7 +109,7 @@ func (s *Store) commitNotSent(adm *admission, d *hostlog.CheckedDispatch, consen
 		undo: func() {
 			p.Charged += adm.charge
 			adm.g.use(adm.day)
-			s.st.agentHold(adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
+			s.st.agentHold(adm.a.ID, adm.ctrl.Name, adm.a.Agent, adm.a.Conversation, adm.day, adm.charge)
 			// The cause may name the journal's path: it goes to the log (the
 			// caller logs it); inspect's detail reaches the agent.
 			adm.a.State, adm.a.Detail = msg.StateUncertain, "delivery failed before sending, but the host could not journal the release"

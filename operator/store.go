@@ -73,6 +73,9 @@ type Store struct {
 	daemon Daemon
 	// warned holds the keys of the warnings logged once (warnOnce).
 	warned sync.Map
+	// askBounds are the caps on pending asks (Options.AskBounds, defaults
+	// filled in).
+	askBounds views.AskBounds
 }
 
 // InitOptions configure InitWith.
@@ -204,7 +207,7 @@ func ReadKey(dir string) (*wire.HybridSigningKey, error) {
 func newStore(dir string, pub *wire.HybridPublicKey, j *journal.Journal, o Options) *Store {
 	s := &Store{
 		dir: dir, pub: pub, hostRing: wire.NewKeyring(pub.Ed25519()), j: j,
-		st: newState(), now: o.Now, log: o.Logger, daemon: o.Daemon,
+		st: newState(), now: o.Now, log: o.Logger, daemon: o.Daemon, askBounds: o.AskBounds.WithDefaults(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -374,7 +377,7 @@ func (st *state) release(a *attempt) {
 	if g := st.Grants[a.Grant]; g != nil && g.Day == a.Day && g.Count > 0 {
 		g.Count--
 	}
-	st.agentUnhold(a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
+	st.agentUnhold(a.ID, a.Controller, a.Agent, a.Conversation, a.Day, a.Charge)
 }
 
 // use counts one admitted request on UTC day d. A day earlier than the

@@ -38,6 +38,9 @@ type World struct {
 	// SnapshotEvery is the host's snapshot interval when set
 	// (ServeOptions.SnapshotEvery).
 	SnapshotEvery uint64
+	// AskBounds are the host's caps on pending asks when set
+	// (ServeOptions.AskBounds).
+	AskBounds views.AskBounds
 }
 
 // Opts shape a World.
@@ -107,7 +110,7 @@ func (w *World) Serve(t testing.TB) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	opts := host.ServeOptions{Ready: func() { close(ready) }, Now: w.Now, Logger: w.Log, Started: func(h *host.Host) { w.Host = h },
-		ApprovalsSocket: w.Approvals, ApproversGroup: w.Approvers, SnapshotEvery: w.SnapshotEvery}
+		ApprovalsSocket: w.Approvals, ApproversGroup: w.Approvers, SnapshotEvery: w.SnapshotEvery, AskBounds: w.AskBounds}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // keep benchmark output parseable
 	}

@@ -42,7 +42,9 @@ type ApprovalsRequest struct {
 	Note    string      `cbor:"note,omitempty"`
 	// After is an events request's cursor (the journal sequence number of
 	// the last event seen; 0: from the start), and WaitMs how long it may
-	// wait for one when there is none yet (at most MaxEventsWait).
+	// wait for one when there is none yet (at most MaxEventsWait). A list's
+	// After is the cursor of the page it asks for (the Cursor of the page
+	// before; 0: the first).
 	After  uint64 `cbor:"after,omitempty"`
 	WaitMs int64  `cbor:"waitMs,omitempty"`
 	// Account is the answering account's name, set by the host from the
@@ -67,7 +69,9 @@ type ApprovalsReply struct {
 	// Ask is a show's ask, and a respond's as it stands after the answer.
 	Ask *msg.AskView `cbor:"ask,omitempty"`
 	// Events are an events request's, in journal order, and Cursor the
-	// After of the next request (operator.Store.AskEvents).
+	// After of the next request (operator.Store.AskEvents). A list's
+	// Cursor is the After of its next page, 0 when it is the last: a list
+	// and a batch of events are pages of at most msg.AsksPageBytes.
 	Events []views.AskEvent `cbor:"events,omitempty"`
 	Cursor uint64           `cbor:"cursor,omitempty"`
 }

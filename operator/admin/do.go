@@ -139,11 +139,11 @@ func doApprovals(s *operator.Store, req Request) (Reply, error) {
 	var rep ApprovalsReply
 	switch req.Op {
 	case OpApprovalsList:
-		asks, err := s.AskList(ar.All)
+		asks, next, err := s.AskListPage(ar.All, ar.After)
 		if err != nil {
 			return Reply{}, err
 		}
-		rep.Asks = asks
+		rep.Asks, rep.Cursor = asks, next
 	case OpApprovalsShow:
 		v, err := s.AskShow(ar.Ask)
 		if err != nil {

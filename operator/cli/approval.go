@@ -20,10 +20,11 @@ type approvalFlags struct {
 	park, expiry  time.Duration
 	onTimeout     string
 	answers       optUint
+	answersPerDay optUint
 }
 
 // approvalFlagNames are the flags that only mean something with --approve-ops.
-var approvalFlagNames = []string{"park", "ask-expiry", "on-timeout", "advisor", "agent-answers"}
+var approvalFlagNames = []string{"park", "ask-expiry", "on-timeout", "advisor", "agent-answers", "agent-answers-per-day"}
 
 func (a *approvalFlags) define(fs *flag.FlagSet) {
 	fs.Var(&a.ops, "approve-ops", "`APP/OP` pattern whose calls wait for an approval (path.Match on each side; repeatable or comma-separated)")
@@ -32,6 +33,7 @@ func (a *approvalFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&a.onTimeout, "on-timeout", "", "the verdict an unanswered ask expires to: approve or deny (not given: deny)")
 	fs.Var(&a.advisors, "advisor", "configured agent `NAME` that may answer this agent's asks (repeatable or comma-separated; none: only humans answer)")
 	fs.Var(&a.answers, "agent-answers", fmt.Sprintf("asks per conversation advisors may decide (0: none; not given: %d)", msg.DefaultAgentAnswers))
+	fs.Var(&a.answersPerDay, "agent-answers-per-day", fmt.Sprintf("asks of this agent advisors may decide per UTC day, over all its conversations (0: none; at most %d; not given: %d)", msg.MaxAgentAnswersPerDay, msg.DefaultAgentAnswersPerDay))
 }
 
 // policy is the policy the flags make, nil without --approve-ops. A
@@ -48,7 +50,7 @@ func (a *approvalFlags) policy(fs *flag.FlagSet) (*msg.ApprovalPolicy, error) {
 		}
 		return nil, nil
 	}
-	p := &msg.ApprovalPolicy{Operations: a.ops, OnTimeout: msg.Verdict(a.onTimeout), Advisors: a.advisors, AgentAnswers: a.answers.v}
+	p := &msg.ApprovalPolicy{Operations: a.ops, OnTimeout: msg.Verdict(a.onTimeout), Advisors: a.advisors, AgentAnswers: a.answers.v, AgentAnswersPerDay: a.answersPerDay.v}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -76,6 +78,7 @@ func approvalText(p *msg.ApprovalPolicy) string {
 	if advisors == "" {
 		advisors = "-"
 	}
-	return fmt.Sprintf("\tapproval [%s] park %v, expiry %v, on timeout %s, advisors %s, agent answers %s per conversation",
-		strings.Join(p.Operations, ","), p.Park(), p.Expiry(), p.TimeoutVerdict(), advisors, strconv.FormatUint(p.AgentAnswerBound(), 10))
+	return fmt.Sprintf("\tapproval [%s] park %v, expiry %v, on timeout %s, advisors %s, agent answers %s per conversation, %s per day",
+		strings.Join(p.Operations, ","), p.Park(), p.Expiry(), p.TimeoutVerdict(), advisors, strconv.FormatUint(p.AgentAnswerBound(), 10),
+		strconv.FormatUint(p.AgentAnswerDayBound(), 10))
 }

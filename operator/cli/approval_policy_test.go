@@ -50,6 +50,8 @@ func TestAgentSetApprovalBounds(t *testing.T) {
 		{with("--advisor", "alice"), `refused: agent alice: an agent is never its own advisor (an advisor never answers an ask raised by its own identity)`},
 		{with("--advisor", "rev,rev"), `refused: agent alice: advisor rev is named twice`},
 		{with("--advisor", "rev", "--agent-answers", "1001"), `refused: agent alice: 1001 agent answers per conversation, the bound is 1000`},
+		{with("--advisor", "rev", "--agent-answers-per-day", "10001"), `refused: agent alice: 10001 agent answers per day, the bound is 10000`},
+		{[]string{"--agent-answers-per-day", "1"}, `usage: --agent-answers-per-day without --approve-ops: it shapes the approval of marked operations, and none is marked`},
 		{with("--park", "0s"), `usage: --park 0s: must be a positive whole number of milliseconds`},
 		{with("--ask-expiry", "-1h"), `usage: --ask-expiry -1h0m0s: must be a positive whole number of milliseconds`},
 		{with("--park", "1.0005s"), `usage: --park 1.0005s: must be a positive whole number of milliseconds`},
@@ -68,7 +70,7 @@ func TestAgentSetApprovalBounds(t *testing.T) {
 	}
 	// At the bounds: accepted, and signed as given.
 	args := append([]string{"agent", "set", "alice", "--controller", "ctl", "--park", "5m", "--ask-expiry", "720h",
-		"--on-timeout", "approve", "--agent-answers", "1000", "--approve-ops", "app/" + strings.Repeat("o", 156)},
+		"--on-timeout", "approve", "--agent-answers", "1000", "--agent-answers-per-day", "10000", "--approve-ops", "app/" + strings.Repeat("o", 156)},
 		append(repeat("approve-ops", "app/op%d", 63), repeat("advisor", "rev%d", 16)...)...)
 	if code, _, errs := hosttest.RunCLI(append(args, "--store", store)...); code != 0 {
 		t.Fatal(errs)
@@ -85,7 +87,8 @@ func TestAgentSetApprovalBounds(t *testing.T) {
 	v, err := s.AgentShow("ctl", "alice")
 	p := v.Approval
 	if err != nil || p == nil || len(p.Operations) != 64 || p.ParkMs != 300_000 || p.ExpiryMs != 720*3_600_000 ||
-		p.OnTimeout != msg.VerdictApprove || len(p.Advisors) != 16 || p.AgentAnswerBound() != 1000 {
+		p.OnTimeout != msg.VerdictApprove || len(p.Advisors) != 16 || p.AgentAnswerBound() != 1000 ||
+		p.AgentAnswerDayBound() != 10000 {
 		t.Fatalf("alice at the bounds: %+v %v", p, err)
 	}
 }
@@ -98,7 +101,7 @@ func TestAgentShowApproval(t *testing.T) {
 	for _, args := range [][]string{
 		{"agent", "set", "alice", "--controller", "ctl", "--approve-ops", "app/pay,app/refund", "--advisor", "rev", "--store", store},
 		{"agent", "set", "carol", "--controller", "ctl", "--approve-ops", "*/*", "--park", "10s", "--ask-expiry", "2h",
-			"--on-timeout", "approve", "--agent-answers", "0", "--advisor", "rev", "--store", store},
+			"--on-timeout", "approve", "--agent-answers", "0", "--agent-answers-per-day", "5", "--advisor", "rev", "--store", store},
 		{"agent", "set", "bob", "--controller", "ctl", "--store", store},
 	} {
 		if code, _, errs := hosttest.RunCLI(args...); code != 0 {
@@ -106,8 +109,8 @@ func TestAgentShowApproval(t *testing.T) {
 		}
 	}
 	for agent, want := range map[string]string{
-		"alice": "\tapproval [app/pay,app/refund] park 30s, expiry 24h0m0s, on timeout deny, advisors rev, agent answers 3 per conversation\n",
-		"carol": "\tapproval [*/*] park 10s, expiry 2h0m0s, on timeout approve, advisors rev, agent answers 0 per conversation\n",
+		"alice": "\tapproval [app/pay,app/refund] park 30s, expiry 24h0m0s, on timeout deny, advisors rev, agent answers 3 per conversation, 10 per day\n",
+		"carol": "\tapproval [*/*] park 10s, expiry 2h0m0s, on timeout approve, advisors rev, agent answers 0 per conversation, 5 per day\n",
 		"bob":   "burst 0\n",
 	} {
 		code, out, errs := hosttest.RunCLI("agent", "show", agent, "--controller", "ctl", "--store", store)

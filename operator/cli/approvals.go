@@ -72,6 +72,32 @@ func (f approvalsFlags) do(d time.Duration, req admin.Request) (*admin.Approvals
 	return approvalsDo(a, d, req)
 }
 
+// list reads every page of a list (the host answers pages of at most
+// msg.AsksPageBytes, each with the cursor of the next), on one connection,
+// each page within 30 s. A cursor that does not move on ends it: a host
+// never answers one, and the list must not loop.
+func (f approvalsFlags) list(all bool) ([]msg.AskView, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := f.open(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	var asks []msg.AskView
+	for after := uint64(0); ; {
+		rep, err := approvalsDo(a, 30*time.Second, admin.Request{Op: admin.OpApprovalsList, Approvals: &admin.ApprovalsRequest{All: all, After: after}})
+		if err != nil {
+			return nil, err
+		}
+		asks = append(asks, rep.Asks...)
+		if rep.Cursor == 0 || rep.Cursor <= after {
+			return asks, nil
+		}
+		after = rep.Cursor
+	}
+}
+
 // approvalsDo runs req on a, waiting at most d for a daemon's answer.
 func approvalsDo(a admin.Client, d time.Duration, req admin.Request) (*admin.ApprovalsReply, error) {
 	rep, err := a.DoWithin(d, req)
@@ -106,18 +132,18 @@ func (c *CLI) cmdApprovalsList(args []string) error {
 	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
 	}
-	rep, err := af.do(30*time.Second, admin.Request{Op: admin.OpApprovalsList, Approvals: &admin.ApprovalsRequest{All: *all}})
+	asks, err := af.list(*all)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		out := make([]askJSON, 0, len(rep.Asks))
-		for _, v := range rep.Asks {
+		out := make([]askJSON, 0, len(asks))
+		for _, v := range asks {
 			out = append(out, askOut(v))
 		}
 		return c.printJSON(out)
 	}
-	for _, v := range rep.Asks {
+	for _, v := range asks {
 		fmt.Fprintf(c.Stdout, "%s\t%s\t%s/%s\t%s/%s\tprice %d\texpires %s\n", v.ID, v.State, v.Controller, v.Agent,
 			v.Application, v.Operation, v.Price, time.UnixMilli(v.ExpiresAt).UTC().Format(time.RFC3339))
 	}

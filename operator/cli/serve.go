@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/journal/history"
 	"github.com/stewardrt/steward/operator/host"
+	"github.com/stewardrt/steward/operator/views"
 )
 
 func (c *CLI) cmdServe(args []string) error {
@@ -16,8 +17,14 @@ func (c *CLI) cmdServe(args []string) error {
 	approvals := fs.String("approvals-socket", "", "bind the approvals socket at `PATH` for the members of --approvers-group")
 	approvers := fs.String("approvers-group", "", "the `GROUP` whose members may list and answer asks on --approvals-socket")
 	every := fs.Uint64("snapshot-every", history.DefaultEvery, "make a snapshot of the host's state after every `N` journal records")
+	perAgent := fs.Int("pending-asks-per-agent", views.DefaultPendingAsksPerAgent, "at most `N` asks of one agent pending at once (a call needing approval past it is refused)")
+	perCtrl := fs.Int("pending-asks-per-controller", views.DefaultPendingAsksPerController, "at most `N` asks of one controller's agents pending at once")
+	askBytes := fs.Int64("pending-ask-bytes", views.DefaultPendingAskBytesPerController, "at most `BYTES` of calls in one controller's pending asks together")
 	if _, err := c.parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *perAgent < 1 || *perCtrl < 1 || *askBytes < 1 {
+		return fmt.Errorf("%w: --pending-asks-per-agent, --pending-asks-per-controller and --pending-ask-bytes are at least 1", errUsage)
 	}
 	if *every == 0 {
 		return fmt.Errorf("%w: --snapshot-every 0: a snapshot is made after at least one record", errUsage)
@@ -30,6 +37,7 @@ func (c *CLI) cmdServe(args []string) error {
 	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
 	return host.Serve(ctx, *store, host.ServeOptions{
 		Logger: log, ApprovalsSocket: *approvals, ApproversGroup: *approvers, SnapshotEvery: *every,
+		AskBounds: views.AskBounds{PerAgent: *perAgent, PerController: *perCtrl, BytesPerController: *askBytes},
 		Ready: func() {
 			if c.Ready == nil {
 				return

@@ -112,7 +112,7 @@ func (h *Host) adminChannelConfig() wire.ChannelConfig {
 }
 
 func (h *Host) adminHandler() wire.Handler {
-	return wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
+	return fitReplies(wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
 		if req.T != admin.TypeAdmin {
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on the admin socket", req.T)}
 		}
@@ -135,5 +135,5 @@ func (h *Host) adminHandler() wire.Handler {
 		pc, _ := peerOf(ctx)
 		h.log.Info("steward-operator: admin", "op", ar.Op, "name", ar.Name, "by", fmt.Sprintf("uid:%d", pc.UID))
 		return admin.TypeAdminResult, rep
-	})
+	}))
 }

@@ -40,8 +40,8 @@ func TestAskRaisedHoldsNothing(t *testing.T) {
 	if p, _ := w.HostStore().PurseShow("ctl"); p.Holds != 0 || p.Balance != 100 {
 		t.Fatalf("purse %+v", p)
 	}
-	if v, _ := w.HostStore().AgentShow("ctl", "alice"); v.CallsToday != 0 || v.CreditsToday != 0 {
-		t.Fatalf("agent counts %+v", v)
+	if v, _ := w.HostStore().AgentShow("ctl", "alice"); v.CallsToday != 1 || v.CreditsToday != 0 {
+		t.Fatalf("agent counts %+v: the ask counts its one call, no credits", v)
 	}
 	w.Stop()
 	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindAsk] != 1 || n[hostlog.KindReserveV2] != 0 || n[hostlog.KindRefused] != 0 {

@@ -31,7 +31,7 @@ import (
 // control channel. The controller is the channel's (its socket's peer
 // uid and tool key), never a name in a frame.
 func (h *Host) controlHandler(controller string) wire.Handler {
-	return wire.HandlerFunc(func(_ context.Context, req *wire.Envelope) (string, any) {
+	return fitReplies(wire.HandlerFunc(func(_ context.Context, req *wire.Envelope) (string, any) {
 		switch req.T {
 		case msg.TypeRoutes:
 			return h.answerRoutes(controller, req)
@@ -46,7 +46,7 @@ func (h *Host) controlHandler(controller string) wire.Handler {
 		default:
 			return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: fmt.Sprintf("unknown request type %q on a control socket", req.T)}
 		}
-	})
+	}))
 }
 
 // answerRoutes is the routes answer (msg.RoutesResult): the RouteIDs of
@@ -122,7 +122,7 @@ func (h *Host) answerAsks(controller string, req *wire.Envelope) (string, any) {
 	if err := hostlog.ValidAgentName(q.Advisor); err != nil {
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeBadRequest, Reason: "asks: " + refusalLine(err)}
 	}
-	asks, err := h.s.AdvisorAsks(controller, q.Advisor)
+	asks, next, err := h.s.AdvisorAsksPage(controller, q.Advisor, q.After)
 	if err != nil {
 		var ar *operator.AskRefusal
 		if errors.As(err, &ar) {
@@ -133,7 +133,7 @@ func (h *Host) answerAsks(controller string, req *wire.Envelope) (string, any) {
 	if asks == nil {
 		asks = []msg.AskView{}
 	}
-	return msg.TypeAsksResult, msg.AsksResult{Asks: asks}
+	return msg.TypeAsksResult, msg.AsksResult{Asks: asks, Next: next}
 }
 
 // answerAdvise answers msg.Advise with the ask as it stands after the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 )
 
@@ -43,6 +44,9 @@ type ServeOptions struct {
 	// SnapshotEvery is how many records the host makes a snapshot of its
 	// state after (operator.Options.SnapshotEvery); tests make it small.
 	SnapshotEvery uint64
+	// AskBounds are the operator's caps on pending asks
+	// (operator.Options.AskBounds; serve's --pending-asks-* flags).
+	AskBounds views.AskBounds
 }
 
 // Host is the running host daemon over one open store. It is the store's
@@ -90,7 +94,7 @@ func Serve(ctx context.Context, dir string, opts ServeOptions) error {
 		h.adminPath = admin.SocketPath(dir)
 	}
 	h.routes, h.controls = newRouteListeners(srvCtx, h), newControlListeners(srvCtx, h)
-	s, err := operator.OpenWith(dir, operator.Options{Now: opts.Now, Logger: log, Daemon: h, SnapshotEvery: opts.SnapshotEvery})
+	s, err := operator.OpenWith(dir, operator.Options{Now: opts.Now, Logger: log, Daemon: h, SnapshotEvery: opts.SnapshotEvery, AskBounds: opts.AskBounds})
 	if err != nil {
 		return err
 	}

@@ -311,6 +311,10 @@ type Ask struct {
 	ParkMs         int64       `cbor:"parkMs"`
 	OnTimeout      msg.Verdict `cbor:"onTimeout"`
 	LimitsRevision uint64      `cbor:"limitsRevision"`
+	// Day is the UTC day whose calls of the agent the ask counts one of
+	// (omitted: an ask recorded before asks counted calls, which counts
+	// none, as it did).
+	Day int64 `cbor:"day,omitempty"`
 }
 
 // AskAnswer decides an ask: approve or deny, by a human ("uid:N",

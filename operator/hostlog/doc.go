@@ -152,7 +152,7 @@
 //	ask             {ask, attempt, controller, route, agent, conversation,
 //	                 application, operation, kind, requestSha256, method, path,
 //	                 body, price, justification, raisedAt, expiresAt, parkMs,
-//	                 onTimeout, limitsRevision}
+//	                 onTimeout, limitsRevision, day}
 //	                 a call to an operation the agent's limits record
 //	                 (revision limitsRevision) marks for approval, admitted and
 //	                 holding nothing: the ask (id "ask-" and 12 hex digits), the
@@ -162,12 +162,16 @@
 //	                 when it was raised (unix ms; parkMs, onTimeout). Appended
 //	                 before the dispatch is answered; its attempt awaits
 //	                 approval until a collect goes on with it (a reserve.v2 or
-//	                 a refused record of the same attempt follows).
+//	                 a refused record of the same attempt follows). day is the
+//	                 UTC day whose calls of the agent it counts one of (omitted
+//	                 by hosts before asks counted calls: counts none); the
+//	                 reserve.v2 of its attempt counts no second call.
 //	ask-answer      {ask, verdict, by, account, advisor, note, at}
 //	                 the first answer to a pending ask, approve or deny: by a
 //	                 human (by "uid:N" from SO_PEERCRED, account its name) or an
 //	                 advisor agent (by "agent:NAME", advisor NAME, counted
-//	                 against the asking agent's conversation's bound); note the
+//	                 against the asking agent's conversation's bound and its
+//	                 UTC day's, the day of at); note the
 //	                 human's note or the advisor's sentence (omitted when empty).
 //	ask-expired     {ask, verdict, at}           an unanswered ask read after its
 //	                 expiry: decided by its on-timeout verdict, at its expiry

@@ -271,6 +271,9 @@ func validApprovalPolicy(agent string, p *msg.ApprovalPolicy) error {
 	if p.AgentAnswers != nil && *p.AgentAnswers > msg.MaxAgentAnswers {
 		return fmt.Errorf("agent %s: %d agent answers per conversation, the bound is %d", agent, *p.AgentAnswers, msg.MaxAgentAnswers)
 	}
+	if p.AgentAnswersPerDay != nil && *p.AgentAnswersPerDay > msg.MaxAgentAnswersPerDay {
+		return fmt.Errorf("agent %s: %d agent answers per day, the bound is %d", agent, *p.AgentAnswersPerDay, msg.MaxAgentAnswersPerDay)
+	}
 	return nil
 }
 

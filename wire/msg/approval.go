@@ -4,6 +4,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/stewardrt/steward/wire"
 )
 
 // Approvals (DESIGN.md section 5, "Approvals"): the operator's signed
@@ -68,6 +70,14 @@ const (
 	// unlimited.
 	DefaultAgentAnswers = 3
 	MaxAgentAnswers     = 1000
+	// DefaultAgentAnswersPerDay is how many asks of one asking agent
+	// advisors may decide (approve or deny) on one UTC day, whatever
+	// conversations the asks name, when the policy does not say;
+	// MaxAgentAnswersPerDay bounds it. The asking agent names its
+	// conversations, so the per-conversation bound alone is one it can
+	// choose its way past: this one it cannot. 0 means none.
+	DefaultAgentAnswersPerDay = 10
+	MaxAgentAnswersPerDay     = 10000
 	// MaxJustification bounds the justification an agent may give a call
 	// to a marked operation (bytes of UTF-8, one line).
 	MaxJustification = 512
@@ -77,6 +87,13 @@ const (
 	MaxApprovalNote = 512
 	// MaxAsksListed bounds the asks one list answers (the oldest first).
 	MaxAsksListed = 100
+	// AsksPageBytes bounds the encoded asks (or events) of one page of a
+	// list, an advisor's list or an event batch: a page ends before the
+	// ask that would pass it, and says where the next begins, so a reply
+	// stays far inside wire.MaxReplyFrame (a quarter of it) whatever the
+	// asks hold. One ask alone always fits a page: its body is at most
+	// the 64 KiB of an invocation body, and its other fields are bounded.
+	AsksPageBytes = wire.MaxReplyFrame / 4
 )
 
 // LineBreakAt is the byte offset of the first line break in s (CR, LF,
@@ -128,6 +145,10 @@ type ApprovalPolicy struct {
 	// AgentAnswers bounds the asks of one conversation of this agent that
 	// advisors may decide (nil: DefaultAgentAnswers; 0: none).
 	AgentAnswers *uint64 `cbor:"agentAnswers,omitempty" json:"agentAnswers,omitempty"`
+	// AgentAnswersPerDay bounds the asks of this agent that advisors may
+	// decide on one UTC day, over all its conversations (nil:
+	// DefaultAgentAnswersPerDay; 0: none). Both bounds hold.
+	AgentAnswersPerDay *uint64 `cbor:"agentAnswersPerDay,omitempty" json:"agentAnswersPerDay,omitempty"`
 }
 
 // Marks reports whether an invocation of operation op of application app
@@ -187,6 +208,19 @@ func (p *ApprovalPolicy) AgentAnswerBound() uint64 {
 	return *p.AgentAnswers
 }
 
+// AgentAnswerDayBound is how many asks of this agent advisors may decide
+// on one UTC day; 0 when none may (no advisors named, or
+// AgentAnswersPerDay 0).
+func (p *ApprovalPolicy) AgentAnswerDayBound() uint64 {
+	switch {
+	case p == nil || len(p.Advisors) == 0:
+		return 0
+	case p.AgentAnswersPerDay == nil:
+		return DefaultAgentAnswersPerDay
+	}
+	return *p.AgentAnswersPerDay
+}
+
 // MayAdvise reports whether the agent named advisor may answer asks under p.
 func (p *ApprovalPolicy) MayAdvise(advisor string) bool {
 	if p == nil {
@@ -239,11 +273,17 @@ type VerdictPush struct {
 // (code CodeApprovals) when no limits record names the agent an advisor.
 type Asks struct {
 	Advisor string `cbor:"advisor"`
+	// After is the cursor of the page asked for: the Next of the page
+	// before (0: the first page).
+	After uint64 `cbor:"after,omitempty"`
 }
 
-// AsksResult lists the asks, oldest first, at most MaxAsksListed.
+// AsksResult lists the asks, oldest first: one page, at most
+// MaxAsksListed asks and AsksPageBytes of them encoded. Next, when not 0,
+// is the After of the page that follows.
 type AsksResult struct {
 	Asks []AskView `cbor:"asks"`
+	Next uint64    `cbor:"next,omitempty"`
 }
 
 // AskView is an ask as the host shows it: to an advisor, to the approvals
