@@ -82,7 +82,7 @@ func (s *Store) AdvisorAsks(controller, advisor string) ([]msg.AskView, error) {
 	defer s.mu.Unlock()
 	st := s.st
 	mayAdvise := func(k agentKey) bool {
-		al := st.Agents[k]
+		al := st.limitsOf(k.Controller, k.Agent)
 		return k.Controller == controller && k.Agent != advisor && al != nil && al.Limits.Approval.MayAdvise(advisor)
 	}
 	named := false
