@@ -35,6 +35,15 @@ func TestDispatchNamingNoAgent(t *testing.T) {
 	}
 	// The id was never taken: alice (under the default) may use it.
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "n1", "alice", "c1")))
+	// An allowance naming no agent is refused as well; one of a name
+	// without a record answers the default's.
+	if typ, _, ref := agentAllowance(t, cl, ""); typ != msg.TypeRefused || ref.Code != msg.CodeBadRequest ||
+		ref.Reason != `allowance: agent "" is none of a configured agent's name, foreground and uid:N` {
+		t.Fatalf("an allowance naming no agent: %s %+v", typ, ref)
+	}
+	if _, res, _ := agentAllowance(t, cl, "alice"); !res.Limited || res.CallsLeft == nil || *res.CallsLeft != 0 {
+		t.Fatalf("alice's allowance under the default: %+v", res)
+	}
 	w.Stop()
 	n := hosttest.Kinds(t, w.Store)
 	if n[hostlog.KindReserveV2] != 1 || n[hostlog.KindRefused] != 0 || n[hostlog.KindAsk] != 0 {
@@ -124,4 +133,30 @@ func TestNoDefaultRecord(t *testing.T) {
 			t.Fatalf("show: %v, want %q", err, want)
 		}
 	})
+}
+
+// TestDefaultRecordAdvisors: the default record's approval policy names
+// the advisors of an agent without a record of its own: rev lists carol's
+// ask and its approve is taken; an advisor the default does not name is
+// refused, naming why.
+func TestDefaultRecordAdvisors(t *testing.T) {
+	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &views.AgentSpec{Agent: msg.DefaultAgent,
+		Approval: hosttest.WithAdvisors(nil, "rev")})
+	carol := "carol"
+	w.Peer.Principal.Store(&carol)
+	w.Serve(t)
+	cl := w.Dial(t)
+	tk := hosttest.WantAwaiting(t, peertest.Call(t, cl, hosttest.Calc(t, "k1", "carol", "c1")))
+	s := w.HostStore()
+	asks, err := s.AdvisorAsks("ctl", "rev")
+	if err != nil || len(asks) != 1 || asks[0].ID != tk.ID || asks[0].Agent != "carol" {
+		t.Fatalf("rev's asks: %+v %v", asks, err)
+	}
+	if res := s.Advise("ctl", hosttest.Advise(tk.ID, "eve", msg.VerdictApprove)); res.Refused == nil || res.Refused.Reason != "agent eve is not an advisor of agent carol's asks" {
+		t.Fatalf("eve's answer: %+v", res.Refused)
+	}
+	if res := s.Advise("ctl", hosttest.Advise(tk.ID, "rev", msg.VerdictApprove)); res.Refused != nil || res.Ask.State != msg.AskApproved {
+		t.Fatalf("rev's answer: %+v %+v", res.Ask, res.Refused)
+	}
+	hosttest.WantAnswer(t, hosttest.CollectCall(t, cl, "k1"))
 }
