@@ -6,26 +6,15 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// Every dispatch names its principal, and every principal meets a limits
-// record (DESIGN.md section 5, "The operator's limits per agent"): its
-// own, or else its controller's default record (agent msg.DefaultAgent,
-// "*"), so that a name the operator never set limits for is limited by
-// the default, never unlimited by accident. The default is a record like
-// any other: signed, journaled as agent-limits, replayed, in the snapshot
-// (state.Agents). Counts stay per principal: each principal under the
-// default counts its own day, as under a record of its own.
-//
-// A store without a default record for a controller (every store before
-// the default existed, and a new one until the operator sets it) limits a
-// principal without its own record by its grants and the payer alone, as
-// before: the legacy allow-list configs, whose principals are uid:N, keep
-// working unchanged, and the host logs once per principal that it runs
-// under no record.
+// Every dispatch names its principal, and a principal without a limits
+// record of its own meets its controller's default record (agent "*",
+// msg.DefaultAgent), so a name never set is not unlimited by accident;
+// counts stay per principal. A store without a default (any store before
+// it) limits such a principal by its grants and the payer alone, as
+// before, so legacy uid:N configs keep working (DESIGN.md section 5).
 
-// limitsOf is the limits record in force for agent of controller ctrl:
-// its own, else the controller's default, else nil. An agent "" (an
-// attempt reserved before agents, redelivered) meets no record: its
-// reservation was admitted as it was then.
+// limitsOf is the record in force for agent of controller ctrl: its own,
+// else the default, else nil; none for "" (an old reservation redelivered).
 func (st *state) limitsOf(ctrl, agent string) *agentLimits {
 	if agent == "" {
 		return nil
@@ -39,10 +28,8 @@ func (st *state) limitsOf(ctrl, agent string) *agentLimits {
 // noAgentReason is the refusal of a dispatch that names no principal.
 const noAgentReason = "the dispatch names no agent: every call must name its principal (an agent's name, uid:N or foreground), so the operator's limits apply to it; nothing was reserved or sent"
 
-// refuseNoAgent refuses dispatch c when it names no principal, before
-// anything is admitted or journaled: a controller before agents (or one
-// that omits the name) would otherwise pass every agent's limits and
-// approval marks. Nil when it names one.
+// refuseNoAgent refuses dispatch c naming no principal, before anything is
+// admitted or journaled: it would pass every agent limit and mark.
 func (s *Store) refuseNoAgent(ctrl string, c *hostlog.CheckedDispatch) *msg.Refusal {
 	if c.Agent != "" {
 		return nil
@@ -51,15 +38,14 @@ func (s *Store) refuseNoAgent(ctrl string, c *hostlog.CheckedDispatch) *msg.Refu
 	return &msg.Refusal{Code: msg.CodeBadRequest, Reason: noAgentReason}
 }
 
-// warnNoRecord logs once per principal that agent of controller ctrl is
-// admitted under no limits record: neither its own nor a default one.
+// warnNoRecord logs once per principal one admitted under no record.
 func (s *Store) warnNoRecord(ctrl, agent string) {
 	s.warnOnce("no-limits/"+ctrl+"/"+agent, "steward-operator: agent has no limits record and its controller no default one (agent set '*'): only its grants and the payer limit it",
 		"controller", ctrl, "agent", agent)
 }
 
-// defaultShow is the view of agent under its controller's default record
-// al: the default's limits, the agent's own counts of today.
+// defaultShow is agent under the default record al: its limits, the
+// agent's own counts of today.
 func (s *Store) defaultShow(al *agentLimits, agent string) views.AgentView {
 	v := s.agentView(al)
 	n := s.st.countsOn(agentKey{al.Limits.Controller, agent}, utcDay(s.clockLocked()), "", false, 0)
