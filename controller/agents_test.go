@@ -494,12 +494,12 @@ func TestSameUnscoped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.sameUnscoped(p, old.SHA256()) {
+	if !c.sameUnscopedConversation(p, old.SHA256(), true) {
 		t.Fatalf("the same call before agents (%s) is not the same request", old.Body)
 	}
 	other, _ := json.Marshal(callArgs("r1", map[string]any{"text": "other"}))
 	q, _ := c.plan(context.Background(), ToolCall, other, "uid:1000")
-	if c.sameUnscoped(q, old.SHA256()) {
+	if c.sameUnscopedConversation(q, old.SHA256(), true) {
 		t.Fatal("other arguments are the same request as the call before agents")
 	}
 }

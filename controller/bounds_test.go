@@ -103,10 +103,12 @@ func TestForegroundBounds(t *testing.T) {
 	sock := s.cfg.Sockets.Foreground
 
 	// An invocation body of exactly n bytes: the canonical body is
-	// {"arguments":{"text":"..."},"conversationId":"c","operationId":"text.sha256","requestId":"SCOPED"}
-	// with the foreground's scoped requestId (ScopedRequestID, 44 bytes).
+	// {"arguments":{"text":"..."},"conversationId":"SCOPED","operationId":"text.sha256","requestId":"SCOPED"}
+	// with the foreground's scoped requestId and conversationId
+	// (ScopedRequestID, ScopedConversationID, 44 bytes each).
 	bodyArgs := func(reqID string, n int) []byte {
-		fixed := len(`{"arguments":{"text":""},"conversationId":"c","operationId":"text.sha256","requestId":""}`) + len(ScopedRequestID(ctlconf.PrincipalForeground, reqID))
+		fixed := len(`{"arguments":{"text":""},"conversationId":"","operationId":"text.sha256","requestId":""}`) +
+			len(ScopedRequestID(ctlconf.PrincipalForeground, reqID)) + len(ScopedConversationID(ctlconf.PrincipalForeground, "c"))
 		b, _ := json.Marshal(map[string]any{"application": "appliance", "requestId": reqID, "conversationId": "c",
 			"operationId": "text.sha256", "arguments": map[string]any{"text": strings.Repeat("t", n-fixed)}})
 		return b

@@ -12,7 +12,6 @@ import (
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
-	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -210,8 +209,10 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 		return refused(msg.CodeJournal, "the controller's requestId index could not be read; nothing was sent", "")
 	}
 	if !ok {
-		if prior.Unscoped {
-			prior.SameRequest = c.sameUnscoped(p, prior.RequestSHA256)
+		if !prior.SameRequest {
+			// Begun before the ids were scoped: compare with the call's
+			// request built as it was then.
+			prior.SameRequest = c.sameUnscopedConversation(p, prior.RequestSHA256, prior.Unscoped)
 		}
 		return c.decidedBy(ctx, p, prior)
 	}
@@ -247,19 +248,6 @@ func (c *Controller) finish(p *plan, id string, res ledger.Result) *ToolResult {
 		c.learnLimits(p.application, res.Body)
 	}
 	return fromResult(res)
-}
-
-// sameUnscoped reports whether an attempt begun before agents, whose
-// request hash is sha, asked what p asks: the same request built with the
-// agent's requestId itself, as bodies were then.
-func (c *Controller) sameUnscoped(p *plan, sha [32]byte) bool {
-	var body oracleops.InvokeBody
-	if p.kind != msg.KindInvoke || json.Unmarshal(p.req.Body, &body) != nil {
-		return false
-	}
-	body.RequestID = p.requestID
-	req, err := oracleops.BuildInvoke(p.route.Prefix, body)
-	return err == nil && req.SHA256() == sha
 }
 
 // decidedBy answers a call that an earlier attempt with the same

@@ -104,7 +104,8 @@
 // For oracle_call, an agent's requestId of an application decides (the
 // index is keyed by agent, application and requestId: another agent's
 // attempts decide nothing of it), and the application sees it scoped to
-// the agent (ScopedRequestID, built into the invoke body): the same
+// the agent (ScopedRequestID, built into the invoke body; the
+// conversationId too, ScopedConversationID): the same
 // request hash with a definite earlier answer replays it (nothing
 // dispatched or charged, replayed: true); a different hash is a conflict;
 // an uncertain earlier attempt makes the call ask the host (inspect):

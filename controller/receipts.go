@@ -183,14 +183,15 @@ func receiptSays(rc msg.Receipt, want msg.State) error {
 
 // receiptNamesCaller checks the agent and conversation a receipt names
 // against the attempt's begin: the host signs the dispatch's agent and the
-// invocation's conversationId into it (a host before agents names
-// neither, and its receipt still verifies).
+// invocation's conversationId into it, the one the body carries (scoped
+// per agent; a host before agents names neither, and its receipt still
+// verifies).
 func receiptNamesCaller(rc msg.Receipt, b ledger.Begin) error {
 	switch {
 	case rc.Agent != "" && rc.Agent != b.Owner():
 		return fmt.Errorf("receipt names agent %q, the attempt's is %q", rc.Agent, b.Owner())
-	case rc.Conversation != "" && rc.Conversation != b.ConversationID:
-		return fmt.Errorf("receipt names conversation %q, the attempt's is %q", rc.Conversation, b.ConversationID)
+	case rc.Conversation != "" && rc.Conversation != b.AppConversationID():
+		return fmt.Errorf("receipt names conversation %q, the attempt's is %q", rc.Conversation, b.AppConversationID())
 	}
 	return nil
 }

@@ -77,7 +77,8 @@ type plan struct {
 	query          string
 	requestID      string // the agent's
 	scopedID       string // the application's (ScopedRequestID), for an invoke
-	conversationID string
+	conversationID string // the agent's
+	scopedConv     string // the application's (ScopedConversationID), for an invoke
 	req            oracleops.Request
 	sha            [32]byte
 	route          msg.RouteRecord
@@ -105,7 +106,7 @@ type plan struct {
 func (p *plan) begin(id string) ledger.Begin {
 	return ledger.Begin{
 		Attempt: id, Tool: p.tool, Application: p.application, Operation: p.operation,
-		RequestID: p.requestID, ScopedRequestID: p.scopedID, ConversationID: p.conversationID,
+		RequestID: p.requestID, ScopedRequestID: p.scopedID, ConversationID: p.conversationID, ScopedConversationID: p.scopedConv,
 		Kind: p.kind, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body,
 		RequestSHA256: p.sha[:], Route: p.route.Route,
 		Principal: p.principal, Agent: p.principal, Justification: p.justification,
@@ -238,9 +239,14 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 		}
 		route, offline = r, true
 	}
-	scoped := ScopedRequestID(agent, a.RequestID)
+	// The agent's conversationId is checked as the protocol's id before
+	// it is hashed into the scoped one, as its requestId is.
+	if err := oracleops.ValidateConversationID(a.ConversationID); err != nil {
+		return nil, argErr("%v", err)
+	}
+	scoped, scopedConv := ScopedRequestID(agent, a.RequestID), ScopedConversationID(agent, a.ConversationID)
 	req, err := oracleops.BuildInvoke(route.Prefix, oracleops.InvokeBody{
-		Arguments: a.Arguments, ConversationID: a.ConversationID,
+		Arguments: a.Arguments, ConversationID: scopedConv,
 		OperationID: opID, RequestID: scoped,
 	})
 	if err != nil {
@@ -250,7 +256,7 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 		return nil, argErr("%v", err)
 	}
 	return &plan{tool: ToolCall, args: canon, application: app, kind: msg.KindInvoke,
-		operation: opID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID,
+		operation: opID, requestID: a.RequestID, scopedID: scoped, conversationID: a.ConversationID, scopedConv: scopedConv,
 		req: req, sha: req.SHA256(), route: route, timeout: timeout, principal: agent, offline: offline,
 		justification: a.Justification}, nil
 }

@@ -85,9 +85,9 @@ func (s *Store) admitLocked(ctrlName string, d *hostlog.CheckedDispatch, prior *
 	if ref := s.agentRefusal(c, d, charge, day, now.UnixMilli(), false); ref != nil {
 		return nil, ref
 	}
-	var al *agentLimits // the one look-up of the agent's record: its patterns and its approval policy
-	if d.Agent != "" {
-		al = st.Agents[agentKey{ctrlName, d.Agent}]
+	al := st.limitsOf(ctrlName, d.Agent) // the one look-up of the agent's record (or the default): its patterns and its approval policy
+	if al == nil {
+		s.warnNoRecord(ctrlName, d.Agent)
 	}
 	adm := &admission{ctrl: c, g: chosen, grant: chosen.Grant, charge: charge, day: day, agentOps: al.operations()}
 	if prior == nil && al != nil && d.Kind == msg.KindInvoke && al.Limits.Approval.Marks(d.Application, d.Operation) {

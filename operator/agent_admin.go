@@ -61,9 +61,12 @@ func (s *Store) AgentShow(ctrl, agent string) (views.AgentView, error) {
 	if _, err := s.st.controller(ctrl); err != nil {
 		return views.AgentView{}, err
 	}
-	al := s.st.Agents[agentKey{ctrl, agent}]
-	if al == nil {
-		return views.AgentView{}, views.Refusedf("agent %s of controller %s has no limits: only its grants and the payer limit it", agent, ctrl)
+	al := s.st.limitsOf(ctrl, agent)
+	switch {
+	case al == nil:
+		return views.AgentView{}, views.Refusedf("agent %s of controller %s has no limits record and its controller no default one (agent set '*'): only its grants and the payer limit it", agent, ctrl)
+	case al.Limits.Agent != agent:
+		return s.defaultShow(al, agent), nil
 	}
 	return s.agentView(al), nil
 }

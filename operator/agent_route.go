@@ -20,7 +20,7 @@ func (s *Store) Allowance(ctrl, agent string) msg.AllowanceResult {
 	day := utcDay(s.clockLocked())
 	res := msg.AllowanceResult{Agent: agent, RefillsAt: (day + 1) * 86_400_000}
 	k := agentKey{ctrl, agent}
-	al := s.st.Agents[k]
+	al := s.st.limitsOf(ctrl, agent)
 	if al == nil {
 		return res
 	}

@@ -195,17 +195,19 @@ func patternsAllow(ps []string, app, op string) bool {
 // its agent's limits, with s.mu held: at admission (own false, which also
 // takes a token of the rate) or again at the last moment (own true: the
 // call's own hold is not counted against it, and the rate is not taken
-// twice). Nil when the dispatch names no agent, the agent has no limits
-// record, or they allow it.
+// twice). The record is the agent's own or its controller's default
+// (limitsOf), while the counts are the agent's own. Nil when the dispatch
+// names no agent (an old reservation redelivered), no record applies, or
+// it allows the call.
 func (s *Store) agentRefusal(c *controller, d *hostlog.CheckedDispatch, charge uint64, day, nowMs int64, own bool) *msg.Refusal {
 	k := agentKey{c.Name, d.Agent}
-	al := s.st.Agents[k]
-	if d.Agent == "" || al == nil {
+	al := s.st.limitsOf(c.Name, d.Agent)
+	if al == nil {
 		return nil
 	}
 	l := &al.Limits
 	refusal := func(why, reason string, args ...any) *msg.Refusal {
-		s.logRefusal(d, why, append([]any{"controller", c.Name, "agent", d.Agent, "revision", l.Revision}, args...)...)
+		s.logRefusal(d, why, append([]any{"controller", c.Name, "agent", d.Agent, "record", l.Agent, "revision", l.Revision}, args...)...)
 		return &msg.Refusal{Code: msg.CodeAgentLimit, Reason: reason}
 	}
 	refill := nextUTCDay(day)
@@ -273,10 +275,7 @@ func nextUTCDay(day int64) string {
 // agentOps is a copy of the operation patterns of d's agent, for a
 // listing filtered by them (nil: not filtered by the agent).
 func (s *Store) agentOps(ctrl string, d *hostlog.CheckedDispatch) []string {
-	if d.Agent == "" {
-		return nil
-	}
-	return s.st.Agents[agentKey{ctrl, d.Agent}].operations()
+	return s.st.limitsOf(ctrl, d.Agent).operations()
 }
 
 // operations is a copy of al's operation patterns; nil for no record.

@@ -131,7 +131,7 @@ func (st *state) advisorRefusal(k *ask, advisor string, counted bool) string {
 		return "an advisor never answers an ask raised by its own identity"
 	}
 	var p *msg.ApprovalPolicy
-	if al := st.Agents[agentKey{k.Controller, k.Agent}]; al != nil {
+	if al := st.limitsOf(k.Controller, k.Agent); al != nil {
 		p = al.Limits.Approval
 	}
 	switch {

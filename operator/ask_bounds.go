@@ -40,7 +40,7 @@ func (s *Store) raiseChecked(k *ask) error {
 // passed. Nil when it may.
 func (s *Store) raiseRefusal(k *ask) *msg.Refusal {
 	key := agentKey{k.Controller, k.Agent}
-	if al := s.st.Agents[key]; al != nil && al.Limits.CallsPerDay != nil && k.CallDay != 0 &&
+	if al := s.st.limitsOf(k.Controller, k.Agent); al != nil && al.Limits.CallsPerDay != nil && k.CallDay != 0 &&
 		s.st.countsOn(key, k.CallDay, "", false, 0).calls >= *al.Limits.CallsPerDay {
 		return &msg.Refusal{Code: msg.CodeAgentLimit, Reason: "the daily call limit for this agent is reached: it refills at " + nextUTCDay(k.CallDay)}
 	}
@@ -85,7 +85,7 @@ func (st *state) askCounted(id string) bool {
 func (st *state) advisorDayRefusal(k *ask, day int64) string {
 	var p *msg.ApprovalPolicy
 	var n uint64
-	if al := st.Agents[agentKey{k.Controller, k.Agent}]; al != nil {
+	if al := st.limitsOf(k.Controller, k.Agent); al != nil {
 		p = al.Limits.Approval
 	}
 	if u := st.AgentUse[agentKey{k.Controller, k.Agent}]; u != nil && u.Day >= day {
@@ -163,7 +163,7 @@ func (s *Store) AdvisorAsksPage(controller, advisor string, after uint64) ([]msg
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mayAdvise := func(k agentKey) bool {
-		al := s.st.Agents[k]
+		al := s.st.limitsOf(k.Controller, k.Agent)
 		return k.Controller == controller && k.Agent != advisor && al != nil && al.Limits.Approval.MayAdvise(advisor)
 	}
 	if !slices.ContainsFunc(s.st.AgentOrder, mayAdvise) {

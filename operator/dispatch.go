@@ -84,6 +84,9 @@ func (s *Store) dispatch(ctx context.Context, rt *msg.RouteRecord, d *msg.Dispat
 	if err != nil {
 		return refused(d, msg.CodeBadRequest, "%v", err)
 	}
+	if ref := s.refuseNoAgent(rt.Controller, c); ref != nil {
+		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
+	}
 	if ref := s.checkDeadline(rt.Controller, c); ref != nil {
 		return msg.DispatchResult{Attempt: d.Attempt, Outcome: msg.StateRefused, Refusal: ref}
 	}

@@ -79,6 +79,11 @@ type Begin struct {
 	// discovery and in begins written before agents, whose body carries
 	// RequestID itself.
 	ScopedRequestID string `cbor:"scopedRequestId,omitempty"`
+	// ScopedConversationID is the conversationId the application sees,
+	// derived from the agent and ConversationID (the invoke body carries
+	// it): absent for a discovery and in begins written before it, whose
+	// body carries ConversationID itself.
+	ScopedConversationID string `cbor:"scopedConversationId,omitempty"`
 	// Justification is the agent's own short reason for the call (at most
 	// msg.MaxJustification bytes, one line), sent in the dispatch and
 	// shown to whoever answers its ask. Absent when the agent gave none.
@@ -96,6 +101,16 @@ func (b *Begin) Owner() string {
 		return b.Agent
 	}
 	return b.Principal
+}
+
+// AppConversationID is the conversationId the begin's body carries, which
+// the host reads and signs into its receipt: the scoped one, or for a
+// begin written before it, the agent's own.
+func (b *Begin) AppConversationID() string {
+	if b.ScopedConversationID != "" {
+		return b.ScopedConversationID
+	}
+	return b.ConversationID
 }
 
 // Result is journaled when a dispatch ends with an answer or a refusal.

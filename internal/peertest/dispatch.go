@@ -13,14 +13,18 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
+// Agent is the principal the dispatches built here name: the one the
+// peer's consents name unless a test says otherwise (Peer.Principal).
+const Agent = "uid:1000"
+
 // InvokeDispatch is the dispatch of an invoke of operation op with
-// arguments args, in conversation c1, request r-ATTEMPT.
+// arguments args, in conversation c1, request r-ATTEMPT, by Agent.
 func InvokeDispatch(t testing.TB, attempt, op, args string) msg.Dispatch {
 	req, err := oracleops.BuildInvoke("/v1", oracleops.InvokeBody{Arguments: json.RawMessage(args), ConversationID: "c1", OperationID: op, RequestID: "r-" + attempt})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path, Body: req.Body}
+	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path, Body: req.Body, Agent: Agent}
 }
 
 // ListDispatch is the dispatch of a listing from its start.
@@ -29,7 +33,7 @@ func ListDispatch(t testing.TB, attempt string) msg.Dispatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path}
+	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path, Agent: Agent}
 }
 
 // DescribeDispatch is the dispatch of a describe of operation op.
@@ -38,7 +42,7 @@ func DescribeDispatch(t testing.TB, attempt, op string) msg.Dispatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path}
+	return msg.Dispatch{Attempt: attempt, Method: req.Method, Path: req.Path, Agent: Agent}
 }
 
 // Call sends d on cl and returns the host's answer; a refused frame is

@@ -104,7 +104,7 @@ func (p *Peer) serveReverse(ctx context.Context, req *wire.Envelope) (string, an
 		if p.Forge.Load() {
 			key = p.Forger
 		}
-		principal := "uid:1000"
+		principal := Agent
 		if pr := p.Principal.Load(); pr != nil {
 			principal = *pr
 		}

@@ -21,7 +21,8 @@ type AgentReport struct {
 // agentReports groups the receipts rs (in chain order) by agent, and
 // checks that each receipt naming an agent carries a payer consent whose
 // principal is that agent, where dispatchOf gives its controller's
-// dispatch key (nil: the consents are not checked).
+// dispatch key (nil: the consents are not checked), and that none names no
+// agent after its controller named one (principals.go).
 func agentReports(rs []chainReceipt, dispatchOf func(controller string) *wire.Keyring) ([]AgentReport, []string) {
 	var reps []AgentReport
 	var findings []string
@@ -31,7 +32,7 @@ func agentReports(rs []chainReceipt, dispatchOf func(controller string) *wire.Ke
 			findings = append(findings, f)
 		}
 	}
-	return reps, findings
+	return reps, append(findings, principalFindings(rs)...)
 }
 
 // agentCount counts receipt c, the next in chain order, into its agent's

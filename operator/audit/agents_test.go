@@ -25,9 +25,9 @@ func TestReceiptsVerifyByAgent(t *testing.T) {
 	w.Peer.Principal.Store(&bob)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "b2", "bob", "c1")))
 	w.Peer.Principal.Store(nil)
-	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "n1", "", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "n1", peertest.Agent, "c1")))
 	w.Stop()
-	want := []audit.AgentReport{{"alice", 2, 8}, {"bob", 2, 4}, {"", 1, 4}}
+	want := []audit.AgentReport{{"alice", 2, 8}, {"bob", 2, 4}, {peertest.Agent, 1, 4}}
 	code, out, errs := hosttest.RunCLI("receipts", "verify", "--store", w.Store, "--json")
 	var rep audit.ReceiptReport
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {

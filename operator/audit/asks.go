@@ -126,6 +126,10 @@ func (a *journalAudit) checkApproval(r journal.Record, b *hostlog.ReserveV2) {
 		return
 	}
 	l, ok := a.asks.limits[agentKey{b.Controller, b.Agent}]
+	if !ok {
+		// No record of its own: the controller's default marks it.
+		l, ok = a.asks.limits[agentKey{b.Controller, msg.DefaultAgent}]
+	}
 	if !ok || !l.Approval.Marks(b.Application, b.Operation) {
 		return
 	}

@@ -33,8 +33,9 @@ type journalAudit struct {
 	chain       *receiptChain
 	ledger      *ledgerBook
 	agents      []AgentReport
-	findings    []string // consents that do not hold, in journal order
-	agentFinds  []string // receipts whose agent is not their consent's principal, in chain order
+	principals  *principalCheck // each controller's first receipt naming an agent
+	findings    []string        // consents that do not hold, in journal order
+	agentFinds  []string        // receipts whose agent is not their consent's principal, in chain order
 	asks        *askAudit
 	records     uint64 // the last journal record applied
 
@@ -105,6 +106,7 @@ func newJournalAudit(pub *wire.HybridPublicKey) *journalAudit {
 		chain:       newReceiptChain(),
 		ledger:      newLedgerBook(),
 		asks:        newAskAudit(),
+		principals:  newPrincipalCheck(),
 		ended:       map[string]endKind{},
 	}
 }
@@ -291,6 +293,9 @@ func (a *journalAudit) linked(c chainReceipt) {
 	var f string
 	a.agents, f = agentCount(a.agents, c, a.dispatch[c.r.Controller])
 	if f != "" {
+		a.agentFinds = append(a.agentFinds, f)
+	}
+	if f := a.principals.check(c); f != "" {
 		a.agentFinds = append(a.agentFinds, f)
 	}
 }

@@ -56,7 +56,7 @@ func (f *endForgery) append(t *testing.T, kind string, body any) {
 func (f *endForgery) reserveA4(t *testing.T, last msg.Receipt, ledger uint64, refusal uint64) msg.Receipt {
 	d := peertest.InvokeDispatch(t, "a4", "calc.evaluate", `{"expression":"1/0"}`)
 	sha := peertest.RequestSHA256(d)
-	consent, err := msg.SignConsent(f.w.Peer.Disp, msg.Consent{V: msg.CustodyV2, Attempt: "a4", Controller: "ctl", Application: "app",
+	consent, err := msg.SignConsent(f.w.Peer.Disp, msg.Consent{V: msg.CustodyV2, Attempt: "a4", Controller: "ctl", Principal: peertest.Agent, Application: "app",
 		Operation: "calc.evaluate", RequestSHA256: sha, Charge: 10, RefusalPrice: refusal, At: time.Now().UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,8 @@ func (f *endForgery) reserveA4(t *testing.T, last msg.Receipt, ledger uint64, re
 		Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: sha, Charge: 10, Consent: consent,
 		Day: utcDay(time.Now()), Ledger: ledger})
 	return msg.Receipt{V: msg.ReceiptV2, Seq: last.Seq + 1, Prev: msg.ReceiptHash(f.a3), Attempt: "a4", Controller: "ctl",
-		Application: "app", Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: sha, Consent: consent, At: time.Now().UnixMilli()}
+		Application: "app", Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: sha, Consent: consent, At: time.Now().UnixMilli(),
+		Agent: peertest.Agent}
 }
 
 func (f *endForgery) sign(t *testing.T, r msg.Receipt) []byte {
@@ -145,7 +146,7 @@ func TestRefusedRecordForgeries(t *testing.T) {
 	refusal := func(last msg.Receipt, ledger uint64, edit func(*msg.Receipt)) {
 		r := msg.Receipt{V: msg.ReceiptV2, Seq: last.Seq + 1, Prev: msg.ReceiptHash(f.a3), Attempt: "a5", Controller: "ctl",
 			Application: "app", Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: make([]byte, 32), BalanceAfter: 70,
-			Outcome: msg.StateRefused, Reason: "the payer refused: x", PriceApplied: msg.PriceNone, At: time.Now().UnixMilli()}
+			Outcome: msg.StateRefused, Reason: "the payer refused: x", PriceApplied: msg.PriceNone, At: time.Now().UnixMilli(), Agent: peertest.Agent}
 		edit(&r)
 		f.append(t, hostlog.KindRefused, hostlog.Refused{Attempt: "a5", Controller: "ctl", Reason: "the payer refused: x",
 			Receipt: f.sign(t, r), Seq: r.Seq, Ledger: ledger - 1})

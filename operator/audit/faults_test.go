@@ -52,7 +52,7 @@ func forge(t *testing.T, w *hosttest.World, key *wire.HybridSigningKey, edit fun
 	sum := sha256.Sum256(body)
 	r := msg.Receipt{Seq: 4, Prev: msg.ReceiptHash(res.Receipt), Attempt: "a4", Controller: "ctl", Application: "app",
 		Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA256: peertest.RequestSHA256(d), ResponseSHA256: sum[:], Status: 200,
-		Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli()}
+		Charge: 0, BalanceAfter: last.BalanceAfter, At: time.Now().UnixMilli(), Agent: peertest.Agent}
 	rec := hostlog.Outcome{Attempt: "a4", Status: 200, Body: body, Seq: 4, Ledger: ledger}
 	edit(&r, &rec)
 	if rec.Receipt == nil {

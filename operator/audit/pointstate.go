@@ -26,6 +26,10 @@ type pointState struct {
 	Agents      []AgentReport     `cbor:"agents"` // in the order of their first receipts
 	Limits      [][]byte          `cbor:"limits"` // the signed agent-limits records in force, by agent
 	Asks        []pointAsk        `cbor:"asks"`   // not done, in journal order
+	// Principals is each controller's first receipt naming an agent
+	// (principals.go), by controller name; omitted when none, so a point
+	// taken before it keeps its bytes.
+	Principals []pointPrincipal `cbor:"principals,omitempty"`
 }
 
 type pointController struct {
@@ -112,7 +116,7 @@ type pointAsk struct {
 // state is what a carries, to be a point: it must carry no finding (a
 // point is taken only after a verify with none).
 func (a *journalAudit) state() pointState {
-	st := pointState{Records: a.records, Agents: slices.Clone(a.agents)}
+	st := pointState{Records: a.records, Agents: slices.Clone(a.agents), Principals: a.principals.state()}
 	for _, name := range a.ctrlOrder {
 		st.Controllers = append(st.Controllers, pointController{Name: name, Dispatch: a.dispatchKey[name]})
 	}
@@ -202,6 +206,11 @@ func restore(pub *wire.HybridPublicKey, st pointState) (*journalAudit, error) {
 	a := newJournalAudit(pub)
 	a.records = st.Records
 	a.agents = st.Agents
+	pc, err := restorePrincipals(st.Principals)
+	if err != nil {
+		return nil, err
+	}
+	a.principals = pc
 	for _, c := range st.Controllers {
 		if err := a.pinDispatch(c.Name, c.Dispatch, "controller "+c.Name); err != nil {
 			return nil, err

@@ -91,7 +91,7 @@ func (fx *receiptsFixture) a4(t *testing.T) msg.Receipt {
 
 // consentFor is the consent a controller would sign for r at charge.
 func (fx *receiptsFixture) consentFor(r msg.Receipt, charge uint64) msg.Consent {
-	return msg.Consent{Attempt: r.Attempt, Controller: r.Controller, Application: r.Application, Operation: r.Operation,
+	return msg.Consent{Attempt: r.Attempt, Controller: r.Controller, Principal: r.Agent, Application: r.Application, Operation: r.Operation,
 		RequestSHA256: r.RequestSHA256, Charge: charge, At: time.Now().UnixMilli()}
 }
 

@@ -104,7 +104,8 @@ func (c *CLI) cmdAgentList(args []string) error {
 		})
 }
 
-// printAgent prints one agent's limits on one line: "-" is not limited.
+// printAgent prints one agent's limits on one line: "-" is not limited;
+// an agent shown under its controller's default record says so.
 func (c *CLI) printAgent(v views.AgentView) {
 	ops := strings.Join(v.Operations, ",")
 	if ops == "" {
@@ -116,7 +117,11 @@ func (c *CLI) printAgent(v views.AgentView) {
 		}
 		return strconv.FormatUint(*p, 10)
 	}
+	agent := v.Agent
+	if v.Record != "" {
+		agent += " (under the default record " + v.Record + ")"
+	}
 	fmt.Fprintf(c.Stdout, "%s\t%s\trevision %d [%s]\tcalls %d/%s, credits %d/%s today, per conversation %s, conversations %d/%d, rate %s/min burst %d%s\n",
-		v.Controller, v.Agent, v.Revision, ops, v.CallsToday, opt(v.CallsPerDay), v.CreditsToday, opt(v.CreditsPerDay),
+		v.Controller, agent, v.Revision, ops, v.CallsToday, opt(v.CallsPerDay), v.CreditsToday, opt(v.CreditsPerDay),
 		opt(v.CreditsPerConversation), v.ConversationsToday, v.ConversationsPerDay, opt(v.RatePerMinute), v.Burst, approvalText(v.Approval))
 }

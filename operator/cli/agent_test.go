@@ -132,7 +132,7 @@ func TestAgentSetBounds(t *testing.T) {
 		t.Fatal(errs)
 	}
 	if code, _, errs := hosttest.RunCLI("agent", "show", "bob", "--controller", "ctl", "--store", store); code != cli.ExitRefused ||
-		errs != "steward-operator agent show: refused: agent bob of controller ctl has no limits: only its grants and the payer limit it\n" {
+		errs != "steward-operator agent show: refused: agent bob of controller ctl has no limits record and its controller no default one (agent set '*'): only its grants and the payer limit it\n" {
 		t.Fatalf("show unknown: %d %q", code, errs)
 	}
 	var vs []views.AgentView

@@ -15,8 +15,8 @@ import (
 
 // TestConsentOfAnotherPrincipal: a dispatch naming an agent whose payer
 // consent names another principal is refused with a receipt carrying
-// that consent, nothing reserved, sent or charged; a dispatch naming no
-// agent (a controller before agents) is not held to it.
+// that consent, nothing reserved, sent or charged; one naming the
+// consent's principal is answered.
 func TestConsentOfAnotherPrincipal(t *testing.T) {
 	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, nil)
 	mallory := "mallory"
@@ -39,7 +39,7 @@ func TestConsentOfAnotherPrincipal(t *testing.T) {
 	if in := peertest.Inspect(t, cl, "a1"); in.State != msg.StateRefused {
 		t.Fatalf("inspect: %+v", in)
 	}
-	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "a2", "mallory", "c1")))
 	w.Stop()
 	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindReserveV2] != 1 || n[hostlog.KindRefused] != 1 {
 		t.Fatalf("journal: %v", n)
@@ -60,7 +60,7 @@ func TestConsentOfAnotherPrincipal(t *testing.T) {
 
 // TestReceiptsCarryTheAgent: an answer's, a 4xx's and a free request's
 // receipts name the dispatch's agent and its conversation (a listing has
-// none); a dispatch naming no agent signs neither.
+// none); a legacy allow-list peer's (uid:N) name theirs.
 func TestReceiptsCarryTheAgent(t *testing.T) {
 	w, _ := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, nil)
 	w.Serve(t)
@@ -73,9 +73,9 @@ func TestReceiptsCarryTheAgent(t *testing.T) {
 		{hosttest.Calc(t, "a1", "alice", "c7"), "alice", "c7"},
 		{hosttest.AgentInvoke(t, "a2", "alice", "c8", "calc.evaluate", `{"expression":"1/0"}`), "alice", "c8"},
 		{hosttest.WithAgent(peertest.ListDispatch(t, "a3"), "alice"), "alice", ""},
-		{hosttest.Calc(t, "a4", "", "c9"), "", ""},
+		{hosttest.Calc(t, "a4", peertest.Agent, "c9"), peertest.Agent, "c9"},
 	} {
-		if c.d.Agent == "" {
+		if c.d.Agent == peertest.Agent {
 			w.Peer.Principal.Store(nil)
 		}
 		res := peertest.Call(t, cl, c.d)

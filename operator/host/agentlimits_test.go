@@ -32,8 +32,8 @@ func refusedUnseen(t *testing.T, w *hosttest.World, cl *wire.Client, id string, 
 
 // TestAgentCallsPerDay: at the daily call limit N the call N+1 is refused
 // with the limit and its refill, nothing journaled, consented, delivered
-// or charged; another agent, and a dispatch naming no agent, are limited
-// by the grant alone; a restart refills nothing (counted from the journal).
+// or charged; another agent without a record (and no default record) is
+// limited by the grant alone; a restart refills nothing (counted from the journal).
 func TestAgentCallsPerDay(t *testing.T) {
 	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 2}, &views.AgentSpec{CallsPerDay: hosttest.U64(2)})
 	w.Serve(t)
@@ -47,7 +47,7 @@ func TestAgentCallsPerDay(t *testing.T) {
 	// A free describe counts as a call too.
 	peertest.WantExactRefusal(t, peertest.Call(t, cl, hosttest.WithAgent(peertest.DescribeDispatch(t, "a4", "calc.evaluate"), "alice")), msg.CodeAgentLimit, want)
 	w.Peer.Principal.Store(nil)
-	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "b1", "", "c1")))
+	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "b1", peertest.Agent, "c1")))
 	bob := "bob"
 	w.Peer.Principal.Store(&bob)
 	hosttest.WantAnswer(t, peertest.Call(t, cl, hosttest.Calc(t, "b2", "bob", "c1")))

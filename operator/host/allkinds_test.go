@@ -115,7 +115,7 @@ func allKindsNotSent(t *testing.T, w *hosttest.World, clk *peertest.Clock, do fu
 	do(admin.Request{Op: admin.OpGrantIssue, Grant: &admin.Grant{Controller: "ctl", Application: "app2", Price: 5, PerDay: 10,
 		NotAfter: clk.Now().Add(time.Hour).UnixMilli()}})
 	cl := w.Peer.Dial(t, req.Forward, w.Pub)
-	if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, "n1", "calc.evaluate", `{"expression":"1+1"}`)); res.Outcome != msg.StateNotSent {
+	if res := peertest.Call(t, cl, hosttest.WithAgent(peertest.InvokeDispatch(t, "n1", "calc.evaluate", `{"expression":"1+1"}`), "alice")); res.Outcome != msg.StateNotSent {
 		t.Fatalf("n1: %+v", res)
 	}
 	do(admin.Request{Op: admin.OpRouteDeactivate, Name: "r2"})

@@ -190,7 +190,7 @@ func checkArchived(t *testing.T, w *hosttest.World, ad journal.Archived, answers
 	if in := peertest.Inspect(t, cl, live); in.State != msg.StateDefinite || string(in.Body) != string(answers[live]) {
 		t.Fatalf("inspect %s, live: %s %q", live, in.State, in.Body)
 	}
-	peertest.WantRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a000", "", "c1")), msg.CodeDuplicate, "never delivered twice")
+	peertest.WantRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a000", peertest.Agent, "c1")), msg.CodeDuplicate, "never delivered twice")
 	code, _, stderr := hosttest.RunCLI("attempts", "inspect", "a000", "--store", w.Store)
 	if code != 2 || stderr != "steward-operator attempts inspect: refused: "+want+"\n" {
 		t.Fatalf("attempts inspect a000: exit %d, %q", code, stderr)

@@ -78,7 +78,7 @@ func TestCrashInsideHostSnapshot(t *testing.T) {
 					t.Fatalf("after a kill at %s: %s is %s %q", fp, id, in.State, in.Body)
 				}
 			}
-			peertest.WantRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a000", "", "c1")), msg.CodeDuplicate, "never delivered twice")
+			peertest.WantRefusal(t, peertest.Call(t, cl, hosttest.Calc(t, "a000", peertest.Agent, "c1")), msg.CodeDuplicate, "never delivered twice")
 			c.Stop(t)
 		})
 	}
@@ -92,7 +92,7 @@ func serveCalls(t *testing.T, w *hosttest.World, answers map[string][]byte, from
 	defer cl.Close()
 	for i := from; i < from+n; i++ {
 		id := fmt.Sprintf("a%03d", i)
-		res := peertest.Call(t, cl, hosttest.Calc(t, id, "", "c1"))
+		res := peertest.Call(t, cl, hosttest.Calc(t, id, peertest.Agent, "c1"))
 		hosttest.WantAnswer(t, res)
 		answers[id] = res.Body
 	}

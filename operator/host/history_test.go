@@ -29,7 +29,7 @@ func TestHistoryWhileServing(t *testing.T) {
 	const calls = 120
 	var first msg.DispatchResult
 	for i := range calls {
-		res := peertest.Call(t, cl, hosttest.Calc(t, fmt.Sprintf("a%03d", i), "", "c1"))
+		res := peertest.Call(t, cl, hosttest.Calc(t, fmt.Sprintf("a%03d", i), peertest.Agent, "c1"))
 		hosttest.WantAnswer(t, res)
 		if i == 0 {
 			first = res
@@ -43,7 +43,7 @@ func TestHistoryWhileServing(t *testing.T) {
 		t.Fatalf("after a snapshot the state holds %d attempts, %d asks, %d events", attempts, asks, events)
 	}
 	// Memory holds none of them: the index answers.
-	again := peertest.Call(t, cl, hosttest.Calc(t, "a000", "", "c1"))
+	again := peertest.Call(t, cl, hosttest.Calc(t, "a000", peertest.Agent, "c1"))
 	if again.Refusal == nil || again.Refusal.Code != msg.CodeDuplicate {
 		t.Fatalf("a000 again: %+v", again)
 	}

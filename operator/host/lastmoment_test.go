@@ -178,7 +178,7 @@ func TestFilteredListingHidesWhatItHid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := peertest.Call(t, cl, msg.Dispatch{Attempt: id, Method: req.Method, Path: req.Path})
+		res := peertest.Call(t, cl, msg.Dispatch{Attempt: id, Method: req.Method, Path: req.Path, Agent: peertest.Agent})
 		if res.Outcome != msg.StateDefinite || res.Status != 200 {
 			t.Fatalf("%s: %+v", id, res)
 		}

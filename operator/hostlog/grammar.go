@@ -184,9 +184,10 @@ func ValidDispatchAgent(s string) error {
 // validLimitsAgent checks the agent a limits record names: any principal
 // a dispatch can name (a configured agent's name, "foreground" or
 // "uid:N"), so that every caller can be limited and marked for approval,
-// the foreground socket's and a legacy allow-list peer's too.
+// the foreground socket's and a legacy allow-list peer's too; or
+// msg.DefaultAgent, the controller's default record.
 func validLimitsAgent(s string) error {
-	if ValidDispatchAgent(s) == nil {
+	if s == msg.DefaultAgent || ValidDispatchAgent(s) == nil {
 		return nil
 	}
 	if strings.HasPrefix(s, "uid:") {

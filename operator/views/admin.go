@@ -157,6 +157,10 @@ type AgentView struct {
 	CreditsToday           uint64              `json:"creditsToday"`
 	ConversationsToday     int                 `json:"conversationsToday"`
 	Approval               *msg.ApprovalPolicy `json:"approval,omitempty"`
+	// Record is "*" when an agent without a record of its own is shown
+	// under its controller's default record (msg.DefaultAgent), whose
+	// limits these are; omitted for an agent's own record.
+	Record string `json:"record,omitempty"`
 }
 
 // RouteRegistration is how `route register` registers a revision.

@@ -16,6 +16,12 @@ const (
 	MaxConversationsPerDay = 10_000
 )
 
+// DefaultAgent is the reserved agent name of a controller's default limits
+// record: its limits and approval marks apply to every principal of the
+// controller that has no record of its own, each principal counting its
+// own day. No dispatch can name it (it is no principal's name).
+const DefaultAgent = "*"
+
 // AgentLimits is the operator's signed limits for one agent of one
 // controller: which operations it may call and how much it may spend. A
 // call must pass these and the grant that admits it (and the payer's own
