@@ -58,15 +58,15 @@ func TestDispatchNamingNoAgent(t *testing.T) {
 
 // TestDefaultRecord: an agent with no limits record of its own meets its
 // controller's default record ("*"): its approval mark raises an ask,
-// its calls per day (1) admit one call, and the one past it is refused
-// with the exact error, nothing consented, sent or charged. Another agent
-// under the default counts a day of its own; an agent with a record of
+// its calls per day (2) count the ask and one call, and the one past
+// them is refused with the exact error, nothing consented, sent or
+// charged. Another agent under the default counts a day of its own; an agent with a record of
 // its own is held to that alone. The default is journaled and replayed:
 // after a restart show, list and the allowance name it, and the count
 // still holds.
 func TestDefaultRecord(t *testing.T) {
 	w, clk := hosttest.AgentWorld(t, hosttest.Opts{Fund: 100, Price: 4}, &views.AgentSpec{Agent: msg.DefaultAgent,
-		CallsPerDay: hosttest.U64(1), Approval: &msg.ApprovalPolicy{Operations: []string{"app/text.*"}}})
+		CallsPerDay: hosttest.U64(2), Approval: &msg.ApprovalPolicy{Operations: []string{"app/text.*"}}})
 	w.WithStore(t, func(s *operator.Store) {
 		if _, err := s.SetAgentLimits(views.AgentSpec{Controller: "ctl", Agent: "alice"}); err != nil {
 			t.Fatal(err)
@@ -96,7 +96,7 @@ func TestDefaultRecord(t *testing.T) {
 			t.Fatalf("purse %+v: the refused call is charged", p)
 		}
 		v, err := s.AgentShow("ctl", "carol")
-		if err != nil || v.Record != msg.DefaultAgent || v.Agent != "carol" || v.CallsToday != 1 || v.CallsPerDay == nil || *v.CallsPerDay != 1 {
+		if err != nil || v.Record != msg.DefaultAgent || v.Agent != "carol" || v.CallsToday != 2 || v.CallsPerDay == nil || *v.CallsPerDay != 2 {
 			t.Fatalf("carol after the restart: %+v %v", v, err)
 		}
 		if v, err := s.AgentShow("ctl", msg.DefaultAgent); err != nil || v.Record != "" || v.Approval == nil {
