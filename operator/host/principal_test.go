@@ -60,8 +60,8 @@ func TestDispatchNamingNoAgent(t *testing.T) {
 // controller's default record ("*"): its approval mark raises an ask,
 // its calls per day (2) count the ask and one call, and the one past
 // them is refused with the exact error, nothing consented, sent or
-// charged. Another agent under the default counts a day of its own; an agent with a record of
-// its own is held to that alone. The default is journaled and replayed:
+// charged. Another agent under the default counts a day of its own; an
+// agent with a record of its own is held to that alone. The default is journaled and replayed:
 // after a restart show, list and the allowance name it, and the count
 // still holds.
 func TestDefaultRecord(t *testing.T) {
