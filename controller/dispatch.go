@@ -266,6 +266,9 @@ func (c *Controller) sameUnscoped(p *plan, sha [32]byte) bool {
 // requestId decides: its recorded answer, a refusal naming it, or for an
 // attempt awaiting approval its verdict collected (resume).
 func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior) *ToolResult {
+	if prior.Denied {
+		return c.deniedAgain(p, prior)
+	}
 	switch prior.State {
 	case msg.StateAwaitingApproval:
 		if !prior.SameRequest {

@@ -109,7 +109,7 @@ func (l *Ledger) applyResult(r journal.Record) error {
 	if endState(res.Outcome) != msg.StateUncertain {
 		l.count(res.Attempt, res.Spent())
 	}
-	return l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Place, false, true)
+	return l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Place, false, res.Denial(), true)
 }
 
 func (l *Ledger) applyResolve(r journal.Record) error {
