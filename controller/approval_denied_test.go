@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/ledger"
+	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/admin"
+	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -22,6 +25,45 @@ func (a *asksAdmin) allAsks(ctx context.Context) []msg.AskView {
 		return nil
 	}
 	return rep.Approvals.Asks
+}
+
+// askAgentUID is the agentUid of ask id's record in the host journal.
+func (s *stack) askAgentUID(id string) string {
+	s.t.Helper()
+	j, _, err := hostlog.OpenReadOnly(s.store)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer j.Close()
+	uid := ""
+	err = j.Iterate(1, func(r journal.Record) error {
+		if r.Kind != hostlog.KindAsk {
+			return nil
+		}
+		rec, err := hostlog.Decode(r)
+		if err != nil {
+			return err
+		}
+		if b := rec.Body.(*hostlog.Ask); b.Ask == id {
+			uid = b.AgentUID
+		}
+		return nil
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return uid
+}
+
+// agentUID is the account of the configured agent name, as "uid:N".
+func (s *stack) agentUID(name string) string {
+	for uid, n := range s.cfg.AgentNames() {
+		if n == name {
+			return "uid:" + strconv.FormatUint(uint64(uid), 10)
+		}
+	}
+	s.t.Fatalf("no agent %s configured", name)
+	return ""
 }
 
 // wantSameDenial checks that again is denial r told again: the same
@@ -52,6 +94,10 @@ func TestApprovalDenialSticks(t *testing.T) {
 	first := <-done
 	if first.Refusal == nil || first.Refusal.Code != msg.CodeDenied || first.ReceiptID == "" {
 		t.Fatalf("denied: %+v", first)
+	}
+	// The ask names the asking session's account, from SO_PEERCRED.
+	if got, want := s.askAgentUID(ask.ID), s.agentUID("alpha"); got != want {
+		t.Fatalf("the ask's agentUid %q, want %q (alpha's account)", got, want)
 	}
 	seq := s.lastSeq()
 	for _, tc := range []struct {

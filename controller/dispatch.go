@@ -356,7 +356,7 @@ func waitUntil(deadline int64, now time.Time) time.Time {
 // approval comes back as its ask.
 func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) (ledger.Result, *msg.AskTicket) {
 	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal,
-		Justification: p.justification}
+		AgentUID: peerUIDOf(ctx), Justification: p.justification}
 	res, ask, sent := c.exchange(ctx, p, id, deadline, msg.TypeDispatch, d)
 	if !sent {
 		return ledger.Result{Attempt: id, Outcome: msg.StateRefused,

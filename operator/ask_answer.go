@@ -48,7 +48,11 @@ func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 		s.mu.Unlock()
 		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
-	if why := k.answeredRefusal(); why != "" {
+	why := k.ownAccountRefusal(a.By)
+	if why == "" {
+		why = k.answeredRefusal()
+	}
+	if why != "" {
 		v := k.view()
 		s.mu.Unlock()
 		s.logAsk("answer refused", v, "by", a.By, "verdict", a.Verdict, "reason", why)
@@ -80,6 +84,11 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	if why := hostlog.LineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
 		return refused(msg.CodeBadRequest, why)
 	}
+	if ad.AdvisorUID != "" {
+		if err := hostlog.ValidUID("the advisor's account", ad.AdvisorUID); err != nil {
+			return refused(msg.CodeBadRequest, err.Error())
+		}
+	}
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
 	if err := s.expireDueLocked(ad.Ask); err != nil {
@@ -97,7 +106,11 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		s.mu.Unlock()
 		return refused(msg.CodeApprovals, "no ask "+hostlog.QuoteLine(ad.Ask, 40))
 	}
-	if why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait); why != "" {
+	why := k.advisorAccountRefusal(ad.AdvisorUID)
+	if why == "" {
+		why = s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait)
+	}
+	if why != "" {
 		v := k.view()
 		s.mu.Unlock()
 		s.logAsk("answer refused", v, "by", "agent:"+ad.Advisor, "verdict", ad.Verdict, "reason", why)

@@ -41,7 +41,7 @@ func (s *Store) raiseAsk(c *hostlog.CheckedDispatch, adm *admission) msg.Dispatc
 		Application: c.Application, Operation: c.Operation, Kind: c.Kind, RequestSHA: bytes.Clone(c.SHA[:]),
 		Method: c.Req.Method, Path: c.Req.Path, Body: c.Req.Body, Arguments: ib.Arguments, Price: adm.charge,
 		Justification: c.Justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
-		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision,
+		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision, AgentUID: c.AgentUID,
 	}
 	if err := s.raise(k); err != nil {
 		if !errors.Is(err, journal.ErrFailed) {

@@ -50,6 +50,9 @@ type ask struct {
 	// LimitsRevision is the revision of the agent's limits record that
 	// marked the call (receipts verify reads the marking against it).
 	LimitsRevision uint64
+	// AgentUID is the asking session's account ("uid:N"; "" when the
+	// controller did not say): no human answer from it is taken.
+	AgentUID string
 
 	State      msg.AskState
 	Verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)

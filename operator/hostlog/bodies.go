@@ -311,6 +311,10 @@ type Ask struct {
 	ParkMs         int64       `cbor:"parkMs"`
 	OnTimeout      msg.Verdict `cbor:"onTimeout"`
 	LimitsRevision uint64      `cbor:"limitsRevision"`
+	// AgentUID is the asking session's account ("uid:N", the dispatch's
+	// AgentUID), whose human answers are refused; absent from asks raised
+	// before it and from a controller that does not send it.
+	AgentUID string `cbor:"agentUid,omitempty"`
 }
 
 // AskAnswer decides an ask: approve or deny, by a human ("uid:N",

@@ -278,6 +278,11 @@ type Advise struct {
 	Ask      string  `cbor:"ask"`
 	Verdict  Verdict `cbor:"verdict"`
 	Sentence string  `cbor:"sentence"`
+	// AdvisorUID is the advisor session's account, "uid:N" from
+	// SO_PEERCRED (the controller's word): the host refuses it on an ask
+	// the same account raised, as it refuses the advisor's own name.
+	// Omitted by controllers before it.
+	AdvisorUID string `cbor:"advisorUid,omitempty"`
 }
 
 // AdviseResult is the host's answer to Advise: the ask as it stands after
