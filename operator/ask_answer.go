@@ -175,6 +175,8 @@ func (k *ask) answeredRefusal() string {
 		return fmt.Sprintf("ask %s is being answered", k.ID)
 	case k.State == msg.AskExpired:
 		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.ID, at(k.AnsweredAt), k.Verdict)
+	case k.State == msg.AskLapsed:
+		return fmt.Sprintf("ask %s was already answered: approved by %s at %s, then lapsed uncollected at %s to %s", k.ID, k.AnsweredBy, at(k.AnsweredAt), at(k.CollectBy), k.Verdict)
 	case k.State != msg.AskPending:
 		who := k.AnsweredBy
 		if k.Account != "" {
@@ -198,7 +200,8 @@ func (k *ask) claimAnswer(now time.Time) int64 {
 // at, and applies it; a failed append gives the claim up. Called with
 // s.askMu held.
 func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, error) {
-	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
+	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at,
+		CollectBy: k.collectByAt(at, a.Verdict)}
 	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()
 	if err != nil {
@@ -211,6 +214,7 @@ func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, err
 	if a.Verdict == msg.VerdictDeny {
 		state = msg.AskDenied
 	}
+	k.CollectBy = rec.CollectBy
 	s.st.decideAsk(k, seq.Seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
@@ -275,7 +279,7 @@ func (s *Store) expireDueLocked(id string) error {
 			return err
 		}
 	}
-	return nil
+	return s.windowsDueLocked(id)
 }
 
 // expire journals ask k's expiry to its on-timeout verdict (at its

@@ -97,6 +97,9 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 // deniedReasons are a denied ask's receipt reason and the agent's: who
 // denied it and their words, or its expiry.
 func deniedReasons(k *ask) (receipt, agent string) {
+	if k.State == msg.AskLapsed {
+		return lapsedReasons(k)
+	}
 	if k.AnsweredBy == hostlog.AnsweredByExpiry {
 		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.ExpiresAt).UTC().Format(time.RFC3339)),
 			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.ID) + nothingReservedSentOrCharged
@@ -198,6 +201,10 @@ func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusa
 	k := s.st.Asks[a.Ask]
 	if k.State == msg.AskPending {
 		return nil, k.ticket(s.clockLocked().UnixMilli()), nil
+	}
+	if k.answering {
+		// Its collect window's record is on its way (ask_window.go).
+		return nil, nil, &msg.Refusal{Code: msg.CodeUnavailable, Reason: fmt.Sprintf("the collect window of ask %s is being recorded; nothing was done: collect again", k.ID)}
 	}
 	a.collecting = true
 	cp := *k

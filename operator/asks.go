@@ -61,6 +61,9 @@ type ask struct {
 	Advisor    string      // the advisor's agent name, when an advisor answered
 	Note       string      // the human's note or the advisor's sentence
 	AnsweredAt int64
+	// CollectBy is the end of an approval's collect window (unix ms, the
+	// store's clock), 0 when it has none (ask_window.go).
+	CollectBy int64
 	// answering is set, under Store.mu, while an answer's or an expiry's
 	// record is being appended: the compare-and-swap on the durable record.
 	// A reader sees the ask still pending until the record is applied.
@@ -140,7 +143,7 @@ func (a *ask) view() msg.AskView {
 		Application: a.Application, Operation: a.Operation, RequestSHA256: hex.EncodeToString(a.RequestSHA),
 		Arguments: a.Arguments, Price: a.Price, Justification: a.Justification, RaisedAt: a.RaisedAt,
 		ExpiresAt: a.ExpiresAt, OnTimeout: a.OnTimeout, State: a.State, AnsweredBy: a.AnsweredBy,
-		AnsweredAt: a.AnsweredAt, Note: a.Note,
+		AnsweredAt: a.AnsweredAt, Note: a.Note, CollectBy: a.CollectBy,
 	}
 }
 

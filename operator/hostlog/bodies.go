@@ -328,6 +328,13 @@ type AskAnswer struct {
 	Advisor string      `cbor:"advisor,omitempty"`
 	Note    string      `cbor:"note,omitempty"`
 	At      int64       `cbor:"at"`
+	// CollectBy is an approval's collect window's end (unix ms, the
+	// store's clock): past it, uncollected, the ask lapses to its
+	// on-timeout verdict (ask-lapsed). Set on an approval of an ask whose
+	// on-timeout verdict is deny; absent on a denial, on an approval of an
+	// ask that would expire to approve, and on approvals recorded before
+	// collect windows (those get theirs from an ask-window record).
+	CollectBy int64 `cbor:"collectBy,omitempty"`
 }
 
 // AskExpired decides an unanswered ask at its expiry with the

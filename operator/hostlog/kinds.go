@@ -35,6 +35,8 @@ const (
 	KindAsk               = "ask"
 	KindAskAnswer         = "ask-answer"
 	KindAskExpired        = "ask-expired"
+	KindAskWindow         = "ask-window"
+	KindAskLapsed         = "ask-lapsed"
 )
 
 // Visitor takes each host record, decoded: one method a kind, named as its
@@ -68,6 +70,8 @@ type Visitor interface {
 	Ask(journal.Record, *Ask) error
 	AskAnswer(journal.Record, *AskAnswer) error
 	AskExpired(journal.Record, *AskExpired) error
+	AskWindow(journal.Record, *AskWindow) error
+	AskLapsed(journal.Record, *AskLapsed) error
 }
 
 // kinds is the host journal's record language, the one list of its kinds:
@@ -100,6 +104,8 @@ var kinds = []kind{
 	entry(KindAsk, Visitor.Ask),
 	entry(KindAskAnswer, Visitor.AskAnswer),
 	entry(KindAskExpired, Visitor.AskExpired),
+	entry(KindAskWindow, Visitor.AskWindow),
+	entry(KindAskLapsed, Visitor.AskLapsed),
 }
 
 // kind is one entry of kinds. Its visit takes the body that newBody made

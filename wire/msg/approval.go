@@ -108,6 +108,10 @@ const (
 	AskApproved AskState = "approved"
 	AskDenied   AskState = "denied"
 	AskExpired  AskState = "expired"
+	// AskLapsed: approved, but not collected within its collect window
+	// (AskView.CollectBy): it went to its on-timeout verdict, deny, and
+	// its call is refused as denied.
+	AskLapsed AskState = "lapsed"
 )
 
 // ApprovalPolicy is the approvals part of an agent's limits: which of its
@@ -268,6 +272,9 @@ type AskView struct {
 	AnsweredBy    string   `cbor:"answeredBy,omitempty" json:"answeredBy,omitempty"`
 	AnsweredAt    int64    `cbor:"answeredAt,omitempty" json:"answeredAt,omitempty"`
 	Note          string   `cbor:"note,omitempty" json:"note,omitempty"`
+	// CollectBy is when an approval's collect window ends (unix ms): past
+	// it, uncollected, the ask lapses to deny. Omitted when it has none.
+	CollectBy int64 `cbor:"collectBy,omitempty" json:"collectBy,omitempty"`
 }
 
 // Advise is an advisor's verdict on one ask, on the control channel.
