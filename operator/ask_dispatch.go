@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -26,7 +26,7 @@ import (
 // the collect's deadline.
 
 // nothingReservedSentOrCharged ends the refusals of an asked attempt.
-const nothingReservedSentOrCharged = "; nothing was reserved, sent or charged"
+const nothingReservedSentOrCharged = views.NothingReservedSentOrCharged
 
 // raiseAsk journals the ask of admitted call c, which holds nothing, and
 // answers its ticket. A journal failure forgets the attempt: nothing was
@@ -94,24 +94,9 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 	return s.goOnApproved(ctx, at, k, col.Deadline)
 }
 
-// deniedReasons are a denied ask's receipt reason and the agent's: who
-// denied it and their words, or its expiry.
+// deniedReasons are a denied ask's receipt reason and the agent's.
 func deniedReasons(k *ask) (receipt, agent string) {
-	if k.State == msg.AskLapsed {
-		return lapsedReasons(k)
-	}
-	if k.AnsweredBy == hostlog.AnsweredByExpiry {
-		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.ExpiresAt).UTC().Format(time.RFC3339)),
-			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.ID) + nothingReservedSentOrCharged
-	}
-	receipt = "denied by " + k.AnsweredBy
-	agent = fmt.Sprintf("the call's approval was denied (ask %s, by %s)", k.ID, k.AnsweredBy)
-	if k.Note != "" {
-		note := hostlog.QuoteLine(k.Note, maxPayerReason)
-		receipt += ": " + note
-		agent += ": " + note
-	}
-	return receipt, agent + nothingReservedSentOrCharged
+	return views.DeniedReasons(k.view(), maxPayerReason)
 }
 
 // goOnApproved goes on with an approved ask's attempt: admission again as

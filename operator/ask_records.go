@@ -98,8 +98,8 @@ func (rp *replayer) AskAnswer(r journal.Record, b *hostlog.AskAnswer) error {
 	default:
 		return fmt.Errorf("ask %s: answer verdict %q is neither approve nor deny", b.Ask, b.Verdict)
 	}
-	if b.CollectBy != 0 && (b.Verdict != msg.VerdictApprove || a.OnTimeout != msg.VerdictDeny || b.CollectBy <= b.At) {
-		return fmt.Errorf("ask %s: a %s answer at %d with a collect window to %d (on timeout %s)", b.Ask, b.Verdict, b.At, b.CollectBy, a.OnTimeout)
+	if err := hostlog.CheckAnswerWindow(b, a.OnTimeout); err != nil {
+		return err
 	}
 	a.CollectBy = b.CollectBy
 	rp.st.decideAsk(a, r.Seq, state, b.Verdict, b.By, b.Account, b.Advisor, b.Note, b.At)
