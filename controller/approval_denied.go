@@ -51,3 +51,39 @@ func (c *Controller) receiptlessCollect(p *plan, id string, ref *msg.Refusal) *T
 	}
 	return refused(ref.Code, ref.Reason+"; attempt "+id+" still awaits approval: call oracle_call again with the same requestId and arguments", id)
 }
+
+// deniedAfterAll records what the host reports of uncertain attempt b
+// when a denial ended it (InspectResult.Refusal, code denied): the host
+// died after its refused record, or its answer was lost. It is journaled
+// as the result the collect would have given (the denial, its verified
+// receipt naming the attempt's ask), so that it decides the requestId as
+// any denial does; done false for every other report.
+func (c *Controller) deniedAfterAll(b ledger.Begin, ir msg.InspectResult) (bool, error) {
+	ask := c.led.AskOf(b.Attempt)
+	if ir.State != msg.StateRefused || ir.Refusal == nil || ir.Refusal.Code != msg.CodeDenied || ask == "" {
+		return false, nil
+	}
+	receipt, err := c.checkInspectedEnd(b, ir)
+	var rc msg.Receipt
+	if err == nil {
+		rc, err = c.verifyEndReceipt(receipt, b.Attempt, b.RequestSHA256)
+	}
+	if err == nil && receipt == nil {
+		err = fmt.Errorf("the denial carries no receipt")
+	}
+	if err == nil {
+		err = checkReceiptAsk(rc, ask)
+	}
+	if err != nil {
+		return true, fmt.Errorf("%w: attempt %s: the host's receipt of its denial does not verify: %w", ErrNotResolvable, b.Attempt, err)
+	}
+	res := ledger.Result{Attempt: b.Attempt, Outcome: msg.StateRefused, Receipt: receipt, Refusal: ir.Refusal, Detail: ir.Detail,
+		Charge: rc.Charge, Ask: rc.Ask, AnsweredBy: rc.AnsweredBy}
+	place, err := c.j.AppendAt(ledger.KindResult, res)
+	if err != nil {
+		return true, fmt.Errorf("attempt %s: journaling its denial: %w", b.Attempt, err)
+	}
+	c.led.Finish(res, place)
+	c.log.Info("an uncertain attempt was denied: the host recorded its denial", "attempt", b.Attempt, "ask", ask)
+	return true, nil
+}

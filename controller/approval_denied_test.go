@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stewardrt/steward/controller/ledger"
 	"github.com/stewardrt/steward/journal"
+	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
@@ -189,6 +191,61 @@ func TestApprovalDenialAfterAControllerKill(t *testing.T) {
 	}
 	if asks := ad.allAsks(ctx); len(asks) != 1 {
 		t.Fatalf("the host holds %d asks, want 1", len(asks))
+	}
+	if p := s.purse(); p.Charged != before.Charged || p.Holds != 0 {
+		t.Fatalf("charged or held: %+v", p)
+	}
+	if n := s.applianceAnswers(); n != answers {
+		t.Fatal("a denied requestId reached the application")
+	}
+}
+
+// TestApprovalDenialAfterAHostKill: the host is killed (SIGKILL at
+// host-after-refused) just after it journaled the denial of a collected
+// ask, before its answer left, so the call is told it is uncertain.
+// Restarted, the call again with the same requestId learns from the host
+// (inspect) that a denial ended it, journals that denial with its receipt,
+// and is told it; a call with other arguments is the same denial: one
+// begin, one ask, nothing reserved, consented or charged.
+func TestApprovalDenialAfterAHostKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	s, ca, _, _ := approvalStack(t, ctx, time.Second)
+	before, answers := s.purse(), s.applianceAnswers()
+	h := s.startHostProc(operator.FailAfterRefused)
+	args := callArgs("ap-hk", map[string]any{"text": "no"})
+	r, _ := call(t, ctx, ca, ToolCall, args)
+	if r.Outcome != msg.StateAwaitingApproval || r.Ask == nil {
+		t.Fatalf("first call: %+v", r)
+	}
+	if code, out := s.operatorCmd("approvals", "respond", r.Ask.ID, "--deny", "--note", "no"); code != 0 {
+		t.Fatalf("approvals respond: exit %d\n%s", code, out)
+	}
+	if u, _ := call(t, ctx, ca, ToolCall, args); u.Outcome != msg.StateUncertain {
+		t.Fatalf("the host killed after the denial: %+v, want uncertain", u)
+	}
+	h.killed(t)
+	s.startHostProc("")
+
+	denied, res := call(t, ctx, ca, ToolCall, args)
+	if !res.IsError || denied.Outcome != msg.StateRefused || denied.Refusal == nil || denied.Refusal.Code != msg.CodeDenied ||
+		denied.AttemptID != r.AttemptID || denied.ReceiptID == "" || denied.Charge == nil || *denied.Charge != 0 {
+		t.Fatalf("the call again after the host's restart: %+v (refusal %+v), want the denial with its receipt", denied, denied.Refusal)
+	}
+	other, _ := call(t, ctx, ca, ToolCall, callArgs("ap-hk", map[string]any{"text": "other"}))
+	if other.Refusal == nil || other.Refusal.Code != msg.CodeDenied || other.ReceiptID != denied.ReceiptID || other.AttemptID != r.AttemptID {
+		t.Fatalf("other arguments after the denial: %+v (refusal %+v)", other, other.Refusal)
+	}
+	if n := s.journalCount(ledger.KindBegin, r.AttemptID); n != 1 {
+		t.Fatalf("%d begins, want 1", n)
+	}
+	if n := s.journalCount(ledger.KindConsented, r.AttemptID); n != 0 {
+		t.Fatalf("%d consented records, want none", n)
+	}
+	code, out := s.operatorCmd("approvals", "list", "--all", "--json")
+	var asks []msg.AskView
+	if err := json.Unmarshal([]byte(out), &asks); code != 0 || err != nil || len(asks) != 1 {
+		t.Fatalf("approvals list --all: exit %d %v\n%s", code, err, out)
 	}
 	if p := s.purse(); p.Charged != before.Charged || p.Holds != 0 {
 		t.Fatalf("charged or held: %+v", p)

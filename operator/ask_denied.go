@@ -2,12 +2,12 @@ package operator
 
 import "github.com/stewardrt/steward/wire/msg"
 
-// collectDenied answers a collect by controller ctrl of attempt id that a
-// denial ended (DESIGN.md section 5, "Collect") with that denial and the
-// receipt its refused record holds, journaling nothing: ok false for any
-// other attempt. A denial sticks even for a controller that lost its
-// answer.
-func (s *Store) collectDenied(ctrl, id string) (msg.DispatchResult, bool) {
+// DeniedEnd is the end of controller ctrl's attempt id when a denial
+// ended it (DESIGN.md section 5, "Collect"): that denial and the receipt
+// its refused record holds, which a collect and an inspect answer,
+// journaling nothing; ok false for any other attempt. A denial sticks
+// even for a controller that lost its answer.
+func (s *Store) DeniedEnd(ctrl, id string) (msg.DispatchResult, bool) {
 	s.mu.Lock()
 	a, err := s.st.attemptOf(id)
 	var k *ask

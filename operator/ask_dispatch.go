@@ -78,7 +78,7 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 	if err := hostlog.ValidAttemptID(col.Attempt); err != nil {
 		return refused(&msg.Dispatch{Attempt: col.Attempt}, msg.CodeBadRequest, "collect: %v", err)
 	}
-	if res, ok := s.collectDenied(at.Controller, col.Attempt); ok {
+	if res, ok := s.DeniedEnd(at.Controller, col.Attempt); ok {
 		return res
 	}
 	k, tk, ref := s.claimCollect(at.Controller, col.Attempt)

@@ -154,4 +154,9 @@ type InspectResult struct {
 	// after journaling the ask) learns the ask from it and collects. Omitted
 	// otherwise.
 	Ask *AskTicket `cbor:"ask,omitempty"`
+	// Refusal, for an attempt its ask's denial ended (state refused), is
+	// the denial its collect answers (code CodeDenied): a controller that
+	// lost the answer records it as the denial it is, which then decides
+	// the requestId. Omitted otherwise.
+	Refusal *Refusal `cbor:"refusal,omitempty"`
 }
