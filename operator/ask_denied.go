@@ -4,9 +4,8 @@ import "github.com/stewardrt/steward/wire/msg"
 
 // DeniedEnd is the end of controller ctrl's attempt id when a denial
 // ended it (DESIGN.md section 5, "Collect"): that denial and the receipt
-// its refused record holds, which a collect and an inspect answer,
-// journaling nothing; ok false for any other attempt. A denial sticks
-// even for a controller that lost its answer.
+// its refused record holds, which a collect and an inspect answer (a
+// denial sticks for a controller that lost it), journaling nothing.
 func (s *Store) DeniedEnd(ctrl, id string) (msg.DispatchResult, bool) {
 	s.mu.Lock()
 	a, err := s.st.attemptOf(id)

@@ -11,8 +11,7 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// Collect windows (DESIGN.md section 5, "Collect window"): ask-lapsed at
-// collectBy (hostlog.CollectBy), and ask-window for an older approval.
+// Collect windows (DESIGN.md section 5, "Collect window"): ask-lapsed, ask-window.
 
 // windowAt is when approved ask k's window needs work (with s.mu held):
 // at once for one approved before windows (to give it one), at collectBy
@@ -53,19 +52,22 @@ func (s *Store) windowsDueLocked(id string) error {
 	s.mu.Lock()
 	now := s.clockLocked().UnixMilli()
 	var due []*ask
-	for _, k := range s.st.Asks {
-		if (id == "" || k.ID == id) && s.st.windowDue(k, now) {
+	asks := s.st.Asks
+	if id != "" { // a read of one ask looks at it alone
+		asks = map[string]*ask{id: s.st.Asks[id]}
+	}
+	for _, k := range asks {
+		if k != nil && s.st.windowDue(k, now) {
 			due = append(due, k)
 		}
 	}
 	s.mu.Unlock()
 	slices.SortFunc(due, func(a, b *ask) int { return strings.Compare(a.ID, b.ID) })
-	for _, k := range due {
-		if err := s.windowStep(k); err != nil {
-			return err
-		}
+	var err error
+	for i := 0; i < len(due) && err == nil; i++ {
+		err = s.windowStep(due[i])
 	}
-	return nil
+	return err
 }
 
 // windowStep journals what k's window needs now, checked again and
