@@ -117,7 +117,7 @@ func (c *Controller) serveAdvisor(ctx context.Context, ln *wire.Listener) {
 				pc.Close()
 				return
 			}
-			c.serveSession(context.WithValue(ctx, advisorKey{}, agent), pc, srv)
+			c.serveSession(withPeerUID(context.WithValue(ctx, advisorKey{}, agent), pc.Cred.UID), pc, srv)
 		}()
 	}
 }

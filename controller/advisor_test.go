@@ -200,13 +200,14 @@ func TestAdvisorToolArguments(t *testing.T) {
 	if _, advises := h.sent(); len(advises) != 0 {
 		t.Fatalf("refused arguments reached the host: %+v", advises)
 	}
-	// At the bound, the answer is sent, naming the advisor from SO_PEERCRED.
+	// At the bound, the answer is sent, naming the advisor and its account
+	// (root, the test's) from SO_PEERCRED.
 	at := with("sentence", strings.Repeat("é", msg.MaxAdviceSentence/2))
 	if a, res := adviseCall(t, ctx, cs, at); res.IsError || !a.Accepted || a.Ask == nil || a.Ask.ID != standInAsk.ID {
 		t.Fatalf("a sentence of 280 bytes: isError %v %+v", res.IsError, a)
 	}
 	_, advises := h.sent()
-	if want := (msg.Advise{Advisor: "rev", Ask: standInAsk.ID, Verdict: msg.VerdictApprove, Sentence: strings.Repeat("é", 140)}); len(advises) != 1 || advises[0] != want {
+	if want := (msg.Advise{Advisor: "rev", Ask: standInAsk.ID, Verdict: msg.VerdictApprove, Sentence: strings.Repeat("é", 140), AdvisorUID: "uid:0"}); len(advises) != 1 || advises[0] != want {
 		t.Fatalf("sent %+v, want %+v", advises, want)
 	}
 }

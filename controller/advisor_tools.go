@@ -143,7 +143,7 @@ func (c *Controller) adviseHandler(ctx context.Context, req *mcp.CallToolRequest
 	if err != nil {
 		return fail(err.Error())
 	}
-	r, refusal, err := c.hostAdvise(ctx, msg.Advise{Advisor: advisor, Ask: a.Ask, Verdict: msg.Verdict(a.Verdict), Sentence: a.Sentence})
+	r, refusal, err := c.hostAdvise(ctx, msg.Advise{Advisor: advisor, Ask: a.Ask, Verdict: msg.Verdict(a.Verdict), Sentence: a.Sentence, AdvisorUID: peerUIDOf(ctx)})
 	if err != nil {
 		return fail("the host cannot be reached now: the answer was not taken; answer again when it can be")
 	}

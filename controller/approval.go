@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stewardrt/steward/controller/ledger"
+	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -214,6 +215,10 @@ func (c *Controller) collect(ctx context.Context, p *plan, id string) collection
 	if !sent {
 		// Nothing left: the attempt still awaits approval.
 		return collection{answer: refused(msg.CodeUnavailable, fmt.Sprintf("the host cannot be reached to collect the verdict of ask %s; attempt %s still awaits approval: call oracle_call again with the same requestId and arguments", p.ask, id), id)}
+	}
+	failpoint.Hit(FailAfterCollectAnswer)
+	if t == nil && res.Outcome == msg.StateRefused && res.Receipt == nil {
+		return collection{answer: c.receiptlessCollect(p, id, res.Refusal)}
 	}
 	return collection{res: res, ticket: t}
 }

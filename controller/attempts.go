@@ -156,6 +156,10 @@ func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (
 		ins.Resolved = msg.StateAwaitingApproval
 		return ins, nil
 	}
+	if done, err := c.deniedAfterAll(b, ir); done || err != nil {
+		ins.Resolved = msg.StateRefused
+		return ins, err
+	}
 	if ir.State == msg.StateNotSeen && !abandon {
 		return ins, fmt.Errorf("%w: attempt %s: the host has not seen it; only steward-controller attempts resolve abandons it", ErrNotResolvable, id)
 	}

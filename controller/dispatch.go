@@ -254,6 +254,9 @@ func (c *Controller) finish(p *plan, id string, res ledger.Result) *ToolResult {
 // requestId decides: its recorded answer, a refusal naming it, or for an
 // attempt awaiting approval its verdict collected (resume).
 func (c *Controller) decidedBy(ctx context.Context, p *plan, prior ledger.Prior) *ToolResult {
+	if prior.Denied {
+		return c.deniedAgain(p, prior)
+	}
 	switch prior.State {
 	case msg.StateAwaitingApproval:
 		if !prior.SameRequest {
@@ -341,7 +344,7 @@ func waitUntil(deadline int64, now time.Time) time.Time {
 // approval comes back as its ask.
 func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) (ledger.Result, *msg.AskTicket) {
 	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal,
-		Justification: p.justification}
+		AgentUID: peerUIDOf(ctx), Justification: p.justification}
 	res, ask, sent := c.exchange(ctx, p, id, deadline, msg.TypeDispatch, d)
 	if !sent {
 		return ledger.Result{Attempt: id, Outcome: msg.StateRefused,

@@ -279,7 +279,7 @@ func (c *Controller) serveMCP(ctx context.Context, ln *wire.Listener, s *mcp.Ser
 			pc.Close() // the listener admitted it; the config cannot have changed since
 			continue
 		}
-		go c.serveSession(context.WithValue(ctx, principalKey{}, agent), pc, s)
+		go c.serveSession(withPeerUID(context.WithValue(ctx, principalKey{}, agent), pc.Cred.UID), pc, s)
 	}
 }
 

@@ -137,7 +137,7 @@ func (m *mcpHTTP) connContext(ctx context.Context, conn net.Conn) context.Contex
 	if !ok {
 		return ctx
 	}
-	ctx = context.WithValue(ctx, principalKey{}, agent)
+	ctx = withPeerUID(context.WithValue(ctx, principalKey{}, agent), pc.Cred.UID)
 	return context.WithValue(ctx, httpPeerKey{}, httpPeer{uid: pc.Cred.UID, agent: agent})
 }
 

@@ -11,21 +11,8 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// AskRefusal is an answer the host did not take: the ask is unchanged.
-// It matches ErrRefused (a CLI exits 2); Reason is the one line the
-// answerer is told, exactly.
-type AskRefusal struct{ Reason string }
-
-// Error is the refusal as refusedf words one: "refused: REASON".
-func (e *AskRefusal) Error() string { return views.ErrRefused.Error() + ": " + e.Reason }
-
-// Is makes an AskRefusal match ErrRefused.
-func (e *AskRefusal) Is(target error) bool { return target == views.ErrRefused }
-
-// Refusal is e as the control channel answers it (code msg.CodeApprovals).
-func (e *AskRefusal) Refusal() msg.Refusal {
-	return msg.Refusal{Code: msg.CodeApprovals, Reason: e.Reason}
-}
+// AskRefusal is an answer the host did not take (views.AskRefusal).
+type AskRefusal = views.AskRefusal
 
 // AnswerAsk answers ask id for a human: the first answer wins (a
 // compare-and-swap on the durable record: the ask must be pending and no
@@ -34,7 +21,7 @@ func (e *AskRefusal) Refusal() msg.Refusal {
 // checks and bound. An ask whose expiry has passed is expired first, and
 // the answer refused.
 func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
-	if err := checkAnswer(&a); err != nil {
+	if err := views.CheckHumanAnswer(&a); err != nil {
 		return msg.AskView{}, err
 	}
 	s.askMu.Lock()
@@ -48,7 +35,11 @@ func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 		s.mu.Unlock()
 		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
-	if why := k.answeredRefusal(); why != "" {
+	why := views.OwnAccountRefusal(a.By, k.AgentUID, k.ID)
+	if why == "" {
+		why = k.answeredRefusal()
+	}
+	if why != "" {
 		v := k.view()
 		s.mu.Unlock()
 		s.logAsk("answer refused", v, "by", a.By, "verdict", a.Verdict, "reason", why)
@@ -71,13 +62,7 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 	refused := func(code, reason string) msg.AdviseResult {
 		return msg.AdviseResult{Refused: &msg.Refusal{Code: code, Reason: reason}}
 	}
-	if err := hostlog.ValidAgentName(ad.Advisor); err != nil {
-		return refused(msg.CodeBadRequest, strings.TrimPrefix(err.Error(), views.ErrRefused.Error()+": "))
-	}
-	if ad.Verdict != msg.VerdictApprove && ad.Verdict != msg.VerdictDeny && ad.Verdict != msg.VerdictWait {
-		return refused(msg.CodeBadRequest, fmt.Sprintf("verdict %q is none of approve, deny and wait", hostlog.QuoteLine(string(ad.Verdict), 20)))
-	}
-	if why := hostlog.LineWithin("the sentence", ad.Sentence, 1, msg.MaxAdviceSentence); why != "" {
+	if why := views.CheckAdvise(&ad); why != "" {
 		return refused(msg.CodeBadRequest, why)
 	}
 	s.askMu.Lock()
@@ -97,7 +82,10 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 		s.mu.Unlock()
 		return refused(msg.CodeApprovals, "no ask "+hostlog.QuoteLine(ad.Ask, 40))
 	}
-	why := s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait)
+	why := views.AdvisorAccountRefusal(ad.AdvisorUID, k.AgentUID)
+	if why == "" {
+		why = s.st.advisorRefusal(k, ad.Advisor, ad.Verdict != msg.VerdictWait)
+	}
 	if why == "" && ad.Verdict != msg.VerdictWait {
 		why = s.st.advisorDayRefusal(k, utcDay(s.clockLocked())) // ask_bounds.go
 	}
@@ -123,57 +111,20 @@ func (s *Store) Advise(controller string, ad msg.Advise) msg.AdviseResult {
 }
 
 // advisorRefusal is why advisor may not answer ask k (with s.mu held),
-// or "": its own ask, no advisors allowed for the asking agent, not one
-// of them, the ask already answered and, when counted (approve and
-// deny, not wait), the bound of agent answers spent.
+// or "" (views.AdvisorRefusal, with the asking agent's current policy).
 func (st *state) advisorRefusal(k *ask, advisor string, counted bool) string {
-	if advisor == k.Agent {
-		return "an advisor never answers an ask raised by its own identity"
-	}
 	var p *msg.ApprovalPolicy
 	if al := st.limitsOf(k.Controller, k.Agent); al != nil {
 		p = al.Limits.Approval
 	}
-	switch {
-	case p == nil || len(p.Advisors) == 0:
-		return fmt.Sprintf("agent answers are not allowed for agent %s's asks", k.Agent)
-	case !p.MayAdvise(advisor):
-		return fmt.Sprintf("agent %s is not an advisor of agent %s's asks", advisor, k.Agent)
-	case k.State != msg.AskPending || k.answering:
-		return fmt.Sprintf("ask %s was already answered", k.ID)
-	}
-	if !counted {
-		return ""
-	}
-	bound := p.AgentAnswerBound()
-	if n := st.AdvisorAnswers[convKey{k.Controller, k.Agent, k.Conversation}]; n >= bound {
-		conv := "no conversation"
-		if k.Conversation != "" {
-			conv = "conversation " + k.Conversation
-		}
-		return fmt.Sprintf("agent answers spent: %d of %d for %s; this ask waits for a human", n, bound, conv)
-	}
-	return ""
+	spent := st.AdvisorAnswers[convKey{k.Controller, k.Agent, k.Conversation}]
+	return views.AdvisorRefusal(k.view(), advisor, p, k.answering, counted, spent)
 }
 
-// answeredRefusal is why a human may not answer ask k (with s.mu held):
-// it was answered (naming who and when) or expired, or an answer's record
-// is on its way; "" when it is pending.
+// answeredRefusal is why a human may not answer ask k (with s.mu held),
+// or "" when it is pending (views.AnsweredRefusal).
 func (k *ask) answeredRefusal() string {
-	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
-	switch {
-	case k.answering:
-		return fmt.Sprintf("ask %s is being answered", k.ID)
-	case k.State == msg.AskExpired:
-		return fmt.Sprintf("ask %s was already answered: it expired unanswered at %s to %s", k.ID, at(k.AnsweredAt), k.Verdict)
-	case k.State != msg.AskPending:
-		who := k.AnsweredBy
-		if k.Account != "" {
-			who += " (" + k.Account + ")"
-		}
-		return fmt.Sprintf("ask %s was already answered: %s by %s at %s", k.ID, k.State, who, at(k.AnsweredAt))
-	}
-	return ""
+	return views.AnsweredRefusal(k.view(), k.Account, k.answering)
 }
 
 // claimAnswer marks pending ask k as being answered at now, with
@@ -189,7 +140,8 @@ func (k *ask) claimAnswer(now time.Time) int64 {
 // at, and applies it; a failed append gives the claim up. Called with
 // s.askMu held.
 func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, error) {
-	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at}
+	rec := hostlog.AskAnswer{Ask: k.ID, Verdict: a.Verdict, By: a.By, Account: a.Account, Advisor: a.Advisor, Note: a.Note, At: at,
+		CollectBy: hostlog.CollectBy(k.RaisedAt, k.ExpiresAt, at, a.Verdict, k.OnTimeout)}
 	seq, err := s.append(hostlog.KindAskAnswer, rec)
 	s.mu.Lock()
 	if err != nil {
@@ -202,6 +154,7 @@ func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, err
 	if a.Verdict == msg.VerdictDeny {
 		state = msg.AskDenied
 	}
+	k.CollectBy = rec.CollectBy
 	s.st.decideAsk(k, seq.Seq, state, a.Verdict, a.By, a.Account, a.Advisor, a.Note, at)
 	s.st.attemptAnswered(k)
 	v, dec := k.view(), k.decision()
@@ -213,21 +166,6 @@ func (s *Store) recordAnswer(k *ask, a views.Answer, at int64) (msg.AskView, err
 
 func (k *ask) decision() AskDecision {
 	return AskDecision{Attempt: k.Attempt, Ask: k.ID, Route: k.Route, Controller: k.Controller, State: k.State}
-}
-
-// checkAnswer checks a human's answer's own fields: a verdict that
-// decides, a note within its bound on one line, who answered.
-func checkAnswer(a *views.Answer) error {
-	if err := views.CheckAnswer(a.Verdict, a.Note); err != nil {
-		return err
-	}
-	if a.Advisor != "" {
-		return views.Refusedf("an advisor answers through its controller's control channel (advise), not as a human")
-	}
-	if a.By == "" {
-		return views.Refusedf("an answer names who gave it")
-	}
-	return nil
 }
 
 // expireDue applies lazy expiry: every pending ask past its expiry (only
@@ -266,7 +204,7 @@ func (s *Store) expireDueLocked(id string) error {
 			return err
 		}
 	}
-	return nil
+	return s.windowsDueLocked(id)
 }
 
 // expire journals ask k's expiry to its on-timeout verdict (at its

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/stewardrt/steward/internal/failpoint"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -26,7 +26,7 @@ import (
 // the collect's deadline.
 
 // nothingReservedSentOrCharged ends the refusals of an asked attempt.
-const nothingReservedSentOrCharged = "; nothing was reserved, sent or charged"
+const nothingReservedSentOrCharged = views.NothingReservedSentOrCharged
 
 // raiseAsk journals the ask of admitted call c, which holds nothing, and
 // answers its ticket. A journal failure forgets the attempt: nothing was
@@ -41,7 +41,7 @@ func (s *Store) raiseAsk(c *hostlog.CheckedDispatch, adm *admission) msg.Dispatc
 		Application: c.Application, Operation: c.Operation, Kind: c.Kind, RequestSHA: bytes.Clone(c.SHA[:]),
 		Method: c.Req.Method, Path: c.Req.Path, Body: c.Req.Body, Arguments: ib.Arguments, Price: adm.charge,
 		Justification: c.Justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
-		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision, CallDay: adm.day,
+		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision, CallDay: adm.day, AgentUID: c.AgentUID,
 	}
 	if err := s.raise(k); err != nil {
 		if rr, ok := err.(*raiseRefused); ok {
@@ -82,6 +82,9 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 	if err := hostlog.ValidAttemptID(col.Attempt); err != nil {
 		return refused(&msg.Dispatch{Attempt: col.Attempt}, msg.CodeBadRequest, "collect: %v", err)
 	}
+	if res, ok := s.DeniedEnd(at.Controller, col.Attempt); ok {
+		return res
+	}
 	k, tk, ref := s.claimCollect(at.Controller, col.Attempt)
 	switch {
 	case ref != nil:
@@ -95,21 +98,9 @@ func (s *Store) Collect(ctx context.Context, at ForwardSocket, col *msg.Collect)
 	return s.goOnApproved(ctx, at, k, col.Deadline)
 }
 
-// deniedReasons are a denied ask's receipt reason and the agent's: who
-// denied it and their words, or its expiry.
+// deniedReasons are a denied ask's receipt reason and the agent's.
 func deniedReasons(k *ask) (receipt, agent string) {
-	if k.AnsweredBy == hostlog.AnsweredByExpiry {
-		return fmt.Sprintf("expired unanswered at %s to deny", time.UnixMilli(k.ExpiresAt).UTC().Format(time.RFC3339)),
-			fmt.Sprintf("the call's approval expired unanswered (ask %s) to its on-timeout verdict deny", k.ID) + nothingReservedSentOrCharged
-	}
-	receipt = "denied by " + k.AnsweredBy
-	agent = fmt.Sprintf("the call's approval was denied (ask %s, by %s)", k.ID, k.AnsweredBy)
-	if k.Note != "" {
-		note := hostlog.QuoteLine(k.Note, maxPayerReason)
-		receipt += ": " + note
-		agent += ": " + note
-	}
-	return receipt, agent + nothingReservedSentOrCharged
+	return views.DeniedReasons(k.view(), maxPayerReason)
 }
 
 // goOnApproved goes on with an approved ask's attempt: admission again as
@@ -199,6 +190,10 @@ func (s *Store) claimCollect(ctrl, id string) (*ask, *msg.AskTicket, *msg.Refusa
 	k := s.st.Asks[a.Ask]
 	if k.State == msg.AskPending {
 		return nil, k.ticket(s.clockLocked().UnixMilli()), nil
+	}
+	if k.answering {
+		// Its collect window's record is on its way (ask_window.go).
+		return nil, nil, &msg.Refusal{Code: msg.CodeUnavailable, Reason: fmt.Sprintf("the collect window of ask %s is being recorded; nothing was done: collect again", k.ID)}
 	}
 	a.collecting = true
 	cp := *k

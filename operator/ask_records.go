@@ -26,13 +26,18 @@ func askOf(b *hostlog.Ask) (*ask, error) {
 	if b.OnTimeout != msg.VerdictApprove && b.OnTimeout != msg.VerdictDeny {
 		return nil, fmt.Errorf("ask %s: on-timeout verdict %q is neither approve nor deny", b.Ask, b.OnTimeout)
 	}
+	if b.AgentUID != "" {
+		if err := hostlog.ValidUID("ask "+b.Ask+": the agent's account", b.AgentUID); err != nil {
+			return nil, err
+		}
+	}
 	return &ask{
 		ID: b.Ask, Attempt: b.Attempt, Controller: b.Controller, Route: b.Route, Agent: b.Agent,
 		Conversation: b.Conversation, Application: b.Application, Operation: b.Operation, Kind: b.Kind,
 		RequestSHA: b.RequestSHA256, Method: b.Method, Path: b.Path, Body: b.Body, Arguments: ib.Arguments,
 		Price: b.Price, Justification: b.Justification, RaisedAt: b.RaisedAt, ExpiresAt: b.ExpiresAt,
 		Park: time.Duration(b.ParkMs) * time.Millisecond, OnTimeout: b.OnTimeout, LimitsRevision: b.LimitsRevision,
-		CallDay: b.Day, State: msg.AskPending,
+		CallDay: b.Day, AgentUID: b.AgentUID, State: msg.AskPending,
 	}, nil
 }
 
@@ -43,7 +48,7 @@ func (a *ask) record() hostlog.Ask {
 		Conversation: a.Conversation, Application: a.Application, Operation: a.Operation, Kind: a.Kind,
 		RequestSHA256: a.RequestSHA, Method: a.Method, Path: a.Path, Body: a.Body, Price: a.Price,
 		Justification: a.Justification, RaisedAt: a.RaisedAt, ExpiresAt: a.ExpiresAt, ParkMs: a.Park.Milliseconds(),
-		OnTimeout: a.OnTimeout, LimitsRevision: a.LimitsRevision, Day: a.CallDay,
+		OnTimeout: a.OnTimeout, LimitsRevision: a.LimitsRevision, Day: a.CallDay, AgentUID: a.AgentUID,
 	}
 }
 
@@ -94,6 +99,10 @@ func (rp *replayer) AskAnswer(r journal.Record, b *hostlog.AskAnswer) error {
 	default:
 		return fmt.Errorf("ask %s: answer verdict %q is neither approve nor deny", b.Ask, b.Verdict)
 	}
+	if err := hostlog.CheckAnswerWindow(b, a.OnTimeout); err != nil {
+		return err
+	}
+	a.CollectBy = b.CollectBy
 	rp.st.decideAsk(a, r.Seq, state, b.Verdict, b.By, b.Account, b.Advisor, b.Note, b.At)
 	rp.st.attemptAnswered(a)
 	return nil

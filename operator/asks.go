@@ -53,6 +53,9 @@ type ask struct {
 	// CallDay is the UTC day whose calls the ask counted one of (its
 	// record's day; 0 for an ask recorded before asks counted calls).
 	CallDay int64
+	// AgentUID is the asking session's account ("uid:N"; "" when the
+	// controller did not say): no human answer from it is taken.
+	AgentUID string
 
 	State      msg.AskState
 	Verdict    msg.Verdict // approve or deny once decided (an expiry: onTimeout)
@@ -61,6 +64,9 @@ type ask struct {
 	Advisor    string      // the advisor's agent name, when an advisor answered
 	Note       string      // the human's note or the advisor's sentence
 	AnsweredAt int64
+	// CollectBy is the end of an approval's collect window (unix ms, the
+	// store's clock), 0 when it has none (ask_window.go).
+	CollectBy int64
 	// answering is set, under Store.mu, while an answer's or an expiry's
 	// record is being appended: the compare-and-swap on the durable record.
 	// A reader sees the ask still pending until the record is applied.
@@ -143,7 +149,7 @@ func (a *ask) view() msg.AskView {
 		Application: a.Application, Operation: a.Operation, RequestSHA256: hex.EncodeToString(a.RequestSHA),
 		Arguments: a.Arguments, Price: a.Price, Justification: a.Justification, RaisedAt: a.RaisedAt,
 		ExpiresAt: a.ExpiresAt, OnTimeout: a.OnTimeout, State: a.State, AnsweredBy: a.AnsweredBy,
-		AnsweredAt: a.AnsweredAt, Note: a.Note,
+		AnsweredAt: a.AnsweredAt, Note: a.Note, CollectBy: a.CollectBy,
 	}
 }
 

@@ -17,13 +17,6 @@ const maxFilteredPages = 20
 // errListTooLong refuses a filtered listing longer than maxFilteredPages.
 var errListTooLong = fmt.Errorf("the application lists more than %d operations", maxFilteredPages*oracleops.MaxLimit)
 
-// listPage is one page of an application's listing, as filtering reads it.
-type listPage struct {
-	Limits     json.RawMessage   `json:"limits"`
-	NextOffset *int              `json:"next_offset"`
-	Operations []json.RawMessage `json:"operations"`
-}
-
 // deliverFiltered answers a listing through grant g, whose operation
 // patterns (or its agent's) hide some operations, without revealing what they hid: it reads
 // the application's listing from its start (the agent's search text and
@@ -56,7 +49,7 @@ func (s *Store) deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g li
 		if !dl.Sent || dl.Err != "" || dl.Status != http.StatusOK {
 			return dl
 		}
-		p, covered, err := filterPage(dl.Body, g)
+		p, covered, err := oracleops.FilterPage(dl.Body, g.keeps)
 		if err != nil {
 			return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing could not be filtered by the grant"), Cause: err}
 		}
@@ -71,7 +64,7 @@ func (s *Store) deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g li
 		}
 		appOffset = *p.NextOffset
 	}
-	out := listPage{Limits: limits, Operations: []json.RawMessage{}}
+	out := oracleops.FilteredPage{Limits: limits, Operations: []json.RawMessage{}}
 	if q.Offset < len(kept) {
 		out.Operations = kept[q.Offset:min(len(kept), q.Offset+q.Limit)]
 	}
@@ -86,31 +79,6 @@ func (s *Store) deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g li
 	return Delivery{Sent: true, Status: http.StatusOK, Body: body}
 }
 
-// filterPage parses one page of an application's listing and keeps the
-// operations grant g covers.
-func filterPage(body []byte, g listFilter) (listPage, []json.RawMessage, error) {
-	var p listPage
-	if err := json.Unmarshal(body, &p); err != nil {
-		return p, nil, err
-	}
-	kept := make([]json.RawMessage, 0, len(p.Operations))
-	for _, op := range p.Operations {
-		var id struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(op, &id); err != nil {
-			return p, nil, err
-		}
-		if id.ID != "" && g.keeps(id.ID) {
-			kept = append(kept, op)
-		}
-	}
-	return p, kept, nil
-}
-
 // filterFault is the body of a listing the host will not pass on: never an
 // unfiltered listing, which would show operations the grant does not cover.
-func filterFault(message string) []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "fault", "message": "steward: " + message}})
-	return b
-}
+func filterFault(message string) []byte { return oracleops.FaultBody(message) }

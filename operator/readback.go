@@ -46,51 +46,21 @@ func (e *archivedRefusal) Error() string { return views.ErrRefused.Error() + ": 
 func (e *archivedRefusal) Unwrap() []error { return []error{views.ErrRefused, journal.ErrArchived} }
 
 // readReserve reads an attempt's reservation from the journal, as a
-// reserve.v2 (a first-version one without its request).
+// reserve.v2 (hostlog.Record.Reservation).
 func (s *Store) readReserve(id string, at journal.Place) (*hostlog.ReserveV2, error) {
 	rec, err := s.recordAt(at, id)
 	if err != nil {
 		return nil, err
 	}
-	var found *hostlog.ReserveV2
-	switch b := rec.Body.(type) {
-	case *hostlog.ReserveV2:
-		found = b
-	case *hostlog.Reserve:
-		found = b.Upgrade()
-	default:
-		return nil, fmt.Errorf("journal record %d is %s, not the reservation of attempt %s", rec.Seq, rec.Kind, id)
-	}
-	if found.Attempt != id {
-		return nil, fmt.Errorf("journal record %d is not the reservation of attempt %s", at.Seq, id)
-	}
-	return found, nil
+	return rec.Reservation(id)
 }
 
 // endRecord reads the record at place at that ended attempt id with a
-// receipt, of any kind that carries one; an outcome's answer too.
+// receipt (hostlog.Record.End).
 func (s *Store) endRecord(at journal.Place, id string) (hostlog.OutcomeV2, error) {
 	rec, err := s.recordAt(at, id)
 	if err != nil {
 		return hostlog.OutcomeV2{}, err
 	}
-	var out hostlog.OutcomeV2
-	switch b := rec.Body.(type) {
-	case *hostlog.Outcome:
-		out = *b.Upgrade(0)
-	case *hostlog.OutcomeV2:
-		out = *b
-	case *hostlog.NotSentV2:
-		out = hostlog.OutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
-	case *hostlog.Refused:
-		out = hostlog.OutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
-	case *hostlog.Resolve:
-		out = hostlog.OutcomeV2{Attempt: b.Attempt, Receipt: b.Receipt}
-	default:
-		return hostlog.OutcomeV2{}, fmt.Errorf("journal record %d is %s, not the end of attempt %s", rec.Seq, rec.Kind, id)
-	}
-	if out.Attempt != id {
-		return hostlog.OutcomeV2{}, fmt.Errorf("journal record %d ends attempt %s, not %s", rec.Seq, out.Attempt, id)
-	}
-	return out, nil
+	return rec.End(id)
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -22,6 +23,14 @@ type HandlerFunc func(ctx context.Context, req *Envelope) (string, any)
 
 // ServeFrame calls f.
 func (f HandlerFunc) ServeFrame(ctx context.Context, req *Envelope) (string, any) { return f(ctx, req) }
+
+// Last is a reply body after which Serve closes the channel: a handler
+// that finds its peer no longer entitled to the channel (its account left
+// the group that admitted it) answers why, and nothing more is read.
+type Last struct{ Body any }
+
+// ErrClosedAfterReply is what Serve returns after a Last reply was sent.
+var ErrClosedAfterReply = errors.New("wire: serve: the channel closed after its last reply")
 
 // Serve reads requests from c and runs each in its own goroutine, at most
 // MaxInFlight at once, replying with the request's id. It returns the first
@@ -89,11 +98,17 @@ func ServeIdle(ctx context.Context, c *Channel, h Handler, idle time.Duration) e
 		go func() {
 			defer func() { quiet.end(true); <-sem; wg.Done() }()
 			t, body := h.ServeFrame(ctx, req)
+			last, isLast := body.(Last)
+			if isLast {
+				body = last.Body
+			}
 			if err := c.Send(t, req.ID, body); err != nil {
 				if rerr := c.recvFailure(); rerr != nil {
 					err = rerr // the send failed because the read side already had
 				}
 				fail(fmt.Errorf("wire: serve: reply %q to id %q: %w", t, req.ID, err))
+			} else if isLast {
+				fail(ErrClosedAfterReply)
 			}
 		}()
 	}

@@ -59,6 +59,11 @@ var kindSteps = map[string]func(add func(kind string, body any)){
 	KindAwaiting: func(add func(string, any)) {
 		add(KindBegin, paidOn("k-aw", "r-aw", "x", 100))
 		add(KindAwaiting, Awaiting{Attempt: "k-aw", Ask: "ask-aaaaaaaaaaaa", ExpiresAt: 1})
+		// A denial: it decides its requestId for good (denial.go).
+		add(KindBegin, paidOn("k-dn", "r-dn", "x", 100))
+		add(KindAwaiting, Awaiting{Attempt: "k-dn", Ask: "ask-dddddddddddd", ExpiresAt: 1})
+		add(KindResult, Result{Attempt: "k-dn", Outcome: msg.StateRefused, Receipt: []byte{9},
+			Refusal: &msg.Refusal{Code: msg.CodeDenied, Reason: "denied"}, Ask: "ask-dddddddddddd", AnsweredBy: "uid:1001"})
 	},
 	KindConsented: func(add func(string, any)) {
 		add(KindBegin, paidOn("k-c1", "r-c1", "x", 100))

@@ -53,6 +53,9 @@ type Prior struct {
 	// Ask is the ask an attempt awaiting approval waits on (its awaiting
 	// record), for a call again to collect its verdict.
 	Ask string
+	// Denied: the attempt (State StateRefused) was refused because its ask
+	// was denied; Answer is its result record, which answers the call.
+	Denied bool
 	// Err is set when the history index could not be read: nothing is
 	// known of the requestId, so the call is refused (Begin's ok is
 	// false) and nothing is registered.
@@ -127,6 +130,10 @@ type reqEntry struct {
 	// byOperator: the host's operator resolved it (released or performed),
 	// and the record at answer says so to every later call.
 	byOperator bool
+	// denied: it ended refused because its ask was denied (or expired or
+	// lapsed to deny), and the result at answer, with its receipt, is the
+	// answer of every later call with its requestId (approval_denied.go).
+	denied bool
 	// endSeq is the record that ended the attempt (it left the open
 	// attempts), 0 while it is open: Forget drops the entry once the index
 	// is synced past it.
@@ -283,7 +290,7 @@ func (l *Ledger) reqOf(e *entry) *reqEntry {
 // decided. replay says the record is replayed (Apply): with an index, the
 // requestId of an attempt that ended then goes into it and leaves memory.
 // l.mu is held.
-func (l *Ledger) end(id string, state msg.State, detail string, place journal.Place, byOperator, replay bool) error {
+func (l *Ledger) end(id string, state msg.State, detail string, place journal.Place, byOperator, denied, replay bool) error {
 	e := l.open[id]
 	if e == nil {
 		return nil
@@ -298,10 +305,11 @@ func (l *Ledger) end(id string, state msg.State, detail string, place journal.Pl
 		return nil
 	}
 	q.state = state
-	if state == msg.StateDefinite || byOperator {
+	if state == msg.StateDefinite || byOperator || denied {
 		q.answer = place
 	}
 	q.byOperator = q.byOperator || byOperator
+	q.denied = q.denied || denied
 	if state == msg.StateUncertain {
 		return nil
 	}
@@ -335,7 +343,7 @@ func (l *Ledger) Begin(b Begin) (Prior, bool) {
 		}
 		if q != nil && q.decides() {
 			return Prior{Attempt: q.attempt, State: q.state, SameRequest: bytes.Equal(q.sha[:], b.RequestSHA256), Answer: q.answer,
-				Unscoped: q.unscoped, RequestSHA256: q.sha, Ask: q.ask}, false
+				Unscoped: q.unscoped, RequestSHA256: q.sha, Ask: q.ask, Denied: q.denied}, false
 		}
 	}
 	l.begin(b, 0, true)
@@ -343,14 +351,14 @@ func (l *Ledger) Begin(b Begin) (Prior, bool) {
 }
 
 // decides reports whether the attempt decides a later call with its
-// requestId: it answered, is in flight, awaits approval, is uncertain, or
-// was resolved by the host's operator.
+// requestId: it answered, is in flight, awaits approval, is uncertain,
+// was denied, or was resolved by the host's operator.
 func (q *reqEntry) decides() bool {
 	switch q.state {
 	case msg.StateDefinite, msg.StatePending, msg.StateAwaitingApproval, msg.StateUncertain:
 		return true
 	}
-	return q.byOperator
+	return q.byOperator || q.denied
 }
 
 // Decided reports whether agent's latest attempt of application app with
@@ -407,7 +415,7 @@ func (l *Ledger) Journaled(id string, seq uint64) {
 func (l *Ledger) Finish(r Result, place journal.Place) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.end(r.Attempt, endState(r.Outcome), r.Detail, place, false, false) // live: no index write, no error
+	l.end(r.Attempt, endState(r.Outcome), r.Detail, place, false, r.Denial(), false) // live: no index write, no error
 }
 
 // Unfinished marks an attempt uncertain whose result could not be
@@ -415,7 +423,7 @@ func (l *Ledger) Finish(r Result, place journal.Place) {
 func (l *Ledger) Unfinished(id, detail string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.end(id, msg.StateUncertain, detail, journal.Place{}, false, false) // uncertain: stays open, no error
+	l.end(id, msg.StateUncertain, detail, journal.Place{}, false, false, false) // uncertain: stays open, no error
 }
 
 // Resolved applies a journaled resolution, at place.
@@ -430,7 +438,7 @@ func (l *Ledger) Resolved(r ResolveV2, place journal.Place) {
 // answer does.
 func (l *Ledger) resolved(r ResolveV2, place journal.Place, replay bool) error {
 	l.count(r.Attempt, r.Charge)
-	return l.end(r.Attempt, r.State, "resolved by "+r.By, place, r.ByOperator(), replay)
+	return l.end(r.Attempt, r.State, "resolved by "+r.By, place, r.ByOperator(), false, replay)
 }
 
 // Open returns an attempt that has not ended, with its begin.

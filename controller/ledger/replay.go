@@ -113,7 +113,7 @@ func (l *Ledger) applyResult(r journal.Record) error {
 	} else if e := l.open[res.Attempt]; e != nil && res.Consented > 0 {
 		e.consented = true // see ConsentKnown
 	}
-	return l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Place, false, true)
+	return l.end(res.Attempt, endState(res.Outcome), res.Detail, r.Place, false, res.Denial(), true)
 }
 
 func (l *Ledger) applyResolve(r journal.Record) error {

@@ -115,8 +115,10 @@ func decodeReq(b []byte) (*reqEntry, error) {
 	if v.EndSeq == 0 || v.State == msg.StateUncertain || v.State == msg.StatePending || v.State == msg.StateAwaitingApproval {
 		return nil, fmt.Errorf("an entry of attempt %s in state %q, ended at record %d: not an ended attempt", v.Attempt, v.State, v.EndSeq)
 	}
+	// A refused entry with an answer is a denial (denial.go): no other
+	// refusal keeps its record's place.
 	q := &reqEntry{attempt: v.Attempt, path: v.Path, route: v.Route, unscoped: v.Unscoped, state: v.State, ask: v.Ask,
-		byOperator: v.ByOperator, endSeq: v.EndSeq}
+		byOperator: v.ByOperator, endSeq: v.EndSeq, denied: v.State == msg.StateRefused && v.Answer != nil}
 	copy(q.sha[:], v.SHA256)
 	if v.Answer != nil {
 		q.answer = journal.Place{Seq: v.Answer.Seq, Segment: v.Answer.Segment, Offset: v.Answer.Offset}

@@ -263,6 +263,8 @@ func (l *Ledger) restoreRequest(r *requestV1) error {
 			return fmt.Errorf("requestId %q: an answer at record 0", r.RequestID)
 		}
 		q.answer = *r.Answer
+		// A refused entry with an answer is a denial, as in the index.
+		q.denied = r.State == msg.StateRefused
 	}
 	l.byReq[k] = q
 	return nil

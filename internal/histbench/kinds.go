@@ -31,6 +31,8 @@ var (
 		hostlog.KindOutcome:           "the first version (outcome.v2)",
 		hostlog.KindControllerControl: "the dev mode adds its controller with its control socket, and moving it would cut the controller off",
 		ledger.KindResolve:            "the controller's first version (resolve.v2)",
+		hostlog.KindAskWindow:         "only an ask approved by a host before collect windows gets one; every approval here carries its window",
+		hostlog.KindAskLapsed:         "an approval lapses only when left uncollected for its ask's expiry (a minute at least); every approval here is collected at once",
 		"rebind":                      "a journal's rebind is an enrollment's: the dev mode's configs never change",
 	}
 )

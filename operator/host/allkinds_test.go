@@ -37,6 +37,7 @@ func TestAllKindsJournal(t *testing.T) {
 	w.Now = clk.Now
 	hangUp := hangUpApp(t, w.Route.Upstream)
 	w.Serve(t)
+	allKindsWindows(t, w, clk)
 	cl := w.Dial(t)
 	for _, id := range []string{"u1", "u2"} { // uncertain: sent, never answered
 		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"6*7"}`)); res.Outcome != msg.StateUncertain {

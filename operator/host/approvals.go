@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/stewardrt/steward/operator/admin"
@@ -74,24 +75,36 @@ func socketGroupAt(dir string) (uint32, error) {
 	return uint32(os.Getegid()), nil
 }
 
+// approverCheck is who the approvals socket serves: the host's own uid
+// and the accounts the group database puts in group gid (named group).
+type approverCheck struct {
+	self, gid uint32
+	group     string
+}
+
 // admitApprover admits the host's own uid and any uid whose account is in
 // group gid (named group in the refusal).
 func admitApprover(self, gid uint32, group string) func(wire.PeerCred) error {
-	want := strconv.FormatUint(uint64(gid), 10)
-	return func(pc wire.PeerCred) error {
-		if pc.UID == self {
-			return nil
-		}
-		u, err := user.LookupId(strconv.FormatUint(uint64(pc.UID), 10))
-		if err != nil {
-			return fmt.Errorf("%w: peer uid %d has no account, so it is not in the approvers group %s", wire.ErrWrongPeer, pc.UID, group)
-		}
-		gids, err := u.GroupIds()
-		if err != nil || !slices.Contains(gids, want) {
-			return fmt.Errorf("%w: peer uid %d (%s) is not in the approvers group %s", wire.ErrWrongPeer, pc.UID, u.Username, group)
-		}
+	ac := approverCheck{self: self, gid: gid, group: group}
+	return func(pc wire.PeerCred) error { return ac.check(pc.UID) }
+}
+
+// check is nil when uid is the host's own or its account is in the group
+// by the group database as it is now (os/user reads it at every call:
+// nothing is cached), else why not, wrapping wire.ErrWrongPeer.
+func (ac approverCheck) check(uid uint32) error {
+	if uid == ac.self {
 		return nil
 	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return fmt.Errorf("%w: peer uid %d has no account, so it is not in the approvers group %s", wire.ErrWrongPeer, uid, ac.group)
+	}
+	gids, err := u.GroupIds()
+	if err != nil || !slices.Contains(gids, strconv.FormatUint(uint64(ac.gid), 10)) {
+		return fmt.Errorf("%w: peer uid %d (%s) is not in the approvers group %s", wire.ErrWrongPeer, uid, u.Username, ac.group)
+	}
+	return nil
 }
 
 // listenApprovals binds the approvals socket at path for the members of
@@ -119,6 +132,7 @@ func (h *Host) listenApprovals(path, group string) (*wire.Listener, error) {
 		return nil, views.Refusedf("approvals socket %s would have gid %d, not group %s (gid %d): make %s setgid to group %s", path, got, group, gid, dir, group)
 	}
 	key := h.key
+	h.approvers = approverCheck{self: uint32(os.Geteuid()), gid: gid, group: group}
 	l, err := wire.Listen(wire.ListenConfig{
 		Path: path, Mode: 0o660,
 		Allow:    admitApprover(uint32(os.Geteuid()), gid, group),
@@ -169,9 +183,23 @@ func (h *Host) approvalsLoop(ctx context.Context, l *wire.Listener) {
 
 // approvalsHandler is the admin handler for the approvals operations
 // alone: anything else is refused with one line, before it is looked at.
+// Every request checks first that the peer's account is still in the
+// approvers' group by the group database as it is now, not only at
+// accept: an account removed from the group (gpasswd -d) while its
+// connection stays open is refused, and the connection closed, at its
+// next request.
 func (h *Host) approvalsHandler() wire.Handler {
 	hd := h.adminHandler()
 	return wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
+		pc, ok := peerOf(ctx)
+		if !ok {
+			return msg.TypeRefused, wire.Last{Body: msg.Refusal{Code: admin.CodeRefusedInput, Reason: "the connection names no peer"}}
+		}
+		if err := h.approvers.check(pc.UID); err != nil {
+			h.log.Warn("steward-operator: approvals request refused: the peer left the approvers group; closing its connection", "uid", pc.UID, "group", h.approvers.group)
+			why := strings.TrimPrefix(err.Error(), wire.ErrWrongPeer.Error()+": ")
+			return msg.TypeRefused, wire.Last{Body: msg.Refusal{Code: admin.CodeRefusedInput, Reason: why + " any more; the connection is closed"}}
+		}
 		var ar admin.Request
 		if req.T != admin.TypeAdmin || req.Decode(&ar) != nil || !admin.IsApprovalsOp(ar.Op) {
 			return msg.TypeRefused, msg.Refusal{Code: admin.CodeRefusedInput, Reason: approvalsOnly}

@@ -135,6 +135,9 @@ func TestHelperApprover(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if args[0] == "hold" {
+		helperHold(args[1], args[2])
+	}
 	if args[0] == "raw" {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

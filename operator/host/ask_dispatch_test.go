@@ -116,11 +116,21 @@ func TestCollectDenied(t *testing.T) {
 	if r.Outcome != msg.StateRefused || r.Charge != 0 || r.Reason != "denied by uid:1001: too costly" || r.Ask != tk.ID || r.AnsweredBy != "uid:1001" {
 		t.Fatalf("receipt %+v", r)
 	}
-	peertest.WantExactRefusal(t, hosttest.CollectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is refused, not awaiting approval: it is never delivered twice")
+	// A collect again (a controller killed before it journaled the
+	// answer) is told the same denial with the same receipt, journaling
+	// nothing: the denial sticks.
+	again := hosttest.CollectCall(t, cl, "a1")
+	peertest.WantExactRefusal(t, again, msg.CodeDenied, "the call's approval was denied (ask "+tk.ID+", by uid:1001): too costly; nothing was reserved, sent or charged")
+	if string(again.Receipt) != string(res.Receipt) {
+		t.Fatal("a collect again of the denied attempt carries another receipt")
+	}
 	if w.App.Calls.Load() != 0 || w.Peer.Reserves.Load() != 0 {
 		t.Fatal("a denied call reached the application or asked consent")
 	}
 	w.Stop()
+	if n := hosttest.Kinds(t, w.Store); n[hostlog.KindRefused] != 1 || n[hostlog.KindReserveV2] != 0 {
+		t.Fatalf("journal %v: want one refused record and no reservation", n)
+	}
 	w.WithStore(t, func(s *operator.Store) {
 		if p, _ := s.PurseShow("ctl"); p.Balance != 100 || p.Holds != 0 {
 			t.Fatalf("purse %+v", p)

@@ -87,6 +87,11 @@ func (h *Host) answerInspect(controller string, req *wire.Envelope) (string, any
 		h.log.Error("steward-operator: inspect: reading the host journal", "attempt", in.Attempt, "err", err)
 		return msg.TypeRefused, msg.Refusal{Code: msg.CodeJournal, Reason: inspectUnreadable}
 	}
+	if res.State == msg.StateRefused {
+		if d, ok := h.s.DeniedEnd(controller, in.Attempt); ok && d.Receipt != nil {
+			res.Refusal = d.Refusal // a denial: the controller records it as one
+		}
+	}
 	return msg.TypeInspectResult, res
 }
 

@@ -160,7 +160,13 @@ func TestAskHistoryWhileServing(t *testing.T) {
 	if again := evsBefore(); !reflect.DeepEqual(again, events) {
 		t.Fatalf("ask events from the index: %+v, want %+v", again, events)
 	}
-	peertest.WantExactRefusal(t, hosttest.CollectCall(t, cl, "a1"), msg.CodeDuplicate, "attempt a1 is refused, not awaiting approval: it is never delivered twice")
+	// The denied attempt, from the index, is told its denial again with
+	// its receipt (a controller that lost the answer collects again).
+	denied := hosttest.CollectCall(t, cl, "a1")
+	peertest.WantRefusal(t, denied, msg.CodeDenied, "the call's approval was denied (ask "+ids[1]+", by uid:1001)")
+	if r := hosttest.VerifiedReceipt(t, w, denied.Receipt); r.Attempt != "a1" || r.Ask != ids[1] || r.Outcome != msg.StateRefused {
+		t.Fatalf("the denial's receipt from the index: %+v", r)
+	}
 	if _, err := s.AnswerAsk(ids[0], hosttest.Human(msg.VerdictDeny, 1001, "ann")); err == nil || !strings.Contains(err.Error(), "already answered") {
 		t.Fatalf("a late answer to an ask in the index: %v", err)
 	}

@@ -75,6 +75,8 @@ type Host struct {
 
 	adminPath string // the admin socket
 
+	approvers approverCheck // the approvals socket's group, checked at every request (approvals.go)
+
 	warned sync.Map // keys of the warnings logged once (warnOnce)
 }
 

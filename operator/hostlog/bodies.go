@@ -315,6 +315,10 @@ type Ask struct {
 	// (omitted: an ask recorded before asks counted calls, which counts
 	// none, as it did).
 	Day int64 `cbor:"day,omitempty"`
+	// AgentUID is the asking session's account ("uid:N", the dispatch's
+	// AgentUID), whose human answers are refused; absent from asks raised
+	// before it and from a controller that does not send it.
+	AgentUID string `cbor:"agentUid,omitempty"`
 }
 
 // AskAnswer decides an ask: approve or deny, by a human ("uid:N",
@@ -328,6 +332,13 @@ type AskAnswer struct {
 	Advisor string      `cbor:"advisor,omitempty"`
 	Note    string      `cbor:"note,omitempty"`
 	At      int64       `cbor:"at"`
+	// CollectBy is an approval's collect window's end (unix ms, the
+	// store's clock): past it, uncollected, the ask lapses to its
+	// on-timeout verdict (ask-lapsed). Set on an approval of an ask whose
+	// on-timeout verdict is deny; absent on a denial, on an approval of an
+	// ask that would expire to approve, and on approvals recorded before
+	// collect windows (those get theirs from an ask-window record).
+	CollectBy int64 `cbor:"collectBy,omitempty"`
 }
 
 // AskExpired decides an unanswered ask at its expiry with the

@@ -38,6 +38,9 @@ type CheckedDispatch struct {
 	Agent        string
 	Conversation string
 	RequestID    string
+	// AgentUID is the dispatch's (msg.Dispatch.AgentUID): the calling
+	// session's account, "uid:N", or "".
+	AgentUID string
 	// Justification is the agent's short reason for a call to an
 	// operation marked for approval, which its ask carries.
 	Justification string
@@ -61,6 +64,12 @@ func CheckDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*CheckedDispatch, erro
 			return nil, err
 		}
 		c.Agent = d.Agent
+	}
+	if d.AgentUID != "" {
+		if err := ValidUID("the agent's account", d.AgentUID); err != nil {
+			return nil, err
+		}
+		c.AgentUID = d.AgentUID
 	}
 	if d.Justification != "" {
 		if why := LineWithin("the justification", d.Justification, 0, msg.MaxJustification); why != "" {

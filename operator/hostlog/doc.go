@@ -152,30 +152,45 @@
 //	ask             {ask, attempt, controller, route, agent, conversation,
 //	                 application, operation, kind, requestSha256, method, path,
 //	                 body, price, justification, raisedAt, expiresAt, parkMs,
-//	                 onTimeout, limitsRevision, day}
+//	                 onTimeout, limitsRevision, day, agentUid}
 //	                 a call to an operation the agent's limits record
 //	                 (revision limitsRevision) marks for approval, admitted and
 //	                 holding nothing: the ask (id "ask-" and 12 hex digits), the
 //	                 canonical request (which hashes to requestSha256 and
 //	                 carries the arguments), its price, the agent's
 //	                 justification (omitted when none), and the policy's terms
-//	                 when it was raised (unix ms; parkMs, onTimeout). Appended
+//	                 when it was raised (unix ms; parkMs, onTimeout); agentUid
+//	                 the calling session's account ("uid:N", the controller's
+//	                 word; omitted when it sent none), whose human answers are
+//	                 refused. Appended
 //	                 before the dispatch is answered; its attempt awaits
 //	                 approval until a collect goes on with it (a reserve.v2 or
 //	                 a refused record of the same attempt follows). day is the
 //	                 UTC day whose calls of the agent it counts one of (omitted
 //	                 by hosts before asks counted calls: counts none); the
 //	                 reserve.v2 of its attempt counts no second call.
-//	ask-answer      {ask, verdict, by, account, advisor, note, at}
+//	ask-answer      {ask, verdict, by, account, advisor, note, at, collectBy}
 //	                 the first answer to a pending ask, approve or deny: by a
 //	                 human (by "uid:N" from SO_PEERCRED, account its name) or an
 //	                 advisor agent (by "agent:NAME", advisor NAME, counted
 //	                 against the asking agent's conversation's bound and its
 //	                 UTC day's, the day of at); note the
-//	                 human's note or the advisor's sentence (omitted when empty).
+//	                 human's note or the advisor's sentence (omitted when empty);
+//	                 collectBy the end of an approval's collect window (at plus
+//	                 the ask's expiry duration; only when its on-timeout verdict
+//	                 is deny; absent in answers written before windows).
 //	ask-expired     {ask, verdict, at}           an unanswered ask read after its
 //	                 expiry: decided by its on-timeout verdict, at its expiry
 //	                 time; its answeredBy is "expiry".
+//	ask-window      {ask, collectBy}             the collect window of an ask
+//	                 approved before windows (its ask-answer has no collectBy),
+//	                 uncollected, whose on-timeout verdict is deny: collectBy
+//	                 is when the upgraded host first read it plus the ask's
+//	                 expiry duration. Written once, the first time an upgraded
+//	                 host that may write reads the ask.
+//	ask-lapsed      {ask, verdict, at}           an approved ask not collected
+//	                 by its collectBy (at): it lapses to its on-timeout verdict,
+//	                 deny, and its attempt's collect is refused as denied.
 //	clock-accept    {at, was, by}                the operator accepted the wall
 //	                 clock at (unix ms) as the store's time, behind the latest
 //	                 time recorded (was): the store's time is at from this

@@ -36,6 +36,8 @@ const (
 	KindAskAnswer         = "ask-answer"
 	KindAskExpired        = "ask-expired"
 	KindClockAccept       = "clock-accept"
+	KindAskWindow         = "ask-window"
+	KindAskLapsed         = "ask-lapsed"
 )
 
 // Visitor takes each host record, decoded: one method a kind, named as its
@@ -70,6 +72,8 @@ type Visitor interface {
 	AskAnswer(journal.Record, *AskAnswer) error
 	AskExpired(journal.Record, *AskExpired) error
 	ClockAccept(journal.Record, *ClockAccept) error
+	AskWindow(journal.Record, *AskWindow) error
+	AskLapsed(journal.Record, *AskLapsed) error
 }
 
 // kinds is the host journal's record language, the one list of its kinds:
@@ -103,6 +107,8 @@ var kinds = []kind{
 	entry(KindAskAnswer, Visitor.AskAnswer),
 	entry(KindAskExpired, Visitor.AskExpired),
 	entry(KindClockAccept, Visitor.ClockAccept),
+	entry(KindAskWindow, Visitor.AskWindow),
+	entry(KindAskLapsed, Visitor.AskLapsed),
 }
 
 // kind is one entry of kinds. Its visit takes the body that newBody made

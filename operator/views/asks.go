@@ -36,6 +36,7 @@ const (
 	AskRaised       = "raised"
 	AskAnswered     = "answered"
 	AskExpiredEvent = "expired"
+	AskLapsedEvent  = "lapsed"
 )
 
 // AskEvent is one event of an ask, as its record made it: Seq is the

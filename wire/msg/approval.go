@@ -125,6 +125,10 @@ const (
 	AskApproved AskState = "approved"
 	AskDenied   AskState = "denied"
 	AskExpired  AskState = "expired"
+	// AskLapsed: approved, but not collected within its collect window
+	// (AskView.CollectBy): it went to its on-timeout verdict, deny, and
+	// its call is refused as denied.
+	AskLapsed AskState = "lapsed"
 )
 
 // ApprovalPolicy is the approvals part of an agent's limits: which of its
@@ -308,6 +312,9 @@ type AskView struct {
 	AnsweredBy    string   `cbor:"answeredBy,omitempty" json:"answeredBy,omitempty"`
 	AnsweredAt    int64    `cbor:"answeredAt,omitempty" json:"answeredAt,omitempty"`
 	Note          string   `cbor:"note,omitempty" json:"note,omitempty"`
+	// CollectBy is when an approval's collect window ends (unix ms): past
+	// it, uncollected, the ask lapses to deny. Omitted when it has none.
+	CollectBy int64 `cbor:"collectBy,omitempty" json:"collectBy,omitempty"`
 }
 
 // Advise is an advisor's verdict on one ask, on the control channel.
@@ -318,6 +325,11 @@ type Advise struct {
 	Ask      string  `cbor:"ask"`
 	Verdict  Verdict `cbor:"verdict"`
 	Sentence string  `cbor:"sentence"`
+	// AdvisorUID is the advisor session's account, "uid:N" from
+	// SO_PEERCRED (the controller's word): the host refuses it on an ask
+	// the same account raised, as it refuses the advisor's own name.
+	// Omitted by controllers before it.
+	AdvisorUID string `cbor:"advisorUid,omitempty"`
 }
 
 // AdviseResult is the host's answer to Advise: the ask as it stands after

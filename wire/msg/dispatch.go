@@ -32,6 +32,13 @@ type Dispatch struct {
 	// a dispatch whose payer consent names another principal, and signs it
 	// into the receipt. Absent from controllers before agents.
 	Agent string `cbor:"agent,omitempty"`
+	// AgentUID is the account of the MCP session that made the call,
+	// "uid:N" from SO_PEERCRED (the controller's word: the host cannot see
+	// that peer). The host carries it into a call's ask and refuses a
+	// human answer from that account, so that an account in both the
+	// agents' and the approvers' group never approves its own call.
+	// Omitted by the foreground socket and by controllers before it.
+	AgentUID string `cbor:"agentUid,omitempty"`
 	// Justification is the agent's own short reason for a call to an
 	// operation marked for approval (at most MaxJustification bytes, one
 	// line): shown with the ask, never delivered to the application.
@@ -147,4 +154,9 @@ type InspectResult struct {
 	// after journaling the ask) learns the ask from it and collects. Omitted
 	// otherwise.
 	Ask *AskTicket `cbor:"ask,omitempty"`
+	// Refusal, for an attempt its ask's denial ended (state refused), is
+	// the denial its collect answers (code CodeDenied): a controller that
+	// lost the answer records it as the denial it is, which then decides
+	// the requestId. Omitted otherwise.
+	Refusal *Refusal `cbor:"refusal,omitempty"`
 }
