@@ -163,8 +163,12 @@ func (c *Controller) resolve(ctx context.Context, id, by string, abandon bool) (
 	if ir.State == msg.StateNotSeen && !abandon {
 		return ins, fmt.Errorf("%w: attempt %s: the host has not seen it; only steward-controller attempts resolve abandons it", ErrNotResolvable, id)
 	}
-	if unreceipted(ir) && c.led.ConsentKnown(id) {
-		return ins, c.consentedNotSeen(id, ir.State)
+	consented := c.led.ConsentKnown(id)
+	if unreceipted(ir) && consented {
+		return ins, c.consentedUnreceipted(id, ir.State)
+	}
+	if ir.State == msg.StateNotSeen && consented {
+		c.log.Warn("steward-controller: abandoning an attempt this controller consented to: the host holds no consent of it (it answers pending for one it holds); a later consent of its requestId shows in receipts compare", "attempt", id)
 	}
 	rec, err := c.resolution(b, ir, by)
 	if err != nil {

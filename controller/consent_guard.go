@@ -68,31 +68,29 @@ func (c *Controller) inFlightRefusal(id string) *msg.Refusal {
 }
 
 // unreceipted reports an inspect answer that would end an attempt with no
-// receipt of the host's: not-seen, or refused or not sent without one (a
-// host before version 2 receipts).
+// receipt of the host's although the host saw it: refused or not sent
+// without one (a host before version 2 receipts). Not-seen is not one:
+// the host answers pending for every attempt it holds a reservation or a
+// consent for (Store.Inspect), so an honest host's not-seen, after a
+// restart too, says no consent of the attempt is held anywhere, and the
+// operator's abandon of it stands (DESIGN.md section 5, "One consent a
+// requestId").
 func unreceipted(ir msg.InspectResult) bool {
 	switch ir.State {
-	case msg.StateNotSeen:
-		return true
 	case msg.StateRefused, msg.StateNotSent:
 		return ir.Receipt == nil
 	}
 	return false
 }
 
-// consentedNotSeen refuses to end attempt id, which this controller knows
-// it consented to (ledger.ConsentKnown), on the host's word that it never
-// saw it (or that it ended, with no receipt to say so): a host holding
-// that consent could still use it, and an attempt ended so frees its
-// requestId for a new attempt and a second consent (two consents, one
-// call). The attempt stays uncertain, and is logged as an error: an
-// honest host never answers not-seen for an attempt it holds a consent or
-// a reservation for, and signs a receipt for every end after a consent.
-func (c *Controller) consentedNotSeen(id string, state msg.State) error {
+// consentedUnreceipted refuses to end attempt id, which this controller knows
+// it consented to (ledger.ConsentKnown), on the host's word that it ended
+// with no receipt to say so: a host holding that consent could still use
+// it, and an attempt ended so frees its requestId for a new attempt and a
+// second consent (two consents, one call). The attempt stays uncertain,
+// and is logged as an error: an honest host signs a receipt for every end
+// after a consent.
+func (c *Controller) consentedUnreceipted(id string, state msg.State) error {
 	c.log.Error("INSPECT REFUSED: the host reports no receipted end of an attempt this controller consented to", "attempt", id, "hostState", state)
-	said := "it has not seen it"
-	if state != msg.StateNotSeen {
-		said = fmt.Sprintf("it is %s, with no receipt", state)
-	}
-	return fmt.Errorf("%w: attempt %s: the host says %s, but this controller consented to its reserve; it stays uncertain until the host's operator resolves it (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", ErrNotResolvable, id, said, id)
+	return fmt.Errorf("%w: attempt %s: the host says it is %s, with no receipt, but this controller consented to its reserve; it stays uncertain until the host's operator resolves it (steward-operator attempts resolve %s --redeliver|--release|--charge --reason TEXT)", ErrNotResolvable, id, state, id)
 }
