@@ -215,7 +215,7 @@ func (s *Store) ActiveRoutes() []msg.RouteRecord {
 	defer s.mu.Unlock()
 	var out []msg.RouteRecord
 	for _, c := range s.st.CtrlOrder {
-		for _, rv := range s.st.activeRoutes(c) {
+		for _, rv := range s.st.Active(c) {
 			out = append(out, rv.Record)
 		}
 	}
@@ -231,7 +231,7 @@ func (s *Store) SelectedRoute(name string) (msg.RouteRecord, bool) {
 	if r == nil {
 		return msg.RouteRecord{}, false
 	}
-	return r.selected().Record, true
+	return r.Selected().Record, true
 }
 
 // RouteTable is controller's live route table (msg.RoutesResult): the
@@ -241,15 +241,5 @@ func (s *Store) SelectedRoute(name string) (msg.RouteRecord, bool) {
 func (s *Store) RouteTable(controller string, known map[string]bool) msg.RoutesResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	revs := s.st.activeRoutes(controller)
-	res := msg.RoutesResult{Active: make([][]byte, 0, len(revs))}
-	for _, rv := range revs {
-		// The state's bytes are never changed once recorded: the answer
-		// may hold them after the lock.
-		res.Active = append(res.Active, rv.ID)
-		if !known[string(rv.ID)] {
-			res.Records = append(res.Records, rv.Signed)
-		}
-	}
-	return res
+	return s.st.ForController(controller, known)
 }

@@ -144,22 +144,10 @@
 //
 // # Route states
 //
-// A route is active, inactive or removed (hostlog.RouteState; route_state.go):
-// route-register.v2 records give a new route its first state and
-// route-state records change it, so replay rebuilds every state (a route
-// with neither, registered before route states, is active). Only active
-// routes are listened on and in a controller's route table
-// (state.activeRoutes, which the listeners and the control socket share);
-// at most one is active for an application of a controller; the route
-// bound counts routes not removed; removal is final and refused while an
-// attempt of the route's application is uncertain or being delivered.
-// While the host runs, a change through the admin socket takes effect at
-// once (Store.mutateRoute, mutate.go): the daemon opens the listener an
-// activation or registration needs before its record is appended, and
-// matches its listener set to the state after. A dispatch is served by its
-// route's selected revision as it is when the dispatch arrives, so one on
-// a channel opened before the route was deactivated or removed, or before
-// its revision moved to another socket, is refused unavailable with
-// nothing journaled; one admitted before and waiting for consent is
-// stopped by the last-moment check, like a freeze.
+// The routes, their states and their checks are package
+// operator/routetable's: its Table is part of the state (state embeds it)
+// under Store.mu. The store checks around it what the rest of the state
+// decides (routes.go): a route's controller, a control socket, the
+// attempts that keep a route from being removed. A change of routes takes
+// effect at once while the host runs (Store.mutateRoute, mutate.go).
 package operator

@@ -1,6 +1,15 @@
 package operator
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stewardrt/steward/operator/routetable"
+)
+
+// errUnchanged is a change's check finding what it asks already so:
+// nothing is journaled.
+var errUnchanged = errors.New("unchanged")
 
 // The three shapes of an administrative change. Each keeps the same order:
 // check it against the state, append its record to the journal, then apply
@@ -72,7 +81,7 @@ func (s *Store) mutateControl(kind string, rec any, path string, check func() (*
 // refuses the change with nothing journaled, and matches its listener set
 // to the state once the change is applied: the change takes effect at
 // once, without a restart.
-func (s *Store) mutateRoute(kind string, check func() (any, *routeRev, error), apply func()) error {
+func (s *Store) mutateRoute(kind string, check func() (any, *routetable.Rev, error), apply func()) error {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	s.mu.Lock()
