@@ -11,7 +11,9 @@
 //
 // One state (state.go) under one lock (Store.mu), rebuilt from the host
 // journal at Open (replay.go, a hostlog.Visitor) and changed only here:
-// no other package reads the state's maps or takes the store's locks.
+// no other package reads the state's maps or takes the store's locks (the
+// routes' table, package operator/routetable's, is called only from here,
+// Store.mu held).
 // The dispatch path is the store's own: admission (admission.go), the
 // payer's consent, the reservation, the delivery and the end records with
 // their receipts (dispatch.go, ends.go, receipt.go), and the approvals
@@ -19,7 +21,8 @@
 // host (package operator/host) is its Daemon, which carries the consent
 // request to the controller (Payer), the request to the application
 // (Courier), opens the listeners a change needs (Listeners) and is told
-// what to push (Pushes); a store a command opens has none. The record
+// what to push (Pushes; the contract is package operator/hostapi's, named
+// here by alias); a store a command opens has none. The record
 // language is package operator/hostlog's; the audit (`receipts verify`)
 // is package operator/audit's, which reads the journal and never the
 // store; the admin language is package operator/admin's.
@@ -134,13 +137,10 @@
 // verdict of an attempt awaiting approval and its end once decided
 // (DESIGN.md section 5, "Approvals"; ask_dispatch.go).
 //
-// A listing through a grant with operation patterns is paged by the store
-// over the covered operations alone (listing.go): it reads the
-// application's listing from its start (pages of oracleops.MaxLimit, at
-// most maxFilteredPages) and answers the agent's offset and limit over
-// what the grant covers, with next_offset computed over those, so that no
-// offset, page or next_offset counts what the grant hid. A listing that
-// cannot be filtered is answered 502, never passed through.
+// A listing through a grant with operation patterns is paged over the
+// covered operations alone (hostapi.Filtered, over the daemon's Courier):
+// the store says what the grant and its agent cover (listFilter), and no
+// offset, page or next_offset counts what they hid.
 //
 // # Route states
 //

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stewardrt/steward/internal/peertest"
+	"github.com/stewardrt/steward/operator/hostapi"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
@@ -31,7 +32,7 @@ func FuzzFilterList(f *testing.F) {
 	f.Add([]byte(`[]`))
 	g := &msg.Grant{Application: "app", Operations: []string{"calc.*"}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, kept, err := filterPage(b, listFilter{g: g})
+		kept, err := hostapi.FilterPage(b, listFilter{g: g}.keeps)
 		if err != nil {
 			return
 		}
