@@ -122,11 +122,7 @@ func (s *Store) ActiveRoutes() []msg.RouteRecord {
 func (s *Store) SelectedRoute(name string) (msg.RouteRecord, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.st.Routes[name]
-	if r == nil {
-		return msg.RouteRecord{}, false
-	}
-	return r.Selected().Record, true
+	return s.st.SelectedRecord(name)
 }
 
 // RouteTable is controller's live route table (msg.RoutesResult): the

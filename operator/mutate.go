@@ -19,12 +19,8 @@ var errUnchanged = errors.New("unchanged")
 // a failed append applies nothing. A change of what the host listens on
 // has the daemon open the socket before the append (Listeners).
 
-// mutate runs one administrative change in the order every change keeps:
-// check it against the state, append its record to the journal, then apply
-// it to the state; check and apply run under mu. adminMu holds off every
-// other change from the check to the apply, so what was checked still
-// holds when it is applied. A refused check appends nothing; a failed
-// append applies nothing.
+// mutate runs one administrative change in the order every change keeps
+// (above): check, append, apply.
 func (s *Store) mutate(kind string, rec any, check func() error, apply func()) error {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()

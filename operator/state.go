@@ -310,25 +310,11 @@ func (st *state) addGrant(g msg.Grant, signed []byte) {
 	st.GrantOrder = append(st.GrantOrder, g.ID)
 }
 
-// checkRoute verifies a signed route revision (routetable.Verify) and
-// checks it against the state: its controller is pinned, the route's
-// history and bounds take it (Table.CheckRevision), and its forward
-// socket is no controller's control socket.
+// checkRoute checks a signed route revision against the state
+// (Table.Check): its controller is pinned, and its forward socket is no
+// controller's control socket.
 func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
-	rec, id, err := routetable.Verify(signed, pub)
-	if err != nil {
-		return rec, nil, err
-	}
-	if _, ok := st.Controllers[rec.Controller]; !ok {
-		return rec, nil, views.Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
-	}
-	if err := st.CheckRevision(rec, id); err != nil {
-		return rec, nil, err
-	}
-	if owner := st.controlSocketOwner(rec.Forward); owner != "" {
-		return rec, nil, views.Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
-	}
-	return rec, id, nil
+	return st.Check(signed, pub, func(c string) bool { _, ok := st.Controllers[c]; return ok }, st.controlSocketOwner)
 }
 
 // markDurable records that receipt seq (hash head) is durable and advances

@@ -34,8 +34,8 @@ type Courier interface {
 	// Deliver sends req to route rt's application over a fresh connection
 	// and reads its answer, none of it running past cutoff (the dispatch's
 	// deadline plus msg.DeadlineTolerance; zero: the route's timeouts
-	// alone). It hits FailAfterMarkSend just before the first byte and
-	// FailAfterSend once the request is written.
+	// alone). It hits operator.FailAfterMarkSend just before the first byte
+	// and operator.FailAfterSend once the request is written.
 	Deliver(rt *msg.RouteRecord, req oracleops.Request, cutoff time.Time) Delivery
 }
 

@@ -35,6 +35,28 @@ func Verify(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, 
 	return rec, id, nil
 }
 
+// Check is Verify and CheckRevision with what the operator's state
+// decides around them, in the order a refusal names the first failure:
+// pinned reports whether the record's controller is pinned, controlOwner
+// names the controller whose control socket a path is ("" for none),
+// which a forward socket must not be.
+func (t *Table) Check(signed []byte, pub *wire.HybridPublicKey, pinned func(ctrl string) bool, controlOwner func(path string) string) (msg.RouteRecord, []byte, error) {
+	rec, id, err := Verify(signed, pub)
+	if err != nil {
+		return rec, nil, err
+	}
+	if !pinned(rec.Controller) {
+		return rec, nil, views.Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
+	}
+	if err := t.CheckRevision(rec, id); err != nil {
+		return rec, nil, err
+	}
+	if owner := controlOwner(rec.Forward); owner != "" {
+		return rec, nil, views.Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
+	}
+	return rec, id, nil
+}
+
 // CheckRevision checks a verified revision (Verify) against the route's
 // history and the bounds: it must replace exactly the selected revision
 // (no forks), never a record already in the history (no cycles), at most

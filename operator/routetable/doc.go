@@ -6,15 +6,14 @@
 // read and changed only under that lock.
 //
 //	t := routetable.New()
-//	rec, id, err := routetable.Verify(signed, pub) // the signature and the record's own bounds
-//	err = t.CheckRevision(rec, id)                   // forks, cycles, the route bounds, the forward socket
+//	rec, id, err := t.Check(signed, pub, pinned, controlOwner) // Verify, then CheckRevision: forks, cycles, bounds
 //	t.Add(rec, signed, id, routetable.StateMark{State: hostlog.RouteActive})
-//	revs := t.Active("ctl")                          // what the host listens on for ctl
+//	revs := t.Active("ctl") // what the host listens on for ctl
 //
-// What the table does not know the operator checks around it: that the
-// record's controller is pinned, that its forward socket is no
-// controller's control socket, that no attempt of a route being removed
-// is unresolved (Route.Serves is the test). A Table's exported fields
+// What the table does not know the operator's state tells it: whether
+// the record's controller is pinned and whose control socket a path is
+// (Check's funcs), and which attempts keep a route from being removed
+// (Change's func; Route.Serves is the test). A Table's exported fields
 // are durable content: they are the operator's snapshot (package
 // operator, snapstate.go), by their Go names; its unexported index of
 // forward sockets is derived from them (Rebuild).

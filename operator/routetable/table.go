@@ -54,6 +54,15 @@ type StateMark struct {
 // Selected is the route's selected revision: its last.
 func (r *Route) Selected() *Rev { return &r.Revs[len(r.Revs)-1] }
 
+// SelectedRecord is route name's selected record, whatever its state, and
+// whether the route exists.
+func (t *Table) SelectedRecord(name string) (msg.RouteRecord, bool) {
+	if r := t.Routes[name]; r != nil {
+		return r.Selected().Record, true
+	}
+	return msg.RouteRecord{}, false
+}
+
 // Time is when the state was set, RFC 3339, or "" when unknown.
 func (m StateMark) Time() string {
 	if m.By == "" {
