@@ -251,55 +251,25 @@ func (s *Store) grantView(g *grant) views.GrantView {
 	}
 }
 
-func routeView(r *route) views.RouteView {
-	sel := r.selected()
-	rec := sel.Record
-	return views.RouteView{
-		Route: rec.Route, Revision: rec.Revision, Revisions: len(r.Revs), ID: hex.EncodeToString(sel.ID),
-		Replaces: hex.EncodeToString(rec.Replaces), Application: rec.Application, Controller: rec.Controller,
-		Upstream: rec.Upstream, Forward: rec.Forward, Reverse: rec.Reverse, Prefix: rec.Prefix,
-		Timeouts: rec.Timeouts, IssuedAt: time.UnixMilli(rec.IssuedAt).UTC().Format(time.RFC3339Nano),
-		AppAccount: rec.AppAccount, State: r.State, StateBy: r.By, StateAt: markTime(r.routeStateMark),
-	}
-}
-
 // Routes lists the selected revision of every route, removed ones included.
 func (s *Store) Routes() []views.RouteView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]views.RouteView, 0, len(s.st.RouteOrder))
-	for _, n := range s.st.RouteOrder {
-		out = append(out, routeView(s.st.Routes[n]))
-	}
-	return out
+	return s.st.Views()
 }
 
 // Route returns every revision of one route, oldest first.
 func (s *Store) Route(name string) ([]views.RouteView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.st.Routes[name]
-	if !ok {
-		return nil, views.Refusedf("no route %s", name)
-	}
-	out := make([]views.RouteView, 0, len(r.Revs))
-	for i := range r.Revs {
-		v := routeView(&route{Name: name, Revs: r.Revs[:i+1], routeStateMark: r.routeStateMark})
-		v.Revisions = len(r.Revs)
-		out = append(out, v)
-	}
-	return out, nil
+	return s.st.History(name)
 }
 
 // SignedRoute returns the signed bytes of a route's selected revision.
 func (s *Store) SignedRoute(name string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.st.Routes[name]
-	if !ok {
-		return nil, views.Refusedf("no route %s", name)
-	}
-	return bytes.Clone(r.selected().Signed), nil
+	return s.st.Signed(name)
 }
 
 // BuildBundle signs a bundle for a controller: the host's public keys and
@@ -322,7 +292,7 @@ func (s *Store) BuildBundle(controllerName string, hostUID uint32) ([]byte, erro
 		return nil, views.Refusedf("controller %s has no control socket: set it with `steward-operator controller control %s --control PATH --store DIR`, then build the bundle", controllerName, controllerName)
 	}
 	b := msg.Bundle{Controller: controllerName, HostKey: s.pub.MarshalCOSEKey(), HostUID: hostUID, IssuedAt: s.clockLocked().UnixMilli(), Control: c.Control}
-	for _, rv := range s.st.activeRoutes(controllerName) {
+	for _, rv := range s.st.Active(controllerName) {
 		b.Routes = append(b.Routes, rv.Signed)
 	}
 	s.mu.Unlock()

@@ -81,11 +81,11 @@ func (s *Store) redeliveryOf(a *attempt) (msg.RouteRecord, *admission, *hostlog.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
-	name := st.activeFor(rr.Controller, rr.Application, "")
+	name := st.ActiveFor(rr.Controller, rr.Application, "")
 	if name == "" {
 		return rt, nil, nil, nil, views.Refusedf("attempt %s: no active route delivers to application %s for controller %s: activate its route to redeliver it (steward-operator route activate ROUTE), or release or charge it", a.ID, rr.Application, rr.Controller)
 	}
-	rt = st.Routes[name].selected().Record
+	rt = st.Routes[name].Selected().Record
 	c, err := hostlog.CheckDispatch(&rt, &msg.Dispatch{Attempt: a.ID, Method: rr.Method, Path: rr.Path, Body: rr.Body, Agent: rr.Agent})
 	if err == nil && !bytes.Equal(c.SHA[:], rr.RequestSHA256) {
 		err = fmt.Errorf("it does not hash to the reserved request")

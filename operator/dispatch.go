@@ -71,7 +71,7 @@ func (s *Store) routeToServe(at ForwardSocket) (msg.RouteRecord, string) {
 	if why := s.st.notActiveReason(at.Route); why != "" {
 		return msg.RouteRecord{}, why
 	}
-	sel := s.st.Routes[at.Route].selected()
+	sel := s.st.Routes[at.Route].Selected()
 	if !at.Serves(sel.Record) {
 		return msg.RouteRecord{}, fmt.Sprintf("route %s is now served by its revision %d on another socket; nothing was reserved or sent", at.Route, sel.Record.Revision)
 	}

@@ -11,7 +11,9 @@
 //
 // One state (state.go) under one lock (Store.mu), rebuilt from the host
 // journal at Open (replay.go, a hostlog.Visitor) and changed only here:
-// no other package reads the state's maps or takes the store's locks.
+// no other package reads the state's maps or takes the store's locks (the
+// routes' table, package operator/routetable's, is called only from here,
+// Store.mu held).
 // The dispatch path is the store's own: admission (admission.go), the
 // payer's consent, the reservation, the delivery and the end records with
 // their receipts (dispatch.go, ends.go, receipt.go), and the approvals
@@ -19,7 +21,8 @@
 // host (package operator/host) is its Daemon, which carries the consent
 // request to the controller (Payer), the request to the application
 // (Courier), opens the listeners a change needs (Listeners) and is told
-// what to push (Pushes); a store a command opens has none. The record
+// what to push (Pushes; the contract is package operator/hostapi's, named
+// here by alias); a store a command opens has none. The record
 // language is package operator/hostlog's; the audit (`receipts verify`)
 // is package operator/audit's, which reads the journal and never the
 // store; the admin language is package operator/admin's.
@@ -134,32 +137,17 @@
 // verdict of an attempt awaiting approval and its end once decided
 // (DESIGN.md section 5, "Approvals"; ask_dispatch.go).
 //
-// A listing through a grant with operation patterns is paged by the store
-// over the covered operations alone (listing.go): it reads the
-// application's listing from its start (pages of oracleops.MaxLimit, at
-// most maxFilteredPages) and answers the agent's offset and limit over
-// what the grant covers, with next_offset computed over those, so that no
-// offset, page or next_offset counts what the grant hid. A listing that
-// cannot be filtered is answered 502, never passed through.
+// A listing through a grant with operation patterns is paged over the
+// covered operations alone (hostapi.Filtered, over the daemon's Courier):
+// the store says what the grant and its agent cover (listFilter), and no
+// offset, page or next_offset counts what they hid.
 //
 // # Route states
 //
-// A route is active, inactive or removed (hostlog.RouteState; route_state.go):
-// route-register.v2 records give a new route its first state and
-// route-state records change it, so replay rebuilds every state (a route
-// with neither, registered before route states, is active). Only active
-// routes are listened on and in a controller's route table
-// (state.activeRoutes, which the listeners and the control socket share);
-// at most one is active for an application of a controller; the route
-// bound counts routes not removed; removal is final and refused while an
-// attempt of the route's application is uncertain or being delivered.
-// While the host runs, a change through the admin socket takes effect at
-// once (Store.mutateRoute, mutate.go): the daemon opens the listener an
-// activation or registration needs before its record is appended, and
-// matches its listener set to the state after. A dispatch is served by its
-// route's selected revision as it is when the dispatch arrives, so one on
-// a channel opened before the route was deactivated or removed, or before
-// its revision moved to another socket, is refused unavailable with
-// nothing journaled; one admitted before and waiting for consent is
-// stopped by the last-moment check, like a freeze.
+// The routes, their states and their checks are package
+// operator/routetable's: its Table is part of the state (state embeds it)
+// under Store.mu. The store checks around it what the rest of the state
+// decides (routes.go): a route's controller, a control socket, the
+// attempts that keep a route from being removed. A change of routes takes
+// effect at once while the host runs (Store.mutateRoute, mutate.go).
 package operator

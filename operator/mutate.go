@@ -1,6 +1,15 @@
 package operator
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stewardrt/steward/operator/routetable"
+)
+
+// errUnchanged is a change's check finding what it asks already so:
+// nothing is journaled.
+var errUnchanged = errors.New("unchanged")
 
 // The three shapes of an administrative change. Each keeps the same order:
 // check it against the state, append its record to the journal, then apply
@@ -10,12 +19,8 @@ import "fmt"
 // a failed append applies nothing. A change of what the host listens on
 // has the daemon open the socket before the append (Listeners).
 
-// mutate runs one administrative change in the order every change keeps:
-// check it against the state, append its record to the journal, then apply
-// it to the state; check and apply run under mu. adminMu holds off every
-// other change from the check to the apply, so what was checked still
-// holds when it is applied. A refused check appends nothing; a failed
-// append applies nothing.
+// mutate runs one administrative change in the order every change keeps
+// (above): check, append, apply.
 func (s *Store) mutate(kind string, rec any, check func() error, apply func()) error {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
@@ -72,7 +77,7 @@ func (s *Store) mutateControl(kind string, rec any, path string, check func() (*
 // refuses the change with nothing journaled, and matches its listener set
 // to the state once the change is applied: the change takes effect at
 // once, without a restart.
-func (s *Store) mutateRoute(kind string, check func() (any, *routeRev, error), apply func()) error {
+func (s *Store) mutateRoute(kind string, check func() (any, *routetable.Rev, error), apply func()) error {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	s.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/stewardrt/steward/operator/hosthist"
-	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -54,15 +53,8 @@ func (st *state) rebuild() error {
 			return fmt.Errorf("controller %s: %w", name, err)
 		}
 	}
-	st.forwards = map[string]string{}
-	for _, name := range st.RouteOrder {
-		r := st.Routes[name]
-		if r == nil || len(r.Revs) == 0 {
-			return fmt.Errorf("route %s has no revision", name)
-		}
-		if r.State != hostlog.RouteRemoved {
-			st.forwards[r.selected().Record.Forward] = name
-		}
+	if err := st.Table.Rebuild(); err != nil {
+		return err
 	}
 	st.askByAttempt, st.asksPending, st.askSignal = map[string]*ask{}, map[string]*ask{}, make(chan struct{})
 	for id, k := range st.Asks {

@@ -8,6 +8,7 @@ import (
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/routetable"
 	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
@@ -19,14 +20,13 @@ type state struct {
 	CtrlOrder   []string
 	Grants      map[string]*grant
 	GrantOrder  []string
-	Routes      map[string]*route
-	RouteOrder  []string
-	forwards    map[string]string // forward socket path -> route name (selected revisions)
 	Attempts    map[string]*attempt
 	Agents      map[agentKey]*agentLimits // the operator's limits per agent (agent_records.go)
 	AgentOrder  []agentKey
 	AgentUse    map[agentKey]*agentUse // each agent's counts of its latest day (agentlimits.go)
 	Ledger      uint64                 // last ledger number used
+
+	routetable.Table // the routes and their states (package operator/routetable)
 
 	// Latest is the Latest wall time (unix ms) the store has recorded or
 	// read: replay raises it to every record's time and every reservation's
@@ -58,8 +58,7 @@ func newState() *state {
 	return &state{
 		Controllers: map[string]*controller{},
 		Grants:      map[string]*grant{},
-		Routes:      map[string]*route{},
-		forwards:    map[string]string{},
+		Table:       routetable.New(),
 		Attempts:    map[string]*attempt{},
 		Agents:      map[agentKey]*agentLimits{},
 		AgentUse:    map[agentKey]*agentUse{},
@@ -120,28 +119,12 @@ type grant struct {
 	Count   uint64 // admitted requests on day (holds included)
 }
 
-// route is every revision of one route (the selected one is the last)
-// and its state (route_state.go).
-type route struct {
-	Name string
-	Revs []routeRev
-	routeStateMark
-}
-
-type routeRev struct {
-	Record msg.RouteRecord
-	Signed []byte
-	ID     []byte
-}
-
-func (r *route) selected() *routeRev { return &r.Revs[len(r.Revs)-1] }
-
 // attempt is the host's memory of one dispatch attempt.
 type attempt struct {
 	ID         string
 	Controller string
 	// Application is the reservation's: a route is not removed while an
-	// attempt of its Application is unresolved (route_state.go).
+	// attempt of its Application is unresolved (routes.go).
 	Application string
 	Grant       string
 	Charge      uint64
@@ -246,11 +229,8 @@ func (st *state) checkControlSocket(name, path string) error {
 			return views.Refusedf("controller %s: control socket %s is controller %s's", name, path, other)
 		}
 	}
-	for _, rn := range st.RouteOrder {
-		rec := st.Routes[rn].selected().Record
-		if path == rec.Forward || path == rec.Reverse || path == rec.Upstream {
-			return views.Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
-		}
+	if rn := st.SocketOf(path); rn != "" {
+		return views.Refusedf("controller %s: control socket %s is a socket of route %s", name, path, rn)
 	}
 	return nil
 }
@@ -330,86 +310,11 @@ func (st *state) addGrant(g msg.Grant, signed []byte) {
 	st.GrantOrder = append(st.GrantOrder, g.ID)
 }
 
-// checkRoute verifies a signed route revision against the route's history
-// and the bounds: it must replace exactly the selected revision (no forks),
-// never a record already in the history (no cycles), at most
-// msg.MaxRouteRevisions a route and msg.MaxSelectedRoutes routes that are
-// not removed; a removed route takes no revision.
+// checkRoute checks a signed route revision against the state
+// (Table.Check): its controller is pinned, and its forward socket is no
+// controller's control socket.
 func (st *state) checkRoute(signed []byte, pub *wire.HybridPublicKey) (msg.RouteRecord, []byte, error) {
-	rec, err := msg.VerifyRoute(signed, pub)
-	if err != nil {
-		return rec, nil, views.Refusedf("%v", err)
-	}
-	id := msg.RouteID(signed)
-	if err := hostlog.ValidName("route", rec.Route); err != nil {
-		return rec, nil, refusedInput(err)
-	}
-	if err := hostlog.ValidRouteRecord(rec); err != nil {
-		return rec, nil, refusedInput(err)
-	}
-	if _, ok := st.Controllers[rec.Controller]; !ok {
-		return rec, nil, views.Refusedf("route %s: no controller named %s", rec.Route, rec.Controller)
-	}
-	for _, name := range st.RouteOrder {
-		for _, rv := range st.Routes[name].Revs {
-			if string(rv.ID) == string(id) {
-				return rec, nil, views.Refusedf("route %s: cycle: record %x is already in the history of route %s", rec.Route, id[:8], name)
-			}
-		}
-	}
-	r := st.Routes[rec.Route]
-	if r == nil {
-		if len(rec.Replaces) != 0 {
-			return rec, nil, views.Refusedf("route %s: the first revision replaces nothing, but names %x", rec.Route, rec.Replaces)
-		}
-		if n := st.notRemoved(); n >= msg.MaxSelectedRoutes {
-			return rec, nil, views.Refusedf("route %s: %d routes are registered and not removed, the bound is %d: remove one first (steward-operator route remove)", rec.Route, n, msg.MaxSelectedRoutes)
-		}
-		if rec.Revision != 1 {
-			return rec, nil, views.Refusedf("route %s: the first revision must be 1, not %d", rec.Route, rec.Revision)
-		}
-	} else {
-		if r.State == hostlog.RouteRemoved {
-			return rec, nil, views.Refusedf("route %s was removed: removal is final and its name stays taken, so it takes no new revision (register the application under another route name)", rec.Route)
-		}
-		sel := r.selected()
-		if string(rec.Replaces) != string(sel.ID) {
-			for i, rv := range r.Revs {
-				if string(rv.ID) == string(rec.Replaces) {
-					return rec, nil, views.Refusedf("route %s: fork: replaces revision %d, but revision %d is selected", rec.Route, i+1, len(r.Revs))
-				}
-			}
-			return rec, nil, views.Refusedf("route %s: replaces %x, which is not its selected revision %x", rec.Route, rec.Replaces, sel.ID[:8])
-		}
-		if len(r.Revs) >= msg.MaxRouteRevisions {
-			return rec, nil, views.Refusedf("route %s: %d revisions, the bound is %d", rec.Route, len(r.Revs), msg.MaxRouteRevisions)
-		}
-		if rec.Revision != uint64(len(r.Revs))+1 {
-			return rec, nil, views.Refusedf("route %s: revision %d must be %d", rec.Route, rec.Revision, len(r.Revs)+1)
-		}
-	}
-	if other, ok := st.forwards[rec.Forward]; ok && other != rec.Route {
-		return rec, nil, views.Refusedf("route %s: forward socket %s is route %s's", rec.Route, rec.Forward, other)
-	}
-	if owner := st.controlSocketOwner(rec.Forward); owner != "" {
-		return rec, nil, views.Refusedf("route %s: forward socket %s is controller %s's control socket", rec.Route, rec.Forward, owner)
-	}
-	return rec, id, nil
-}
-
-// addRoute applies a checked revision; m is the state of a new route (a
-// later revision keeps the route's).
-func (st *state) addRoute(rec msg.RouteRecord, signed, id []byte, m routeStateMark) {
-	r := st.Routes[rec.Route]
-	if r == nil {
-		r = &route{Name: rec.Route, routeStateMark: m}
-		st.Routes[rec.Route] = r
-		st.RouteOrder = append(st.RouteOrder, rec.Route)
-	} else {
-		delete(st.forwards, r.selected().Record.Forward)
-	}
-	r.Revs = append(r.Revs, routeRev{Record: rec, Signed: signed, ID: id})
-	st.forwards[rec.Forward] = rec.Route
+	return st.Check(signed, pub, func(c string) bool { _, ok := st.Controllers[c]; return ok }, st.controlSocketOwner)
 }
 
 // markDurable records that receipt seq (hash head) is durable and advances

@@ -13,6 +13,7 @@ import (
 	"github.com/stewardrt/steward/internal/durable"
 	"github.com/stewardrt/steward/journal"
 	"github.com/stewardrt/steward/journal/history"
+	"github.com/stewardrt/steward/operator/hostapi"
 	"github.com/stewardrt/steward/operator/hosthist"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
@@ -57,7 +58,9 @@ type Store struct {
 	// bound is counted over answers one at a time.
 	askMu sync.Mutex
 	// mu guards st, the one state: no field of it is read or written
-	// without mu, and no other package reaches it.
+	// without mu, and no other package reaches it but through the store's
+	// own calls with mu held (the routes: package operator/routetable's
+	// Table, which the state embeds and which takes no lock of its own).
 	mu sync.Mutex
 	// receiptTurn is held from signing a receipt to its record's place in
 	// the journal (commitEnd), so receipts reach the log in chain order.
@@ -69,7 +72,7 @@ type Store struct {
 	now func() time.Time
 	log *slog.Logger
 	// daemon is the running host serving the store (Options.Daemon), or
-	// offline for a store a command opened.
+	// hostapi.Offline for a store a command opened.
 	daemon Daemon
 	// warned holds the keys of the warnings logged once (warnOnce).
 	warned sync.Map
@@ -216,7 +219,7 @@ func newStore(dir string, pub *wire.HybridPublicKey, j *journal.Journal, o Optio
 		s.log = slog.Default()
 	}
 	if s.daemon == nil {
-		s.daemon = offline{}
+		s.daemon = hostapi.Offline{}
 	}
 	return s
 }

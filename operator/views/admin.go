@@ -114,7 +114,7 @@ type RouteView struct {
 	Timeouts    msg.Timeouts `json:"timeouts"`
 	IssuedAt    string       `json:"issuedAt"`
 	AppAccount  string       `json:"appAccount,omitempty"` // "" when the route's socket is dialled unchecked
-	// State is the route's (route_state.go), StateBy who set it ("uid:N")
+	// State is the route's (package operator/routetable), StateBy who set it ("uid:N")
 	// and StateAt when (RFC 3339); both empty for a route registered
 	// before route states, which is active.
 	State   hostlog.RouteState `json:"state"`

@@ -1,4 +1,4 @@
-package operator
+package hostapi
 
 import (
 	"encoding/json"
@@ -10,24 +10,26 @@ import (
 	"github.com/stewardrt/steward/wire/msg"
 )
 
-// maxFilteredPages bounds the application's pages one filtered listing
+// MaxFilteredPages bounds the application's pages one filtered listing
 // reads: oracleops.MaxLimit operations a page.
-const maxFilteredPages = 20
+const MaxFilteredPages = 20
 
-// errListTooLong refuses a filtered listing longer than maxFilteredPages.
-var errListTooLong = fmt.Errorf("the application lists more than %d operations", maxFilteredPages*oracleops.MaxLimit)
+// errListTooLong refuses a filtered listing longer than MaxFilteredPages.
+var errListTooLong = fmt.Errorf("the application lists more than %d operations", MaxFilteredPages*oracleops.MaxLimit)
 
-// deliverFiltered answers a listing through grant g, whose operation
-// patterns (or its agent's) hide some operations, without revealing what they hid: it reads
+// Filtered answers a listing of route rt's application through c, keeping
+// the operations keeps reports covered (a grant's operation patterns, or
+// its agent's, hide the others), without revealing what it hid: it reads
 // the application's listing from its start (the agent's search text and
-// availability, pages of oracleops.MaxLimit), keeps the covered operations,
-// and pages over those itself. The agent's offset and limit count covered
-// operations only, and next_offset is computed over them, so neither the
-// offsets nor the page sizes let an agent count hidden operations. The
-// first page's delivery decides not-sent; every page's delivery ends by
-// cutoff (the dispatch's deadline plus msg.DeadlineTolerance); a later page that fails makes
-// the listing uncertain, and an answer other than 200 is passed on as it is.
-func (s *Store) deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g listFilter, cutoff time.Time) Delivery {
+// availability, pages of oracleops.MaxLimit), keeps the covered
+// operations, and pages over those itself. The agent's offset and limit
+// count covered operations only, and next_offset is computed over them,
+// so neither the offsets nor the page sizes let an agent count hidden
+// operations. The first page's delivery decides not-sent; every page's
+// delivery ends by cutoff (the dispatch's deadline plus
+// msg.DeadlineTolerance); a later page that fails makes the listing
+// uncertain, and an answer other than 200 is passed on as it is.
+func Filtered(c Courier, rt *msg.RouteRecord, q oracleops.ListQuery, keeps func(op string) bool, cutoff time.Time) Delivery {
 	if q.Limit == 0 {
 		q.Limit = oracleops.DefaultLimit
 	}
@@ -35,21 +37,21 @@ func (s *Store) deliverFiltered(rt *msg.RouteRecord, q oracleops.ListQuery, g li
 	var limits json.RawMessage
 	appOffset := 0
 	for page := 0; ; page++ {
-		if page == maxFilteredPages {
+		if page == MaxFilteredPages {
 			return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing is too long to filter by the grant"), Cause: errListTooLong}
 		}
 		req, err := oracleops.BuildList(rt.Prefix, oracleops.ListQuery{Query: q.Query, Availability: q.Availability, Limit: oracleops.MaxLimit, Offset: appOffset})
 		if err != nil {
 			return Delivery{Sent: page > 0, Detail: "the listing could not be paged", Err: "the listing could not be paged", Cause: err}
 		}
-		dl := s.daemon.Deliver(rt, req, cutoff)
+		dl := c.Deliver(rt, req, cutoff)
 		if !dl.Sent && page > 0 {
 			dl.Sent, dl.Err = true, "a later page of the listing: "+dl.Detail
 		}
 		if !dl.Sent || dl.Err != "" || dl.Status != http.StatusOK {
 			return dl
 		}
-		p, covered, err := oracleops.FilterPage(dl.Body, g.keeps)
+		p, covered, err := oracleops.FilterPage(dl.Body, keeps)
 		if err != nil {
 			return Delivery{Sent: true, Status: http.StatusBadGateway, Body: filterFault("the application's listing could not be filtered by the grant"), Cause: err}
 		}
