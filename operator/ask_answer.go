@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 		s.mu.Unlock()
 		return msg.AskView{}, lookupOr(err, &AskRefusal{Reason: "no ask " + hostlog.QuoteLine(id, 40)})
 	}
-	why := views.OwnAccountRefusal(a.By, k.AgentUID, k.ID)
+	why := views.OwnAccountRefusal(a.By, k.AgentUID, ownAccount, k.ID)
 	if why == "" {
 		why = k.answeredRefusal()
 	}
@@ -49,6 +50,10 @@ func (s *Store) AnswerAsk(id string, a views.Answer) (msg.AskView, error) {
 	s.mu.Unlock()
 	return s.recordAnswer(k, a, at)
 }
+
+// ownAccount is the host's own account as an answer's By names it: the
+// store's owner, whose answers are the operator's (views.OwnAccountRefusal).
+var ownAccount = fmt.Sprintf("uid:%d", os.Getuid())
 
 // Advise takes advisor's verdict on an ask of controller's (the advisor is
 // named by the controller from SO_PEERCRED): the asking agent's current

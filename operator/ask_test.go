@@ -29,6 +29,7 @@ type askStore struct {
 	s   *Store
 	clk *peertest.Clock
 	log *peertest.SyncBuffer
+	uid string // the asking session's account raise records ("": none said)
 }
 
 func newAskStore(t *testing.T, policies map[string]*msg.ApprovalPolicy) *askStore {
@@ -89,6 +90,7 @@ func (a *askStore) raise(attempt, agent, conv string) *ask {
 		Operation: "calc.evaluate", Kind: msg.KindInvoke, RequestSHA: sum[:], Method: req.Method, Path: req.Path,
 		Body: req.Body, Arguments: []byte(`{"expression":"1+1"}`), Price: 4, RaisedAt: now,
 		ExpiresAt: now + pol.Expiry().Milliseconds(), Park: pol.Park(), OnTimeout: pol.TimeoutVerdict(), LimitsRevision: 1,
+		AgentUID: a.uid,
 	}
 	if err := a.s.raise(k); err != nil {
 		a.t.Fatal(err)
@@ -168,6 +170,27 @@ func TestAskFirstAnswerWins(t *testing.T) {
 	_, err = a.s.AnswerAsk(k.ID, human(msg.VerdictWait, 1002, ""))
 	if !errors.Is(err, views.ErrRefused) {
 		t.Fatalf("a human's wait: %v", err)
+	}
+}
+
+// TestOwnAccountAnswers: an ask raised by a session of account uid:N is
+// refused to a human answering as uid:N, one line, nothing journaled,
+// unless uid:N is the host's own account (the operator, and every account
+// of steward-dev), whose answer is taken.
+func TestOwnAccountAnswers(t *testing.T) {
+	a := newAskStore(t, map[string]*msg.ApprovalPolicy{"alice": humansOnly()})
+	other := os.Getuid() + 1
+	a.uid = fmt.Sprintf("uid:%d", other)
+	k := a.raise("a1", "alice", "c1")
+	_, err := a.s.AnswerAsk(k.ID, human(msg.VerdictApprove, other, "alice-h"))
+	wantAskRefusal(t, err, fmt.Sprintf("uid:%d raised ask %s: an approver never answers an ask of its own account", other, k.ID))
+	if n := a.kinds(); n[hostlog.KindAskAnswer] != 0 {
+		t.Fatalf("journal %v", n)
+	}
+	a.uid = fmt.Sprintf("uid:%d", os.Getuid())
+	k2 := a.raise("a2", "alice", "c1")
+	if v, err := a.s.AnswerAsk(k2.ID, human(msg.VerdictApprove, os.Getuid(), "operator")); err != nil || v.State != msg.AskApproved {
+		t.Fatalf("the host's own account on its own ask: %+v %v", v, err)
 	}
 }
 

@@ -50,8 +50,9 @@ type generator struct {
 	callers []*caller
 	ep      *caller // the episodes' own session
 	resp    *responder
-	cursor  uint64 // of the ask events answered
-	episode int    // episodes run
+	fail    context.CancelCauseFunc // ends the generation's context: the responder's failure
+	cursor  uint64                  // of the ask events answered
+	episode int                     // episodes run
 	epSeq   int
 	// expiring is the call whose ask expireRaised left to expire.
 	expiring map[string]any
@@ -83,6 +84,8 @@ func Generate(ctx context.Context, opts GenOptions) (*Meta, error) {
 	} else if ents, _ := os.ReadDir(opts.Dir); len(ents) > 0 {
 		return nil, fmt.Errorf("%s is not empty and has no meta.json: remove it or use another directory", opts.Dir)
 	}
+	ctx, g.fail = context.WithCancelCause(ctx)
+	defer g.fail(nil)
 	err := run(ctx)
 	if g.resp != nil {
 		_, rerr := g.resp.stop()
@@ -302,7 +305,7 @@ func (g *generator) up(ctx context.Context) error {
 	}
 	g.from = g.done
 	var err error
-	if g.resp, err = startResponder(ctx, g.s, g.cursor); err != nil {
+	if g.resp, err = startResponder(ctx, g.s, g.cursor, g.fail); err != nil {
 		return err
 	}
 	g.callers = nil

@@ -21,8 +21,11 @@ type responder struct {
 	done   chan error
 }
 
-// startResponder follows the events after cursor until stopped.
-func startResponder(parent context.Context, s *stack, cursor uint64) (*responder, error) {
+// startResponder follows the events after cursor until stopped. A
+// failure to follow or answer calls fail with it, so that the generation
+// stops at once with the responder's error: the marked calls it leaves
+// unanswered would otherwise be asked again until their asks expired.
+func startResponder(parent context.Context, s *stack, cursor uint64, fail context.CancelCauseFunc) (*responder, error) {
 	cl, err := admin.DialAt(parent, s.l.OperatorStore, s.l.AdminSocket)
 	if err != nil {
 		return nil, err
@@ -33,7 +36,11 @@ func startResponder(parent context.Context, s *stack, cursor uint64) (*responder
 	stop := context.AfterFunc(ctx, func() { cl.Close() })
 	go func() {
 		defer stop()
-		r.done <- r.follow(ctx, cl)
+		err := r.follow(ctx, cl)
+		if err != nil {
+			fail(fmt.Errorf("the responder: %w", err))
+		}
+		r.done <- err
 	}()
 	return r, nil
 }

@@ -44,9 +44,13 @@ func DeniedReasons(v msg.AskView, noteBound int) (receipt, agent string) {
 
 // OwnAccountRefusal is why a human answering as by ("uid:N") may not
 // answer ask id, raised by the session of account asker ("" when the
-// controller did not say), or "": no account answers its own ask.
-func OwnAccountRefusal(by, asker, id string) string {
-	if asker != "" && by == asker {
+// controller did not say), or "": no account answers its own ask, save
+// the host's own account, host ("uid:N" of the store's owner). That is
+// the operator, who may remove the mark itself (agent set), and on a
+// machine of one account (steward-dev) the agent's account too: refusing
+// it would leave such an ask to expire.
+func OwnAccountRefusal(by, asker, host, id string) string {
+	if asker != "" && by == asker && by != host {
 		return fmt.Sprintf("%s raised ask %s: an approver never answers an ask of its own account", by, id)
 	}
 	return ""
