@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -231,7 +232,7 @@ func (c *Controller) advisorAsk(v msg.AskView) AdvisorAsk {
 		c.log.Error("the host's ask carries arguments that are not JSON", "ask", v.ID)
 	}
 	return AdvisorAsk{
-		ID: v.ID, Agent: v.Agent, Conversation: v.Conversation, Application: v.Application, Operation: v.Operation,
+		ID: v.ID, Agent: v.Agent, Conversation: cmp.Or(v.ConversationName, v.Conversation), Application: v.Application, Operation: v.Operation,
 		Arguments: args, Price: v.Price, Justification: v.Justification,
 		RaisedAt: rfc3339(v.RaisedAt), ExpiresAt: rfc3339(v.ExpiresAt),
 		OnTimeout: string(v.OnTimeout), State: string(v.State),

@@ -12,6 +12,7 @@ import (
 	"github.com/stewardrt/steward/controller/ctlconf"
 	"github.com/stewardrt/steward/controller/foreground"
 
+	"github.com/stewardrt/steward/oracleops"
 	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
@@ -108,7 +109,7 @@ func TestForegroundBounds(t *testing.T) {
 	// (ScopedRequestID, ScopedConversationID, 44 bytes each).
 	bodyArgs := func(reqID string, n int) []byte {
 		fixed := len(`{"arguments":{"text":""},"conversationId":"","operationId":"text.sha256","requestId":""}`) +
-			len(ScopedRequestID(ctlconf.PrincipalForeground, reqID)) + len(ScopedConversationID(ctlconf.PrincipalForeground, "c"))
+			len(ScopedRequestID(ctlconf.PrincipalForeground, reqID)) + len(oracleops.ScopedConversationID(ctlconf.PrincipalForeground, "c"))
 		b, _ := json.Marshal(map[string]any{"application": "appliance", "requestId": reqID, "conversationId": "c",
 			"operationId": "text.sha256", "arguments": map[string]any{"text": strings.Repeat("t", n-fixed)}})
 		return b

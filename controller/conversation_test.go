@@ -27,17 +27,17 @@ import (
 // bound, apart from the scoped requestId of the same words, and unlike
 // for two agents or two ids (no concatenation collides).
 func TestScopedConversationID(t *testing.T) {
-	a := ScopedConversationID("alpha", "c1")
-	if a != ScopedConversationID("alpha", "c1") || len(a) != 44 || oracleops.ValidateConversationID(a) != nil {
+	a := oracleops.ScopedConversationID("alpha", "c1")
+	if a != oracleops.ScopedConversationID("alpha", "c1") || len(a) != 44 || oracleops.ValidateConversationID(a) != nil {
 		t.Fatalf("scoped %q", a)
 	}
-	for _, other := range []string{ScopedConversationID("beta", "c1"), ScopedConversationID("alpha", "c2"),
-		ScopedConversationID("alph", "ac1"), ScopedRequestID("alpha", "c1")} {
+	for _, other := range []string{oracleops.ScopedConversationID("beta", "c1"), oracleops.ScopedConversationID("alpha", "c2"),
+		oracleops.ScopedConversationID("alph", "ac1"), ScopedRequestID("alpha", "c1")} {
 		if other == a {
 			t.Fatalf("%q is alpha's c1 too", other)
 		}
 	}
-	long := ScopedConversationID(strings.Repeat("a", 32), strings.Repeat("C", oracleops.MaxIDLen))
+	long := oracleops.ScopedConversationID(strings.Repeat("a", 32), strings.Repeat("C", oracleops.MaxIDLen))
 	if oracleops.ValidateConversationID(long) != nil {
 		t.Fatalf("the longest scoped id %q is refused", long)
 	}
@@ -125,7 +125,7 @@ func TestConversationScopedPerAgent(t *testing.T) {
 			t.Fatalf("call: %+v", r)
 		}
 	}
-	alphaConv, betaConv := ScopedConversationID("alpha", "conv-1"), ScopedConversationID("beta", "conv-1")
+	alphaConv, betaConv := oracleops.ScopedConversationID("alpha", "conv-1"), oracleops.ScopedConversationID("beta", "conv-1")
 	var seen []string
 	for _, b := range bodies() {
 		var ib oracleops.InvokeBody
@@ -139,7 +139,7 @@ func TestConversationScopedPerAgent(t *testing.T) {
 	}
 	agentOf := map[string]string{a1.AttemptID: "alpha", b1.AttemptID: "beta", a2.AttemptID: "alpha"}
 	for _, b := range s.begins() {
-		if agent, ok := agentOf[b.Attempt]; ok && (b.ConversationID != "conv-1" || b.ScopedConversationID != ScopedConversationID(agent, "conv-1")) {
+		if agent, ok := agentOf[b.Attempt]; ok && (b.ConversationID != "conv-1" || b.ScopedConversationID != oracleops.ScopedConversationID(agent, "conv-1")) {
 			t.Errorf("begin of %s: conversation %q scoped %q", b.Attempt, b.ConversationID, b.ScopedConversationID)
 		}
 	}
@@ -168,7 +168,7 @@ func TestSameUnscopedConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.scopedConv != ScopedConversationID("uid:1000", "conv-1") || !strings.Contains(string(p.req.Body), `"conversationId":"`+p.scopedConv+`"`) {
+	if p.scopedConv != oracleops.ScopedConversationID("uid:1000", "conv-1") || !strings.Contains(string(p.req.Body), `"conversationId":"`+p.scopedConv+`"`) {
 		t.Fatalf("plan: %s (scoped %s)", p.req.Body, p.scopedConv)
 	}
 	old, err := oracleops.BuildInvoke("/v1", oracleops.InvokeBody{Arguments: json.RawMessage(`{"text":"hello"}`),

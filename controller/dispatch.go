@@ -345,6 +345,9 @@ func waitUntil(deadline int64, now time.Time) time.Time {
 func (c *Controller) send(ctx context.Context, p *plan, id string, deadline int64) (ledger.Result, *msg.AskTicket) {
 	d := msg.Dispatch{Attempt: id, Method: p.req.Method, Path: p.req.Path, Body: p.req.Body, Deadline: deadline, Agent: p.principal,
 		AgentUID: peerUIDOf(ctx), Justification: p.justification}
+	if p.kind == msg.KindInvoke {
+		d.ConversationName = p.conversationID // the host shows it; the body carries it scoped
+	}
 	res, ask, sent := c.exchange(ctx, p, id, deadline, msg.TypeDispatch, d)
 	if !sent {
 		return ledger.Result{Attempt: id, Outcome: msg.StateRefused,

@@ -244,7 +244,7 @@ func (c *Controller) planCall(ctx context.Context, canon []byte, a CallArgs, age
 	if err := oracleops.ValidateConversationID(a.ConversationID); err != nil {
 		return nil, argErr("%v", err)
 	}
-	scoped, scopedConv := ScopedRequestID(agent, a.RequestID), ScopedConversationID(agent, a.ConversationID)
+	scoped, scopedConv := ScopedRequestID(agent, a.RequestID), oracleops.ScopedConversationID(agent, a.ConversationID)
 	req, err := oracleops.BuildInvoke(route.Prefix, oracleops.InvokeBody{
 		Arguments: a.Arguments, ConversationID: scopedConv,
 		OperationID: opID, RequestID: scoped,

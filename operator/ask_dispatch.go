@@ -42,6 +42,7 @@ func (s *Store) raiseAsk(c *hostlog.CheckedDispatch, adm *admission) msg.Dispatc
 		Method: c.Req.Method, Path: c.Req.Path, Body: c.Req.Body, Arguments: ib.Arguments, Price: adm.charge,
 		Justification: c.Justification, RaisedAt: now, ExpiresAt: now + p.Expiry().Milliseconds(), Park: p.Park(),
 		OnTimeout: p.TimeoutVerdict(), LimitsRevision: adm.limitsRevision, CallDay: adm.day, AgentUID: c.AgentUID,
+		ConversationName: c.ConversationName,
 	}
 	if err := s.raise(k); err != nil {
 		if rr, ok := err.(*raiseRefused); ok {

@@ -37,7 +37,7 @@ func askOf(b *hostlog.Ask) (*ask, error) {
 		RequestSHA: b.RequestSHA256, Method: b.Method, Path: b.Path, Body: b.Body, Arguments: ib.Arguments,
 		Price: b.Price, Justification: b.Justification, RaisedAt: b.RaisedAt, ExpiresAt: b.ExpiresAt,
 		Park: time.Duration(b.ParkMs) * time.Millisecond, OnTimeout: b.OnTimeout, LimitsRevision: b.LimitsRevision,
-		CallDay: b.Day, AgentUID: b.AgentUID, State: msg.AskPending,
+		CallDay: b.Day, AgentUID: b.AgentUID, ConversationName: b.ConversationName, State: msg.AskPending,
 	}, nil
 }
 
@@ -49,6 +49,7 @@ func (a *ask) record() hostlog.Ask {
 		RequestSHA256: a.RequestSHA, Method: a.Method, Path: a.Path, Body: a.Body, Price: a.Price,
 		Justification: a.Justification, RaisedAt: a.RaisedAt, ExpiresAt: a.ExpiresAt, ParkMs: a.Park.Milliseconds(),
 		OnTimeout: a.OnTimeout, LimitsRevision: a.LimitsRevision, Day: a.CallDay, AgentUID: a.AgentUID,
+		ConversationName: a.ConversationName,
 	}
 }
 

@@ -32,14 +32,17 @@ type ask struct {
 	Route        string // the route the call came on, whose reverse channel a verdict is pushed on
 	Agent        string
 	Conversation string
-	Application  string
-	Operation    string
-	Kind         string
-	RequestSHA   []byte
-	Method, Path string
-	Body         []byte // the canonical invoke body (the arguments are in it)
-	Arguments    []byte // the canonical JSON of the arguments, read from body
-	Price        uint64
+	// ConversationName is the agent's own name of Conversation (which is
+	// scoped per agent), as its dispatch named it: what views show.
+	ConversationName string
+	Application      string
+	Operation        string
+	Kind             string
+	RequestSHA       []byte
+	Method, Path     string
+	Body             []byte // the canonical invoke body (the arguments are in it)
+	Arguments        []byte // the canonical JSON of the arguments, read from body
+	Price            uint64
 	// Justification is the agent's own short reason (at most
 	// msg.MaxJustification bytes, one line).
 	Justification string
@@ -145,7 +148,7 @@ func (st *state) addAskEvent(seq uint64, event string, at int64, a *ask) {
 // is applied before a view is read: expireDue).
 func (a *ask) view() msg.AskView {
 	return msg.AskView{
-		ID: a.ID, Attempt: a.Attempt, Controller: a.Controller, Agent: a.Agent, Conversation: a.Conversation,
+		ID: a.ID, Attempt: a.Attempt, Controller: a.Controller, Agent: a.Agent, Conversation: a.Conversation, ConversationName: a.ConversationName,
 		Application: a.Application, Operation: a.Operation, RequestSHA256: hex.EncodeToString(a.RequestSHA),
 		Arguments: a.Arguments, Price: a.Price, Justification: a.Justification, RaisedAt: a.RaisedAt,
 		ExpiresAt: a.ExpiresAt, OnTimeout: a.OnTimeout, State: a.State, AnsweredBy: a.AnsweredBy,

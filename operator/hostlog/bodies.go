@@ -319,6 +319,9 @@ type Ask struct {
 	// AgentUID), whose human answers are refused; absent from asks raised
 	// before it and from a controller that does not send it.
 	AgentUID string `cbor:"agentUid,omitempty"`
+	// ConversationName is the agent's own name of Conversation (the
+	// dispatch's, checked to scope to it); absent from asks before it.
+	ConversationName string `cbor:"conversationName,omitempty"`
 }
 
 // AskAnswer decides an ask: approve or deny, by a human ("uid:N",

@@ -41,6 +41,9 @@ type CheckedDispatch struct {
 	// AgentUID is the dispatch's (msg.Dispatch.AgentUID): the calling
 	// session's account, "uid:N", or "".
 	AgentUID string
+	// ConversationName is the dispatch's (msg.Dispatch.ConversationName),
+	// checked against Conversation: the agent's own name of it.
+	ConversationName string
 	// Justification is the agent's short reason for a call to an
 	// operation marked for approval, which its ask carries.
 	Justification string
@@ -115,6 +118,9 @@ func CheckDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*CheckedDispatch, erro
 	if c.Req.Method != d.Method || c.Req.Path != d.Path || string(c.Req.Body) != string(d.Body) {
 		return nil, fmt.Errorf("%s: the request is not in its one canonical form", c.Kind)
 	}
+	if err := checkConversationName(c, d.ConversationName); err != nil {
+		return nil, err
+	}
 	if c.Agent == "" {
 		// Only an agent's conversations are counted and signed into the
 		// receipt: a controller before agents keeps its receipts' bytes.
@@ -122,6 +128,24 @@ func CheckDispatch(rt *msg.RouteRecord, d *msg.Dispatch) (*CheckedDispatch, erro
 	}
 	c.SHA = c.Req.SHA256()
 	return c, nil
+}
+
+// checkConversationName takes name, the agent's own conversationId that a
+// dispatch names beside its invoke body, into c when the body's
+// conversationId is its scoped form (oracleops.ScopedConversationID of the
+// agent and name) or name itself (a body built before ids were scoped):
+// anything else would show approvers a conversation the call is not in.
+func checkConversationName(c *CheckedDispatch, name string) error {
+	switch {
+	case name == "":
+		return nil
+	case c.Kind != msg.KindInvoke:
+		return fmt.Errorf("a %s names a conversation: only an invoke has one", c.Kind)
+	case c.Conversation != name && c.Conversation != oracleops.ScopedConversationID(c.Agent, name):
+		return fmt.Errorf("the conversation name %q is not the body's conversationId of agent %s", Trunc(name, 80), Trunc(c.Agent, 80))
+	}
+	c.ConversationName = name
+	return nil
 }
 
 // DeadlinePassed reports whether deadline (unix ms; 0 when the controller

@@ -152,7 +152,8 @@
 //	ask             {ask, attempt, controller, route, agent, conversation,
 //	                 application, operation, kind, requestSha256, method, path,
 //	                 body, price, justification, raisedAt, expiresAt, parkMs,
-//	                 onTimeout, limitsRevision, day, agentUid}
+//	                 onTimeout, limitsRevision, day, agentUid,
+//	                 conversationName}
 //	                 a call to an operation the agent's limits record
 //	                 (revision limitsRevision) marks for approval, admitted and
 //	                 holding nothing: the ask (id "ask-" and 12 hex digits), the
@@ -162,7 +163,9 @@
 //	                 when it was raised (unix ms; parkMs, onTimeout); agentUid
 //	                 the calling session's account ("uid:N", the controller's
 //	                 word; omitted when it sent none), whose human answers are
-//	                 refused. Appended
+//	                 refused; conversationName the agent's own name of
+//	                 conversation (the dispatch's, checked to scope to it;
+//	                 omitted when it named none). Appended
 //	                 before the dispatch is answered; its attempt awaits
 //	                 approval until a collect goes on with it (a reserve.v2 or
 //	                 a refused record of the same attempt follows). day is the

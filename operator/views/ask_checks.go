@@ -1,6 +1,7 @@
 package views
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -104,7 +105,7 @@ func AdvisorRefusal(v msg.AskView, advisor string, p *msg.ApprovalPolicy, answer
 	if bound := p.AgentAnswerBound(); counted && spent >= bound {
 		conv := "no conversation"
 		if v.Conversation != "" {
-			conv = "conversation " + v.Conversation
+			conv = "conversation " + cmp.Or(v.ConversationName, v.Conversation)
 		}
 		return fmt.Sprintf("agent answers spent: %d of %d for %s; this ask waits for a human", spent, bound, conv)
 	}

@@ -294,24 +294,28 @@ type AsksResult struct {
 // commands, in `approvals watch`. Arguments is the canonical JSON of the
 // call's arguments, as the request bytes carry them.
 type AskView struct {
-	ID            string   `cbor:"id" json:"id"`
-	Attempt       string   `cbor:"attempt" json:"attempt"`
-	Controller    string   `cbor:"controller" json:"controller"`
-	Agent         string   `cbor:"agent" json:"agent"`
-	Conversation  string   `cbor:"conversation,omitempty" json:"conversation,omitempty"`
-	Application   string   `cbor:"application" json:"application"`
-	Operation     string   `cbor:"operation" json:"operation"`
-	RequestSHA256 string   `cbor:"requestSha256" json:"requestSha256"` // hex
-	Arguments     []byte   `cbor:"arguments" json:"-"`                 // canonical JSON
-	Price         uint64   `cbor:"price" json:"price"`
-	Justification string   `cbor:"justification,omitempty" json:"justification,omitempty"`
-	RaisedAt      int64    `cbor:"raisedAt" json:"raisedAt"`
-	ExpiresAt     int64    `cbor:"expiresAt" json:"expiresAt"`
-	OnTimeout     Verdict  `cbor:"onTimeout" json:"onTimeout"`
-	State         AskState `cbor:"state" json:"state"`
-	AnsweredBy    string   `cbor:"answeredBy,omitempty" json:"answeredBy,omitempty"`
-	AnsweredAt    int64    `cbor:"answeredAt,omitempty" json:"answeredAt,omitempty"`
-	Note          string   `cbor:"note,omitempty" json:"note,omitempty"`
+	ID           string `cbor:"id" json:"id"`
+	Attempt      string `cbor:"attempt" json:"attempt"`
+	Controller   string `cbor:"controller" json:"controller"`
+	Agent        string `cbor:"agent" json:"agent"`
+	Conversation string `cbor:"conversation,omitempty" json:"conversation,omitempty"`
+	// ConversationName is the conversation as the asking agent named it
+	// (Conversation is its scoped form, as the application and the
+	// receipts see it); omitted when the dispatch did not say.
+	ConversationName string   `cbor:"conversationName,omitempty" json:"conversationName,omitempty"`
+	Application      string   `cbor:"application" json:"application"`
+	Operation        string   `cbor:"operation" json:"operation"`
+	RequestSHA256    string   `cbor:"requestSha256" json:"requestSha256"` // hex
+	Arguments        []byte   `cbor:"arguments" json:"-"`                 // canonical JSON
+	Price            uint64   `cbor:"price" json:"price"`
+	Justification    string   `cbor:"justification,omitempty" json:"justification,omitempty"`
+	RaisedAt         int64    `cbor:"raisedAt" json:"raisedAt"`
+	ExpiresAt        int64    `cbor:"expiresAt" json:"expiresAt"`
+	OnTimeout        Verdict  `cbor:"onTimeout" json:"onTimeout"`
+	State            AskState `cbor:"state" json:"state"`
+	AnsweredBy       string   `cbor:"answeredBy,omitempty" json:"answeredBy,omitempty"`
+	AnsweredAt       int64    `cbor:"answeredAt,omitempty" json:"answeredAt,omitempty"`
+	Note             string   `cbor:"note,omitempty" json:"note,omitempty"`
 	// CollectBy is when an approval's collect window ends (unix ms): past
 	// it, uncollected, the ask lapses to deny. Omitted when it has none.
 	CollectBy int64 `cbor:"collectBy,omitempty" json:"collectBy,omitempty"`

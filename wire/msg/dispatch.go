@@ -39,6 +39,13 @@ type Dispatch struct {
 	// agents' and the approvers' group never approves its own call.
 	// Omitted by the foreground socket and by controllers before it.
 	AgentUID string `cbor:"agentUid,omitempty"`
+	// ConversationName is an invoke's conversationId as the agent named
+	// it: the body carries its scoped form
+	// (oracleops.ScopedConversationID of Agent and it), which the host
+	// recomputes to check this against, and shows this to approvers and
+	// advisors instead of the opaque scoped id. Omitted when the call
+	// names no conversation, and by controllers before it.
+	ConversationName string `cbor:"conversationName,omitempty"`
 	// Justification is the agent's own short reason for a call to an
 	// operation marked for approval (at most MaxJustification bytes, one
 	// line): shown with the ask, never delivered to the application.
