@@ -16,6 +16,7 @@ import (
 	"github.com/stewardrt/steward/operator"
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/hostlog"
+	"github.com/stewardrt/steward/operator/views"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -79,6 +80,25 @@ func wantSameDenial(t *testing.T, what string, again, r ToolResult) {
 	}
 }
 
+// wantDeniedOnce fails t unless denied attempt id began once and was
+// never consented to, and nothing was charged, held or delivered since
+// the purse was before and the application had answered answers calls.
+func wantDeniedOnce(t *testing.T, s *stack, id string, before views.PurseView, answers int) {
+	t.Helper()
+	if n := s.journalCount(ledger.KindBegin, id); n != 1 {
+		t.Fatalf("%d begins of denied attempt %s, want 1", n, id)
+	}
+	if n := s.journalCount(ledger.KindConsented, id); n != 0 {
+		t.Fatalf("%d consented records of denied attempt %s, want none", n, id)
+	}
+	if p := s.purse(); p.Charged != before.Charged || p.Holds != 0 {
+		t.Fatalf("charged or held: %+v", p)
+	}
+	if n := s.applianceAnswers(); n != answers {
+		t.Fatal("a denied requestId reached the application")
+	}
+}
+
 // TestApprovalDenialSticks is the attacker's retry: a call denied by a
 // human is called again with the same requestId, with the same and with
 // other arguments. Each is told the same denial with the same receipt:
@@ -119,18 +139,10 @@ func TestApprovalDenialSticks(t *testing.T) {
 	if s.lastSeq() != seq {
 		t.Fatalf("the calls again journaled %d records on the controller", s.lastSeq()-seq)
 	}
-	if n := s.journalCount(ledger.KindBegin, first.AttemptID); n != 1 {
-		t.Fatalf("%d begins of the denied attempt", n)
-	}
 	if asks := ad.allAsks(ctx); len(asks) != 1 || asks[0].ID != ask.ID {
 		t.Fatalf("the host holds %d asks, want only the one denied: %+v", len(asks), asks)
 	}
-	if p := s.purse(); p.Charged != before.Charged || p.Holds != 0 {
-		t.Fatalf("charged or held: %+v", p)
-	}
-	if n := s.applianceAnswers(); n != answers {
-		t.Fatal("a denied requestId reached the application")
-	}
+	wantDeniedOnce(t, s, first.AttemptID, before, answers)
 }
 
 // TestApprovalDenialAfterAControllerKill: the controller is killed
@@ -183,21 +195,10 @@ func TestApprovalDenialAfterAControllerKill(t *testing.T) {
 	if s.lastSeq() != seq {
 		t.Fatal("the later call journaled something")
 	}
-	if n := s.journalCount(ledger.KindBegin, r.AttemptID); n != 1 {
-		t.Fatalf("%d begins, want 1", n)
-	}
-	if n := s.journalCount(ledger.KindConsented, r.AttemptID); n != 0 {
-		t.Fatalf("%d consented records, want none", n)
-	}
 	if asks := ad.allAsks(ctx); len(asks) != 1 {
 		t.Fatalf("the host holds %d asks, want 1", len(asks))
 	}
-	if p := s.purse(); p.Charged != before.Charged || p.Holds != 0 {
-		t.Fatalf("charged or held: %+v", p)
-	}
-	if n := s.applianceAnswers(); n != answers {
-		t.Fatal("a denied requestId reached the application")
-	}
+	wantDeniedOnce(t, s, r.AttemptID, before, answers)
 }
 
 // TestApprovalDenialAfterAHostKill: the host is killed (SIGKILL at
@@ -236,21 +237,10 @@ func TestApprovalDenialAfterAHostKill(t *testing.T) {
 	if other.Refusal == nil || other.Refusal.Code != msg.CodeDenied || other.ReceiptID != denied.ReceiptID || other.AttemptID != r.AttemptID {
 		t.Fatalf("other arguments after the denial: %+v (refusal %+v)", other, other.Refusal)
 	}
-	if n := s.journalCount(ledger.KindBegin, r.AttemptID); n != 1 {
-		t.Fatalf("%d begins, want 1", n)
-	}
-	if n := s.journalCount(ledger.KindConsented, r.AttemptID); n != 0 {
-		t.Fatalf("%d consented records, want none", n)
-	}
 	code, out := s.operatorCmd("approvals", "list", "--all", "--json")
 	var asks []msg.AskView
 	if err := json.Unmarshal([]byte(out), &asks); code != 0 || err != nil || len(asks) != 1 {
 		t.Fatalf("approvals list --all: exit %d %v\n%s", code, err, out)
 	}
-	if p := s.purse(); p.Charged != before.Charged || p.Holds != 0 {
-		t.Fatalf("charged or held: %+v", p)
-	}
-	if n := s.applianceAnswers(); n != answers {
-		t.Fatal("a denied requestId reached the application")
-	}
+	wantDeniedOnce(t, s, r.AttemptID, before, answers)
 }

@@ -18,7 +18,7 @@ func (s *Store) Allowance(ctrl, agent string) msg.AllowanceResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	day := utcDay(s.clockLocked())
-	res := msg.AllowanceResult{Agent: agent, RefillsAt: (day + 1) * 86_400_000}
+	res := msg.AllowanceResult{Agent: agent, RefillsAt: (day + 1) * msPerDay}
 	k := agentKey{ctrl, agent}
 	al := s.st.limitsOf(ctrl, agent)
 	if al == nil {

@@ -269,7 +269,7 @@ func (u *agentUse) takeToken(l *msg.AgentLimits, nowMs int64) (int64, bool) {
 
 // nextUTCDay is the start of the UTC day after day, as a refusal names it.
 func nextUTCDay(day int64) string {
-	return time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
+	return time.UnixMilli((day + 1) * msPerDay).UTC().Format(time.RFC3339)
 }
 
 // agentOps is a copy of the operation patterns of d's agent, for a

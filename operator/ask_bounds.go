@@ -100,8 +100,8 @@ func (st *state) advisorDayRefusal(k *ask, day int64) string {
 // advisorDayCount counts an advisor's decision of ask k at at (unix ms)
 // on the asking agent's day, from its ask-answer record.
 func (st *state) advisorDayCount(k *ask, at int64) {
-	u := st.useOf(agentKey{k.Controller, k.Agent}, at/86_400_000)
-	u.roll(at / 86_400_000)
+	u := st.useOf(agentKey{k.Controller, k.Agent}, at/msPerDay)
+	u.roll(at / msPerDay)
 	u.Advised++
 }
 

@@ -44,7 +44,7 @@ func (rp *replayer) ClockAccept(_ journal.Record, b *hostlog.ClockAccept) error 
 // attempt's (its release gives it back); an ended one keeps its day, as
 // the history index does. s.mu is held, or replay runs.
 func (st *state) acceptClock(r hostlog.ClockAccept) views.ClockView {
-	day, v := r.At/86_400_000, views.NewClockView(r.At, r.Was)
+	day, v := r.At/msPerDay, views.NewClockView(r.At, r.Was)
 	st.Latest, st.clockBack = r.At, false
 	for _, g := range st.Grants {
 		if g.Day > day {

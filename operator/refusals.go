@@ -2,7 +2,6 @@ package operator
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/wire/msg"
@@ -38,8 +37,7 @@ func revokedReason(d *hostlog.CheckedDispatch) string {
 
 // dailyLimitReason names the refill: the start of the UTC day after day.
 func dailyLimitReason(day int64) string {
-	next := time.UnixMilli((day + 1) * 86_400_000).UTC().Format(time.RFC3339)
-	return "the daily limit for this call is reached: it refills at " + next + " (the next UTC day)"
+	return "the daily limit for this call is reached: it refills at " + nextUTCDay(day) + " (the next UTC day)"
 }
 
 // logRefusal writes a refusal's full detail to the host's log.

@@ -134,7 +134,7 @@ func (rp *replayer) reserve(seq uint64, b *hostlog.Reserve) error {
 	g.use(b.Day)
 	// The journal's record times come from the machine's clock, a
 	// reservation's day from the store's: never count on an earlier day.
-	st.Latest = max(st.Latest, b.Day*86_400_000)
+	st.Latest = max(st.Latest, b.Day*msPerDay)
 	st.seeLedger(b.Ledger)
 	// Until a later record says otherwise, a reservation without an
 	// outcome is uncertain: sending may have begun before a crash.

@@ -403,4 +403,8 @@ func (g *grant) usedOn(d int64) uint64 {
 }
 
 // utcDay is the UTC day number of t: unix ms / 86,400,000.
-func utcDay(t time.Time) int64 { return t.UnixMilli() / 86_400_000 }
+func utcDay(t time.Time) int64 { return t.UnixMilli() / msPerDay }
+
+// msPerDay is a UTC day in unix ms: the length every daily count of the
+// store rolls by.
+const msPerDay = 86_400_000

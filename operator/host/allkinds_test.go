@@ -13,6 +13,7 @@ import (
 	"github.com/stewardrt/steward/operator/admin"
 	"github.com/stewardrt/steward/operator/hostlog"
 	"github.com/stewardrt/steward/operator/views"
+	"github.com/stewardrt/steward/wire"
 	"github.com/stewardrt/steward/wire/msg"
 )
 
@@ -39,31 +40,11 @@ func TestAllKindsJournal(t *testing.T) {
 	w.Serve(t)
 	allKindsWindows(t, w, clk)
 	cl := w.Dial(t)
-	for _, id := range []string{"u1", "u2"} { // uncertain: sent, never answered
-		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"6*7"}`)); res.Outcome != msg.StateUncertain {
-			t.Fatalf("%s: %+v", id, res)
-		}
-	}
-	hangUp()
-	w.App = peertest.StartApp(t, w.Dir)
-	resolveJSON(t, w.Store, "u1", "release", "the application never saw it")
-	resolveJSON(t, w.Store, "u2", "redeliver", "the application is back")
-	hosttest.WantAnswer(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "d1", "calc.evaluate", `{"expression":"1+1"}`)))
-	if res := peertest.Call(t, cl, peertest.DescribeDispatch(t, "d2", "calc.evaluate")); res.Outcome != msg.StateDefinite {
-		t.Fatalf("d2: %+v", res)
-	}
-	w.Peer.RefuseReserve.Store(true)
-	peertest.WantRefusal(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "p1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "")
-	w.Peer.RefuseReserve.Store(false)
+	everyOutcome(t, w, cl, hangUp)
 
 	adm := openAdmin(t, w.Store)
 	defer adm.Close()
-	do := func(req admin.Request) {
-		t.Helper()
-		if _, err := adm.Do(req); err != nil {
-			t.Fatalf("%s: %v", req.Op, err)
-		}
-	}
+	do := adminDo(t, adm)
 	allKindsApprovals(t, w, clk, do)
 	allKindsNotSent(t, w, clk, do)
 	do(admin.Request{Op: admin.OpControllerControl, Name: "ctl", Control: filepath.Join(w.Dir, "control-2.sock")})
@@ -81,6 +62,41 @@ func TestAllKindsJournal(t *testing.T) {
 	}
 	if *updateAllKinds {
 		writeAllKinds(t, w.Store, filepath.Join("..", "testdata", "allkinds"))
+	}
+}
+
+// everyOutcome makes, on served world w whose application hangUp hangs
+// up, an attempt of each way a call ends: two uncertain (sent, never
+// answered: one released, one redelivered to a new application), an
+// answer, a describe and a refused consent.
+func everyOutcome(t *testing.T, w *hosttest.World, cl *wire.Client, hangUp func()) {
+	t.Helper()
+	for _, id := range []string{"u1", "u2"} { // uncertain: sent, never answered
+		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"6*7"}`)); res.Outcome != msg.StateUncertain {
+			t.Fatalf("%s: %+v", id, res)
+		}
+	}
+	hangUp()
+	w.App = peertest.StartApp(t, w.Dir)
+	resolveJSON(t, w.Store, "u1", "release", "the application never saw it")
+	resolveJSON(t, w.Store, "u2", "redeliver", "the application is back")
+	hosttest.WantAnswer(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "d1", "calc.evaluate", `{"expression":"1+1"}`)))
+	if res := peertest.Call(t, cl, peertest.DescribeDispatch(t, "d2", "calc.evaluate")); res.Outcome != msg.StateDefinite {
+		t.Fatalf("d2: %+v", res)
+	}
+	w.Peer.RefuseReserve.Store(true)
+	peertest.WantRefusal(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "p1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "")
+	w.Peer.RefuseReserve.Store(false)
+}
+
+// adminDo is a func running one admin request on adm, failing t on an
+// error.
+func adminDo(t *testing.T, adm admin.Client) func(admin.Request) {
+	return func(req admin.Request) {
+		t.Helper()
+		if _, err := adm.Do(req); err != nil {
+			t.Fatalf("%s: %v", req.Op, err)
+		}
 	}
 }
 

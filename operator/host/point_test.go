@@ -34,30 +34,10 @@ func everyEventWorld(t *testing.T) *hosttest.World {
 	hangUp := hangUpApp(t, w.Route.Upstream)
 	w.Serve(t)
 	cl := w.Dial(t)
-	for _, id := range []string{"u1", "u2"} {
-		if res := peertest.Call(t, cl, peertest.InvokeDispatch(t, id, "calc.evaluate", `{"expression":"6*7"}`)); res.Outcome != msg.StateUncertain {
-			t.Fatalf("%s: %+v", id, res)
-		}
-	}
-	hangUp()
-	w.App = peertest.StartApp(t, w.Dir)
-	resolveJSON(t, w.Store, "u1", "release", "the application never saw it")
-	resolveJSON(t, w.Store, "u2", "redeliver", "the application is back")
-	hosttest.WantAnswer(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "d1", "calc.evaluate", `{"expression":"1+1"}`)))
-	if res := peertest.Call(t, cl, peertest.DescribeDispatch(t, "d2", "calc.evaluate")); res.Outcome != msg.StateDefinite {
-		t.Fatalf("d2: %+v", res)
-	}
-	w.Peer.RefuseReserve.Store(true)
-	peertest.WantRefusal(t, peertest.Call(t, cl, peertest.InvokeDispatch(t, "p1", "calc.evaluate", `{"expression":"1+1"}`)), msg.CodeNoConsent, "")
-	w.Peer.RefuseReserve.Store(false)
+	everyOutcome(t, w, cl, hangUp)
 	adm := openAdmin(t, w.Store)
 	defer adm.Close()
-	do := func(req admin.Request) {
-		t.Helper()
-		if _, err := adm.Do(req); err != nil {
-			t.Fatalf("%s: %v", req.Op, err)
-		}
-	}
+	do := adminDo(t, adm)
 	other := peertest.NewPeer(t, "ctl2")
 	do(admin.Request{Op: admin.OpControllerAdd, Name: "ctl2", UID: 4242, Keys: other.KeysFile(), Control: filepath.Join(w.Dir, "control-ctl2.sock")})
 	do(admin.Request{Op: admin.OpPurseFund, Name: "ctl2", Amount: 77})
