@@ -54,6 +54,9 @@ type Controller struct {
 	// flight are the dispatches and collects in flight, which alone a
 	// reserve may be consented for (consent_guard.go).
 	flight flights
+	// writes are the result records journaled after their answers went
+	// out (resultwrite.go).
+	writes *resultWrites
 	// archiving is held by a `history archive` (archive.go): one at a
 	// time, so that two never export for the same records.
 	archiving sync.Mutex
@@ -100,7 +103,7 @@ func newController(cfg *Config, raw []byte, bind *Binding, keys *Keys, j *journa
 	}
 	led := ledger.New()
 	c := &Controller{cfg: cfg, raw: raw, bind: bind, keys: keys, j: j, led: led, routes: newRouteTable(), log: log,
-		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public()), asks: newApprovals()}
+		now: now, pay: newPayer(cfg.Payer, log, led), ownConsents: wire.NewKeyring(keys.Dispatch.Public()), asks: newApprovals(), writes: newResultWrites()}
 	if h, err := os.Hostname(); err == nil {
 		c.hostname = h
 	} else {
@@ -149,11 +152,15 @@ func bindingError(dir string, canon []byte) error {
 	return fmt.Errorf("%w: config binding %x does not match the journal's %x: enroll the new config with steward-installer controller-enroll", ErrBinding, want, have)
 }
 
-// Close waits for the dispatches in flight, then closes the forward
+// Close waits for the dispatches in flight and the result records
+// being journaled after their answers, then closes the forward
 // channels, the control channel and the journal.
 func (c *Controller) Close() error {
 	c.asks.stop() // a parked call collects once and ends, not at its ParkUntil
 	c.gate.Lock() // never unlocked: no dispatch starts after Close
+	// The answers already out have their result records journaled before
+	// the journal closes; with the gate held no new one starts.
+	c.writes.drain()
 
 	c.routes.closeAll()
 	c.ctl.close()

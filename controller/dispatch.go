@@ -193,6 +193,11 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	// Only this agent's earlier attempts are looked up (ledger.Begin keys
 	// them by agent), and only those are inspected or resolved here.
 	prior, ok := c.led.Begin(b)
+	if !ok && prior.State == msg.StatePending && c.writes.wait(prior.Attempt) {
+		// Its answer went out before its result record: read the ledger
+		// again once the record is written (or refused).
+		prior, ok = c.led.Begin(b)
+	}
 	if !ok && prior.State == msg.StateUncertain && c.learnResolution(ctx, prior.Attempt) {
 		// The host knew what became of it: decide the call afresh.
 		prior, ok = c.led.Begin(b)
@@ -230,22 +235,20 @@ func (c *Controller) dispatch(ctx context.Context, p *plan, fg string) *ToolResu
 	return c.finish(p, id, res)
 }
 
-// finish journals the result of attempt id and answers it.
+// finish journals the result of attempt id and answers it: a definite
+// answer with a verified receipt at once, its record journaled beside it
+// (resultwrite.go); any other end once its record is durable.
 func (c *Controller) finish(p *plan, id string, res ledger.Result) *ToolResult {
 	res.Consented = c.pay.consented(id)
-	rplace, err := c.j.AppendAt(ledger.KindResult, res)
-	if err != nil {
-		// What was consented stays counted for the day: the attempt may
-		// have been charged, and nothing on disk says otherwise.
-		c.pay.forget(id)
-		c.led.Unfinished(id, "the result could not be journaled")
-		c.log.Error("journal result failed; the attempt is uncertain", "attempt", id, "err", err)
-		return &ToolResult{Outcome: msg.StateUncertain, AttemptID: id, Detail: "the controller journal refused the result; the attempt is uncertain until inspected"}
-	}
-	c.pay.settle(id, &res)
-	c.led.Finish(res, rplace)
 	if p.kind == msg.KindList && res.Outcome == msg.StateDefinite && res.Status == 200 {
 		c.learnLimits(p.application, res.Body)
+	}
+	if offPath(res) {
+		c.writeAfterReply(id, res)
+		return fromResult(res)
+	}
+	if !c.writeResult(id, res) {
+		return &ToolResult{Outcome: msg.StateUncertain, AttemptID: id, Detail: "the controller journal refused the result; the attempt is uncertain until inspected"}
 	}
 	return fromResult(res)
 }

@@ -47,6 +47,10 @@ type Options struct {
 	SnapshotEvery uint64
 	// hooks let the package's tests watch the history (nil outside them).
 	hooks *historyHooks
+	// settled, in the package's tests, is set to what waits for the result
+	// records being journaled after their answers (resultwrite.go), so a
+	// test reads the journal once they are on disk.
+	settled *func()
 	// FirstRequestTimeout is how long a connection on the MCP or the
 	// foreground socket has to send its first request (and a foreground
 	// connection its next one) before it is answered and closed;
@@ -72,6 +76,9 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 		return err
 	}
 	defer c.Close()
+	if opts.settled != nil {
+		*opts.settled = c.writes.drain
+	}
 	c.firstRequest = opts.FirstRequestTimeout
 	if c.firstRequest <= 0 {
 		c.firstRequest = DefaultFirstRequestTimeout

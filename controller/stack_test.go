@@ -73,6 +73,18 @@ type stack struct {
 	stopCtl  context.CancelFunc
 	ctlDone  chan error
 	hostNow  func() time.Time // the host's wall clock when set (host.ServeOptions.Now)
+	// settled waits for the in-process controller's result records
+	// journaled after their answers (Options.settled); nil until it runs.
+	settled func()
+}
+
+// settle waits until the in-process controller's answers so far have
+// their result records on disk (resultwrite.go): a test that reads the
+// journal after a call reads it complete.
+func (s *stack) settle() {
+	if s.settled != nil {
+		s.settled()
+	}
 }
 
 type stackOpts struct {
@@ -236,6 +248,7 @@ func (s *stack) startControllerWith(opts Options) {
 	ready := make(chan struct{})
 	s.ctlDone = make(chan error, 1)
 	opts.Ready = func() { close(ready) }
+	opts.settled = &s.settled
 	go func() { s.ctlDone <- Serve(ctx, s.cfgPath, opts) }()
 	select {
 	case <-ready:
@@ -350,6 +363,7 @@ func (s *stack) client(ctx context.Context) *mcp.ClientSession {
 // lastSeq reads the controller journal's last sequence number read-only.
 func (s *stack) lastSeq() uint64 {
 	s.t.Helper()
+	s.settle()
 	j, err := journal.Open(s.cfg.JournalDir(), journal.Options{ReadOnly: true})
 	if err != nil {
 		s.t.Fatal(err)

@@ -35,3 +35,14 @@ func Hit(name string) {
 
 // Armed reports the name of the armed failpoint, or "".
 func Armed() string { return armed }
+
+// Hold blocks the calling goroutine for good if name is the armed
+// failpoint, leaving the rest of the process running: a test sees what
+// the process has already done (an answer sent) and kills it there, before
+// what the held goroutine would have done next (its record journaled).
+func Hold(name string) {
+	if armed == "" || armed != name {
+		return
+	}
+	select {}
+}
