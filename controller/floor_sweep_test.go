@@ -1,7 +1,8 @@
 package controller
 
 // The committed docs/callfloor-sweep.json and docs/callfloor-sweep.svg
-// come from (in controller/):
+// come from this command at the module's root (a test runs in its
+// package's directory, so ../docs is the module's docs/):
 //
 //	go test -run '^$' -bench 'CallSweep' -benchtime=400x ./controller/ -sweep-out ../docs
 
