@@ -29,7 +29,7 @@ import (
 // from /proc around each phase: ctl (the controller child), bare (the bare
 // server child), proxy (the stdio proxies) and self (this process: host,
 // appliance and every client). The x-bare ratios compare figures of the
-// same rounds.
+// same rounds; ns/op is a round's wall time over b.N, of no use alone.
 func BenchmarkCallFloor(b *testing.B) {
 	r := newFloorRig(b, 16, "direct", "bare", "stdio", "http")
 	rep := newFloorReport("BenchmarkCallFloor")
@@ -226,6 +226,7 @@ func (run *floorRun) report(b *testing.B) {
 		for proc, us := range f.CPUus {
 			b.ReportMetric(us, f.Way+"-"+proc+"-cpu-us/call")
 		}
+		b.ReportMetric(f.CPUusAll, f.Way+"-all-cpu-us/call")
 	}
 	for _, r := range run.Ratios {
 		b.ReportMetric(r.P50, r.Way+"-x-bare-p50")
