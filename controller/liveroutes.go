@@ -79,7 +79,7 @@ type routeTable struct {
 	checked map[string]checkedRoute // RouteID -> its record, for the ids of the last answer
 	current map[forwardKey]bool     // the routes the last answer offered
 	fwd     map[forwardKey]*forward
-	active  [][]byte         // the last answer's Active, in the host's order: what a watch names
+	active  [][]byte          // the last answer's Active, in the host's order: what a watch names
 	offered []msg.RouteRecord // the routes the last answer offered, by application
 	// watched is true while the host pushes this table (routewatch.go):
 	// calls then read offered with no lookup.
