@@ -73,6 +73,13 @@ func (h *hostChannel) call(ctx context.Context, t string, body any) (env *wire.E
 	return env, true, nil
 }
 
+// live reports whether the channel is open and has not failed.
+func (h *hostChannel) live() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cl != nil && h.cl.Err() == nil
+}
+
 func (h *hostChannel) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

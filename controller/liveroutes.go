@@ -79,18 +79,39 @@ type routeTable struct {
 	checked map[string]checkedRoute // RouteID -> its record, for the ids of the last answer
 	current map[forwardKey]bool     // the routes the last answer offered
 	fwd     map[forwardKey]*forward
+	active  [][]byte          // the last answer's Active, in the host's order: what a watch names
+	offered []msg.RouteRecord // the routes the last answer offered, by application
+	// watched is true while the host pushes this table (routewatch.go):
+	// calls then read offered with no lookup.
+	watched bool
+	// firstWatch is closed when the table is first watched (tests wait
+	// on it: newRouteTable makes it).
+	firstWatch chan struct{}
+	// lookups counts the routes frames sent (a call's or an overview's
+	// lookup), for the tests that show a watched table sends none.
+	lookups int
 }
 
 func newRouteTable() routeTable {
-	return routeTable{checked: map[string]checkedRoute{}, current: map[forwardKey]bool{}, fwd: map[forwardKey]*forward{}}
+	return routeTable{checked: map[string]checkedRoute{}, current: map[forwardKey]bool{}, fwd: map[forwardKey]*forward{}, firstWatch: make(chan struct{})}
 }
 
-// liveRoutes asks the host for this controller's active routes and
-// returns those it may use, sorted by application. A host that cannot be
+// liveRoutes is this controller's active routes, those it may use, sorted
+// by application: the table the host pushes while it is watched, else
+// asked of the host now. A host that cannot be
 // asked, or whose answer cannot be used, is an *unavailableError.
 func (c *Controller) liveRoutes(ctx context.Context) ([]msg.RouteRecord, error) {
+	if routes, ok := c.routesPushed(); ok {
+		return routes, nil
+	}
+	return c.lookupRoutes(ctx)
+}
+
+// lookupRoutes asks the host for this controller's active routes now.
+func (c *Controller) lookupRoutes(ctx context.Context) ([]msg.RouteRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, routesLookupTimeout)
 	defer cancel()
+	c.routes.counted()
 	env, _, err := c.ctl.call(ctx, msg.TypeRoutes, msg.Routes{Known: c.routes.known()})
 	if err != nil {
 		c.log.Warn("the host's control socket did not answer a route lookup", "err", err)
@@ -115,12 +136,21 @@ func (c *Controller) liveRoutes(ctx context.Context) ([]msg.RouteRecord, error) 
 	}
 }
 
-// routeOf is the live route of application app: asked of the host now.
+// routeOf is the live route of application app: from the pushed table
+// while it is watched, else (and for an application it does not hold, so
+// that none is refused on a table a moment old) asked of the host now.
 func (c *Controller) routeOf(ctx context.Context, app string) (msg.RouteRecord, error) {
 	if app == "" {
 		return msg.RouteRecord{}, argErr("application: missing")
 	}
-	routes, err := c.liveRoutes(ctx)
+	if routes, ok := c.routesPushed(); ok {
+		for _, r := range routes {
+			if r.Application == app {
+				return r, nil
+			}
+		}
+	}
+	routes, err := c.lookupRoutes(ctx)
 	if err != nil {
 		return msg.RouteRecord{}, err
 	}
@@ -210,7 +240,8 @@ func (t *routeTable) update(c *Controller, res msg.RoutesResult) ([]msg.RouteRec
 		}
 	}
 	slices.SortFunc(routes, func(a, b msg.RouteRecord) int { return strings.Compare(a.Application, b.Application) })
-	return routes, nil
+	t.active, t.offered = res.Active, routes
+	return slices.Clone(routes), nil
 }
 
 // checkRoute verifies one signed record with the bundle's host key and

@@ -51,6 +51,8 @@ type Options struct {
 	// records being journaled after their answers (resultwrite.go), so a
 	// test reads the journal once they are on disk.
 	settled *func()
+	// opened, in the package's tests, is given the controller once open.
+	opened func(*Controller)
 	// FirstRequestTimeout is how long a connection on the MCP or the
 	// foreground socket has to send its first request (and a foreground
 	// connection its next one) before it is answered and closed;
@@ -78,6 +80,9 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 	defer c.Close()
 	if opts.settled != nil {
 		*opts.settled = c.writes.drain
+	}
+	if opts.opened != nil {
+		opts.opened(c)
 	}
 	c.firstRequest = opts.FirstRequestTimeout
 	if c.firstRequest <= 0 {
@@ -136,6 +141,11 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 
 	keeperDone := c.runKeeper(ctx, opts.hooks)
 	defer func() { cancel(); <-keeperDone }()
+	// The route table pushed (routewatch.go); it ends before the control
+	// channel closes.
+	watchDone := make(chan struct{})
+	go func() { c.watchRoutes(ctx); close(watchDone) }()
+	defer func() { cancel(); <-watchDone }()
 
 	var wg sync.WaitGroup
 	srv := c.newMCPServer()

@@ -76,6 +76,7 @@ type stack struct {
 	// settled waits for the in-process controller's result records
 	// journaled after their answers (Options.settled); nil until it runs.
 	settled func()
+	live    *Controller // the in-process controller, once open
 }
 
 // settle waits until the in-process controller's answers so far have
@@ -249,6 +250,7 @@ func (s *stack) startControllerWith(opts Options) {
 	s.ctlDone = make(chan error, 1)
 	opts.Ready = func() { close(ready) }
 	opts.settled = &s.settled
+	opts.opened = func(c *Controller) { s.live = c }
 	go func() { s.ctlDone <- Serve(ctx, s.cfgPath, opts) }()
 	select {
 	case <-ready:

@@ -31,10 +31,12 @@ import (
 // control channel. The controller is the channel's (its socket's peer
 // uid and tool key), never a name in a frame.
 func (h *Host) controlHandler(controller string) wire.Handler {
-	return fitReplies(wire.HandlerFunc(func(_ context.Context, req *wire.Envelope) (string, any) {
+	return fitReplies(wire.HandlerFunc(func(ctx context.Context, req *wire.Envelope) (string, any) {
 		switch req.T {
 		case msg.TypeRoutes:
 			return h.answerRoutes(controller, req)
+		case msg.TypeRoutesWatch:
+			return h.answerRoutesWatch(ctx, controller, req)
 		case msg.TypeInspect:
 			return h.answerInspect(controller, req)
 		case msg.TypeAllowance:

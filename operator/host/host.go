@@ -60,6 +60,7 @@ type Host struct {
 
 	routes   *routeListeners   // the forward sockets (routes.go)
 	controls *controlListeners // the control sockets (controls.go)
+	watch    routeWatchers     // the controllers watching their route tables (routewatch.go)
 
 	revMu   sync.Mutex              // guards reverse
 	reverse map[string]*wire.Client // by reverse socket path (payer.go)

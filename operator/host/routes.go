@@ -188,5 +188,10 @@ func (ls *routeListeners) closeAll() {
 func (h *Host) PrepareRoute(rec msg.RouteRecord) error { return h.routes.prepare(rec) }
 
 // SettleRoutes matches the forward listeners to the store's active routes
-// (operator.Listeners).
-func (h *Host) SettleRoutes() error { return h.routes.settle() }
+// (operator.Listeners), then returns once the watching controllers hold
+// their new tables (awaitRouteAcks).
+func (h *Host) SettleRoutes() error {
+	err := h.routes.settle()
+	h.awaitRouteAcks()
+	return err
+}

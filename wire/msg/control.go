@@ -7,7 +7,8 @@ package msg
 // no route still has it, so it learns of a route the operator activates
 // later without restarting.
 //
-//	routes    -> routes-result     the routes active for this controller now
+//	routes       -> routes-result  the routes active for this controller now
+//	routes-watch -> routes-result  the same, once they differ from the table the controller holds
 //	inspect   -> inspect-result    as on a forward socket
 //	allowance -> allowance-result  as on a forward socket
 //
@@ -18,6 +19,11 @@ package msg
 const (
 	TypeRoutes       = "routes"
 	TypeRoutesResult = "routes-result"
+	// TypeRoutesWatch (version 1 of it, new in P2.4) is the route table
+	// pushed: the host holds the request until the controller's table
+	// differs from the one the request names, so that a call reads its
+	// route from the controller's memory instead of asking on every call.
+	TypeRoutesWatch = "routes-watch"
 )
 
 // PurposeControl is the purpose of a controller's control channel.
@@ -47,4 +53,18 @@ type Routes struct {
 type RoutesResult struct {
 	Active  [][]byte `cbor:"active"`
 	Records [][]byte `cbor:"records,omitempty"`
+}
+
+// RoutesWatch asks for the controller's route table once it differs from
+// the one the controller holds: Active the ids, in the host's order, of the
+// last RoutesResult it applied (none at first), Known as in Routes. The host
+// answers a RoutesResult at once when its table differs from Active, else
+// when it changes, else after an idle time of its own (the controller then
+// watches again), and it takes a watch naming its current table as the
+// controller's word that it holds it: a route change returns only once every
+// watching controller has said so, or after a bound (DESIGN.md section 2,
+// "The route table, pushed").
+type RoutesWatch struct {
+	Known  [][]byte `cbor:"known,omitempty"`
+	Active [][]byte `cbor:"active,omitempty"`
 }
