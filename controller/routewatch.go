@@ -24,6 +24,14 @@ import (
 // themselves, so nothing waits on it.
 const routesWatchRetry = time.Second
 
+// startRouteWatch runs watchRoutes until ctx ends; the func it returns
+// calls cancel (ctx's) and waits for it.
+func (c *Controller) startRouteWatch(ctx context.Context, cancel func()) func() {
+	done := make(chan struct{})
+	go func() { c.watchRoutes(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
 // watchRoutes keeps the route table watched until ctx ends.
 func (c *Controller) watchRoutes(ctx context.Context) {
 	failing := false

@@ -141,11 +141,8 @@ func Serve(ctx context.Context, cfgPath string, opts Options) error {
 
 	keeperDone := c.runKeeper(ctx, opts.hooks)
 	defer func() { cancel(); <-keeperDone }()
-	// The route table pushed (routewatch.go); it ends before the control
-	// channel closes.
-	watchDone := make(chan struct{})
-	go func() { c.watchRoutes(ctx); close(watchDone) }()
-	defer func() { cancel(); <-watchDone }()
+	// The route table pushed; it ends before the control channel closes.
+	defer c.startRouteWatch(ctx, cancel)()
 
 	var wg sync.WaitGroup
 	srv := c.newMCPServer()
